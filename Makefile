@@ -1,0 +1,62 @@
+# qkit's build. `make test` is what CI runs (.ci/run); `make bench` prints the performance table.
+GO          ?= go
+PKG         := github.com/qkit-cli/qkit
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE        ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS     := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT) -X $(PKG)/cmd.date=$(DATE)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN         := bin/qkit
+PREFIX      ?= /usr/local
+
+.PHONY: all build install test unit lint vet interop bench docs docs-check clean fuzz
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/qkit
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 0644 completions/qkit.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/qkit
+	install -m 0644 completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
+	install -m 0644 completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
+
+# Everything CI runs: vet and staticcheck, unit tests, testscripts, the docs drift check (a Go test)
+# and the Node interop suites.
+test: lint unit interop
+
+unit:
+	$(GO) test -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+lint: vet
+	$(GO) run $(STATICCHECK) ./...
+
+interop: build
+	$(GO) build -o bin/fakeq/q ./internal/fakeq/q
+	cd interop && npm ci --no-audit --no-fund --loglevel=error && \
+		QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq npm test
+
+# Short fuzz runs of every fuzz target (each FUZZTIME long).
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "$$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) run ./bench
+
+docs:
+	$(GO) run . gen-docs --dir .
+
+clean:
+	rm -rf bin dist interop/node_modules

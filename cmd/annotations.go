@@ -1,0 +1,26 @@
+package cmd
+
+import "github.com/spf13/cobra"
+
+// annExposure marks a command as reachable by assistants through the internal-command registry
+// (qkit exec internal, the internal_command MCP tool, ACP slash commands). Its value says whether the
+// command only reads ("read") or changes state ("change"); changes need the user's confirmation.
+// Commands without it are never exposed.
+const annExposure = "qkit/exposure"
+
+// Exposure values.
+const (
+	exposureRead   = "read"
+	exposureChange = "change"
+)
+
+func exposeRead(c *cobra.Command) *cobra.Command   { return annotate(c, annExposure, exposureRead) }
+func exposeChange(c *cobra.Command) *cobra.Command { return annotate(c, annExposure, exposureChange) }
+
+func annotate(c *cobra.Command, key, value string) *cobra.Command {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[key] = value
+	return c
+}

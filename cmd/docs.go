@@ -1,0 +1,65 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+
+	"github.com/qkit-cli/qkit/internal/app"
+)
+
+func newGenDocsCmd(a *app.App) *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:    "gen-docs",
+		Short:  "Write shell completions and man pages (used by make docs)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return GenerateDocs(c.Root(), dir)
+		},
+	}
+	c.Flags().StringVar(&dir, "dir", ".", "write completions/ and man/ under `DIR`")
+	return c
+}
+
+// manDate is fixed so that the pages only change when the commands do.
+var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// GenerateDocs writes completions/qkit.{bash,zsh,fish,ps1} and man/*.1 under dir, replacing what
+// is there.
+func GenerateDocs(root *cobra.Command, dir string) error {
+	root.DisableAutoGenTag = true
+	compDir := filepath.Join(dir, "completions")
+	manDir := filepath.Join(dir, "man")
+	for _, d := range []string{compDir, manDir} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	gens := map[string]func(*bytes.Buffer) error{
+		"qkit.bash": func(b *bytes.Buffer) error { return root.GenBashCompletionV2(b, true) },
+		"qkit.zsh":  func(b *bytes.Buffer) error { return root.GenZshCompletion(b) },
+		"qkit.fish": func(b *bytes.Buffer) error { return root.GenFishCompletion(b, true) },
+		"qkit.ps1":  func(b *bytes.Buffer) error { return root.GenPowerShellCompletionWithDesc(b) },
+	}
+	for name, gen := range gens {
+		var b bytes.Buffer
+		if err := gen(&b); err != nil {
+			return fmt.Errorf("completion %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(compDir, name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	header := &doc.GenManHeader{Title: "QKIT", Section: "1", Source: "qkit", Manual: "qkit manual", Date: &manDate}
+	return doc.GenManTree(root, header, manDir)
+}

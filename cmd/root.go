@@ -1,0 +1,203 @@
+// Package cmd holds qkit's cobra commands: each parses flags into an options struct, calls a core
+// package under internal/, and renders the result. No behaviour lives here that a second front end
+// (MCP, ACP, internal commands) would need.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, app.New(app.System(), buildVersion()), args)
+}
+
+// Run executes one command line against a fresh command tree on a's streams, prints any error to
+// a's stderr as "qkit: <message>" and returns the exit code.
+func Run(ctx context.Context, a *app.App, args []string) int {
+	root := NewRoot(a)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return output.ExitOK
+	}
+	err = classify(err)
+	if ctx.Err() != nil && output.Code(err) == output.ExitFailure {
+		err = output.WithCode(output.ExitInterrupted, err)
+	}
+	var silent output.SilentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintf(a.IO.ErrOut, "qkit: %s\n", strings.TrimRight(err.Error(), "\n"))
+	}
+	if output.Code(err) == output.ExitUsage && isUsageProblem(err) && cmd != nil {
+		fmt.Fprintf(a.IO.ErrOut, "Usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
+	}
+	return output.Code(err)
+}
+
+// usageError marks the errors cobra itself raises for a bad command line.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func isUsageProblem(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// classify turns cobra's plain-text errors for bad command lines into usage errors (exit 2).
+func classify(err error) error {
+	var coded *output.Error
+	if errors.As(err, &coded) {
+		return err
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument",
+		"accepts ", "requires at least", "requires at most", "requires exactly", "flag needs an argument",
+		"bad flag syntax", "if any flags in the group", "none of the others can be",
+		"at least one of the flags", "invalid args", "required flag"} {
+		if strings.Contains(msg, p) {
+			return output.WithCode(output.ExitUsage, usageError{err})
+		}
+	}
+	return err
+}
+
+// rootOptions are the global flags.
+type rootOptions struct {
+	configFile string
+	logLevel   string
+	noInput    bool
+	set        []string
+}
+
+// NewRoot builds the whole command tree on a. Every call returns a fresh, independent tree: the
+// internal-command registry runs commands on one of its own.
+func NewRoot(a *app.App) *cobra.Command {
+	opts := &rootOptions{}
+	root := &cobra.Command{
+		Use:   "qkit <command>",
+		Short: "Make the Amazon Q Developer CLI scriptable and connectable",
+		Long: `qkit runs the Amazon Q Developer CLI (q, or kiro-cli) from scripts, CI, MCP clients and editors.
+
+It keeps sticky context files that are sent with every prompt, serves Q as MCP tools and as an
+Agent Client Protocol agent, and lets a person answer an assistant's questions from a terminal.`,
+		Example: `  # Ask Q something from a script, with your context files prepended
+  qkit ask "Summarise the open TODOs in this repository"
+
+  # Keep docs/*.md in every prompt
+  qkit context add 'docs/**/*.md'
+
+  # Serve the MCP tools to Claude Code, Cursor or Q itself
+  qkit mcp serve
+
+  # Show every setting and where its value came from
+  qkit settings list`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return loadApp(a, c, opts)
+		},
+	}
+	root.SetIn(a.IO.In)
+	root.SetOut(a.IO.Out)
+	root.SetErr(a.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return output.WithCode(output.ExitUsage, usageError{err})
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&opts.configFile, "config", "", "read settings from `FILE` instead of <config>/config.yaml")
+	pf.StringVar(&opts.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default: setting log.level)")
+	pf.BoolVar(&opts.noInput, "no-input", false, "never prompt; fail with the flag to pass instead")
+	pf.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
+	pf.StringVar(&a.ProfileFlag, "profile", "", "context profile to use instead of the active one")
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddGroup(
+		&cobra.Group{ID: groupCore, Title: "Core commands:"},
+		&cobra.Group{ID: groupServe, Title: "Servers for assistants and editors:"},
+		&cobra.Group{ID: groupConfig, Title: "Configuration:"},
+	)
+	root.SetHelpCommandGroupID(groupConfig)
+	root.SetCompletionCommandGroupID(groupConfig)
+	for _, c := range subcommands(a) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+const (
+	groupCore   = "core"
+	groupServe  = "serve"
+	groupConfig = "config"
+)
+
+// subcommands lists the top-level commands. Each group adds itself here.
+func subcommands(a *app.App) []*cobra.Command {
+	return []*cobra.Command{
+		newSettingsCmd(a),
+		newVersionCmd(a),
+		newExitCodesTopic(),
+		newGenDocsCmd(a),
+	}
+}
+
+// annLenientConfig marks commands that run even when the configuration has bad values (so the
+// settings commands can fix them).
+const annLenientConfig = "qkit/lenient-config"
+
+func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
+	a.IO.NoInput = a.IO.NoInput || opts.noInput
+	overrides := map[string]string{}
+	for _, kv := range opts.set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return output.UsageErrorf("invalid --set %q: expected KEY=VALUE", kv)
+		}
+		overrides[strings.TrimSpace(k)] = v
+	}
+	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides}, opts.logLevel)
+	var unknown config.UnknownKeyError
+	if errors.As(err, &unknown) {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	if len(a.Config.Problems) > 0 && lenient(c) {
+		for _, p := range a.Config.Problems {
+			a.Warnf("%v (the default is used)", p)
+		}
+	}
+	if len(a.Config.Problems) > 0 && !lenient(c) {
+		msgs := make([]string, len(a.Config.Problems))
+		for i, p := range a.Config.Problems {
+			msgs[i] = p.Error()
+		}
+		return output.UsageErrorf("bad setting: %s (fix it with qkit settings set or unset the variable)", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func lenient(c *cobra.Command) bool {
+	for ; c != nil; c = c.Parent() {
+		if c.Annotations[annLenientConfig] != "" {
+			return true
+		}
+	}
+	return false
+}

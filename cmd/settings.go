@@ -1,0 +1,210 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+func newSettingsCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "settings <command>",
+		Short: "Show and change qkit's settings",
+		Long: `Show and change qkit's settings (feature gates, the agent binary, limits).
+
+Values come from, weakest first: the built-in default, config.yaml, the environment (QKIT_<KEY> with
+dots as underscores, plus AGENT_TIMEOUT, AGENT_MAX_RESPONSE_SIZE and ENABLE_ADDITIONAL_TOOLS), and
+the --set flag. Durations are written 90s, 3m or 1h (a plain number is seconds); sizes 2MB, 512KiB or
+a number of bytes (KB and MB are binary).`,
+		Example: `  qkit settings list
+  qkit settings get agent.timeout
+  qkit settings set agent.command kiro-cli
+  qkit settings reset agent.command`,
+		GroupID:     groupConfig,
+		Annotations: map[string]string{annLenientConfig: "true"},
+	}
+	c.AddCommand(newSettingsListCmd(a), newSettingsGetCmd(a), newSettingsSetCmd(a), newSettingsResetCmd(a))
+	return c
+}
+
+// settingJSON is one row of `settings list --json` and `settings get --json`.
+type settingJSON struct {
+	Key         string `json:"key"`
+	Value       any    `json:"value"`
+	Source      string `json:"source"`
+	Origin      string `json:"origin,omitempty"`
+	Default     string `json:"default"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+}
+
+func toSettingJSON(v config.Value) settingJSON {
+	return settingJSON{
+		Key: v.Key.Name, Value: v.JSONValue(), Source: string(v.Source), Origin: v.Origin,
+		Default: v.Key.Default, Type: v.Key.Kind.String(), Description: v.Key.Help,
+	}
+}
+
+func completeKeys(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := make([]string, len(config.Keys))
+	for i, k := range config.Keys {
+		out[i] = k.Name + "\t" + k.Help
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func lookupKey(name string) (config.Key, error) {
+	k, ok := config.LookupKey(name)
+	if !ok {
+		return k, output.WithCode(output.ExitUsage, config.UnknownKeyError(name))
+	}
+	return k, nil
+}
+
+func newSettingsListCmd(a *app.App) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List every setting, its value and where the value came from",
+		Long: `List every setting with its value and its source: default, file, env or flag.
+
+On a terminal this is a table; piped, it is tab-separated lines (key, value, source); with --json an
+array of {key, value, source, origin, default, type, description}.`,
+		Example: `  qkit settings list
+  qkit settings list --json | jq -r '.[] | select(.source != "default") | .key'`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			all := a.Config.All()
+			if asJSON {
+				rows := make([]settingJSON, len(all))
+				for i, v := range all {
+					rows[i] = toSettingJSON(v)
+				}
+				return output.JSON(a.IO.Out, rows)
+			}
+			rows := make([][]string, len(all))
+			for i, v := range all {
+				src := string(v.Source)
+				if v.Source == config.SourceEnv {
+					src += " (" + v.Origin + ")"
+				}
+				rows[i] = []string{v.Key.Name, v.Display(), src}
+			}
+			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{key, value, source, origin, default, type, description}]")
+	return exposeRead(c)
+}
+
+func newSettingsGetCmd(a *app.App) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "get <key>",
+		Short: "Print one setting's value",
+		Long:  "Print the bare value of one setting, for scripts. Lists print comma-separated.",
+		Example: `  qkit settings get agent.command
+  timeout=$(qkit settings get agent.timeout)`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeKeys,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if _, err := lookupKey(args[0]); err != nil {
+				return err
+			}
+			v := a.Config.Get(args[0])
+			if asJSON {
+				return output.JSON(a.IO.Out, toSettingJSON(v))
+			}
+			_, err := fmt.Fprintln(a.IO.Out, v.Display())
+			return err
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print {key, value, source, origin, default, type, description}")
+	return exposeRead(c)
+}
+
+func newSettingsSetCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "set <key> <value>",
+		Short: "Change a setting in config.yaml",
+		Long: `Validate a value and write it to config.yaml (atomically, under a lock, so concurrent
+runs lose nothing). A variable in the environment still wins over the file; qkit says so.`,
+		Example: `  qkit settings set agent.timeout 5m
+  qkit settings set tools.enabled q-developer-agent
+  qkit settings set acp.enabled true`,
+		Args: cobra.ExactArgs(2),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return completeKeys(nil, nil, "")
+			}
+			if k, ok := config.LookupKey(args[0]); ok && k.Kind == config.Bool && len(args) == 1 {
+				return []string{"true", "false"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			k, err := lookupKey(args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := k.Parse(args[1]); err != nil {
+				return output.WithCode(output.ExitUsage, err)
+			}
+			if err := a.Config.Set(k.Name, args[1]); err != nil {
+				return err
+			}
+			if cur := a.Config.Get(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
+				a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)
+			}
+			return nil
+		},
+	}
+	return exposeChange(c)
+}
+
+func newSettingsResetCmd(a *app.App) *cobra.Command {
+	var all, yes bool
+	c := &cobra.Command{
+		Use:   "reset {<key>... | --all}",
+		Short: "Remove settings from config.yaml so their defaults apply",
+		Long: `Remove one or more settings from config.yaml, or all of them with --all. Resetting everything
+asks first on a terminal; elsewhere it needs --yes.`,
+		Example: `  qkit settings reset agent.timeout
+  qkit settings reset --all --yes`,
+		ValidArgsFunction: completeKeys,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})
+			}
+			for _, name := range args {
+				if _, err := lookupKey(name); err != nil {
+					return err
+				}
+			}
+			if all && !yes {
+				p, err := a.Prompt("--yes")
+				if err != nil {
+					return err
+				}
+				ok, err := p.Confirm("Reset every setting in "+a.Config.File+"?", false)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return output.Errorf(output.ExitRejected, "reset cancelled")
+				}
+			}
+			return a.Config.Reset(args...)
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "reset every setting")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return exposeChange(c)
+}

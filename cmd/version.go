@@ -1,0 +1,73 @@
+package cmd
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// Set by the linker: -X github.com/qkit-cli/qkit/cmd.version=... (see the Makefile).
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
+
+func buildVersion() app.VersionInfo {
+	v := app.VersionInfo{Version: version, Commit: commit, Date: date, Go: runtime.Version()}
+	if v.Commit == "" {
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					v.Commit = s.Value
+				case "vcs.time":
+					if v.Date == "" {
+						v.Date = s.Value
+					}
+				}
+			}
+		}
+	}
+	return v
+}
+
+func newVersionCmd(a *app.App) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print qkit's version, commit, build date and Go version",
+		Long:  "Print the version qkit was built as, the commit and date it was built from, and the Go version.",
+		Example: `  qkit version
+  qkit version --json | jq -r .version`,
+		Args:    cobra.NoArgs,
+		GroupID: groupConfig,
+		RunE: func(*cobra.Command, []string) error {
+			if asJSON {
+				return output.JSON(a.IO.Out, a.Version)
+			}
+			v := a.Version
+			line := "qkit " + v.Version
+			if v.Commit != "" {
+				c := v.Commit
+				if len(c) > 12 {
+					c = c[:12]
+				}
+				line += " (commit " + c
+				if v.Date != "" {
+					line += ", built " + v.Date
+				}
+				line += ")"
+			}
+			_, err := fmt.Fprintf(a.IO.Out, "%s %s\n", line, v.Go)
+			return err
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, date, go} as JSON")
+	return exposeRead(c)
+}

@@ -1,0 +1,457 @@
+// Package config is the one place that knows qkit's settings, where they come from (defaults,
+// config.yaml, environment, flags) and where qkit keeps its files.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
+)
+
+// Source says where a setting's value came from.
+type Source string
+
+// The sources, weakest first.
+const (
+	SourceDefault Source = "default"
+	SourceFile    Source = "file"
+	SourceEnv     Source = "env"
+	SourceFlag    Source = "flag"
+)
+
+// Value is one setting as loaded.
+type Value struct {
+	Key    Key
+	Raw    string
+	Parsed any
+	Source Source
+	// Origin names the file or variable the value came from, empty for defaults.
+	Origin string
+}
+
+// Paths are the directories qkit reads and writes.
+type Paths struct {
+	Config string // settings and context configs
+	Data   string // ACP sessions database
+	State  string // question sessions, audit log
+}
+
+// LoadOptions says where to look. Zero values mean the process environment and default paths.
+type LoadOptions struct {
+	// File is the config file given by --config; empty means QKIT_CONFIG or <config>/config.yaml.
+	File string
+	// Overrides are values given on the command line (source "flag"), by key.
+	Overrides map[string]string
+	// LookupEnv reads the environment; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Config is the loaded configuration. It is immutable once loaded, except through Override.
+type Config struct {
+	Paths Paths
+	File  string
+	// Problems are values in the file or environment that did not parse; the defaults stand in
+	// for them. Commands other than `settings` refuse to run while there are any.
+	Problems []error
+	values   map[string]Value
+	env      func(string) (string, bool)
+}
+
+// ResolvePaths derives qkit's directories from QKIT_HOME or the XDG variables.
+func ResolvePaths(lookupEnv func(string) (string, bool)) (Paths, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	get := func(name string) string { v, _ := lookupEnv(name); return v }
+	if h := get("QKIT_HOME"); h != "" {
+		h, err := filepath.Abs(h)
+		if err != nil {
+			return Paths{}, err
+		}
+		return Paths{Config: filepath.Join(h, "config"), Data: filepath.Join(h, "data"), State: filepath.Join(h, "state")}, nil
+	}
+	home := get("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return Paths{}, fmt.Errorf("cannot find a home directory: set QKIT_HOME or HOME")
+		}
+	}
+	xdg := func(name, fallback string) string {
+		if v := get(name); v != "" && filepath.IsAbs(v) {
+			return filepath.Join(v, "qkit")
+		}
+		return filepath.Join(home, fallback, "qkit")
+	}
+	return Paths{
+		Config: xdg("XDG_CONFIG_HOME", ".config"),
+		Data:   xdg("XDG_DATA_HOME", filepath.Join(".local", "share")),
+		State:  xdg("XDG_STATE_HOME", filepath.Join(".local", "state")),
+	}, nil
+}
+
+// Load reads the configuration. A config file that exists but cannot be read or parsed is an error
+// naming the file (and the line, for YAML syntax errors).
+func Load(opts LoadOptions) (*Config, error) {
+	env := opts.LookupEnv
+	if env == nil {
+		env = os.LookupEnv
+	}
+	paths, err := ResolvePaths(env)
+	if err != nil {
+		return nil, err
+	}
+	file := opts.File
+	if file == "" {
+		if f, ok := env("QKIT_CONFIG"); ok && f != "" {
+			file = f
+		} else {
+			file = filepath.Join(paths.Config, "config.yaml")
+		}
+	}
+	c := &Config{Paths: paths, File: file, values: map[string]Value{}, env: env}
+
+	v := viper.New()
+	v.SetConfigFile(file)
+	v.SetConfigType("yaml")
+	fileErr := v.ReadInConfig()
+	if fileErr != nil {
+		var notFound viper.ConfigFileNotFoundError
+		if !errors.As(fileErr, &notFound) && !errors.Is(fileErr, fs.ErrNotExist) {
+			if _, statErr := os.Stat(file); statErr == nil || !errors.Is(statErr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(fileErr))
+			}
+		}
+		fileErr = nil
+	}
+
+	for _, k := range Keys {
+		val := Value{Key: k, Raw: k.Default, Source: SourceDefault}
+		if v.InConfig(k.Name) {
+			val.Raw, val.Source, val.Origin = fileString(v.Get(k.Name)), SourceFile, file
+		}
+		if k.SeedEnv != "" {
+			if raw, ok := env(k.SeedEnv); ok && raw != "" {
+				val.Raw, val.Source, val.Origin = raw, SourceEnv, k.SeedEnv
+			}
+		}
+		if raw, ok := env(k.EnvName()); ok && raw != "" {
+			val.Raw, val.Source, val.Origin = raw, SourceEnv, k.EnvName()
+		}
+		if raw, ok := opts.Overrides[k.Name]; ok {
+			val.Raw, val.Source, val.Origin = raw, SourceFlag, "--set"
+		}
+		parsed, err := k.Parse(val.Raw)
+		if err != nil {
+			where := val.Origin
+			c.Problems = append(c.Problems, fmt.Errorf("%s: %w", where, err))
+			parsed, _ = k.Parse(k.Default)
+			val = Value{Key: k, Raw: k.Default, Source: SourceDefault}
+		}
+		val.Parsed = parsed
+		c.values[k.Name] = val
+	}
+	for name := range opts.Overrides {
+		if _, ok := LookupKey(name); !ok {
+			return nil, UnknownKeyError(name)
+		}
+	}
+	return c, nil
+}
+
+// fileString turns what viper decoded from YAML back into the text form settings are parsed from.
+func fileString(x any) string {
+	switch t := x.(type) {
+	case []any:
+		parts := make([]string, len(t))
+		for i, p := range t {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ",")
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(x)
+}
+
+func unwrapYAML(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "yaml: "); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
+// Get returns a setting. It panics on a name that is not in Keys: that is a programming error.
+func (c *Config) Get(name string) Value {
+	v, ok := c.values[name]
+	if !ok {
+		panic("config: unknown key " + name)
+	}
+	return v
+}
+
+// Override sets a key for this process only, as a flag does (source "flag").
+func (c *Config) Override(name, raw string) error {
+	k, ok := LookupKey(name)
+	if !ok {
+		return UnknownKeyError(name)
+	}
+	parsed, err := k.Parse(raw)
+	if err != nil {
+		return err
+	}
+	c.values[name] = Value{Key: k, Raw: raw, Parsed: parsed, Source: SourceFlag, Origin: "flag"}
+	return nil
+}
+
+// All returns every setting in the order of Keys.
+func (c *Config) All() []Value {
+	out := make([]Value, 0, len(Keys))
+	for _, k := range Keys {
+		out = append(out, c.values[k.Name])
+	}
+	return out
+}
+
+// String returns a string setting.
+func (c *Config) String(name string) string { return c.Get(name).Parsed.(string) }
+
+// Bool returns a boolean setting.
+func (c *Config) Bool(name string) bool { return c.Get(name).Parsed.(bool) }
+
+// Int returns an integer setting.
+func (c *Config) Int(name string) int64 { return c.Get(name).Parsed.(int64) }
+
+// Duration returns a duration setting.
+func (c *Config) Duration(name string) time.Duration { return c.Get(name).Parsed.(time.Duration) }
+
+// Size returns a size setting in bytes.
+func (c *Config) Size(name string) int64 { return c.Get(name).Parsed.(int64) }
+
+// List returns a list setting.
+func (c *Config) List(name string) []string { return c.Get(name).Parsed.([]string) }
+
+// ToolEnabled reports whether an optional MCP tool is enabled through tools.enabled or
+// ENABLE_ADDITIONAL_TOOLS: entries are trimmed, lower-cased, "_" is read as "-", and "all" enables all.
+func (c *Config) ToolEnabled(tool string) bool {
+	want := NormalizeToolName(tool)
+	for _, t := range c.List("tools.enabled") {
+		t = NormalizeToolName(t)
+		if t == "all" || t == want {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeToolName lower-cases a tool name and reads "_" as "-".
+func NormalizeToolName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
+}
+
+// Display is the text `settings get` prints for a value.
+func (v Value) Display() string {
+	switch p := v.Parsed.(type) {
+	case []string:
+		return strings.Join(p, ",")
+	case time.Duration:
+		return v.Raw
+	case int64:
+		if v.Key.Kind == Size {
+			return strings.TrimSpace(v.Raw)
+		}
+		return strconv.FormatInt(p, 10)
+	case bool:
+		return strconv.FormatBool(p)
+	}
+	return fmt.Sprint(v.Parsed)
+}
+
+// JSONValue is the typed value for --json output: durations as text, sizes and ints as numbers.
+func (v Value) JSONValue() any {
+	switch p := v.Parsed.(type) {
+	case time.Duration:
+		return p.String()
+	case []string:
+		if p == nil {
+			return []string{}
+		}
+	}
+	return v.Parsed
+}
+
+// UnknownKeyError names the key and suggests the nearest valid ones (exit 2 through the caller).
+type UnknownKeyError string
+
+func (e UnknownKeyError) Error() string {
+	msg := fmt.Sprintf("unknown setting %q", string(e))
+	if s := Suggest(string(e)); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return msg + " (qkit settings list shows them all)"
+}
+
+// Suggest returns up to three keys close to name: a shared suffix or prefix segment, or a small edit
+// distance.
+func Suggest(name string) []string {
+	type cand struct {
+		key  string
+		dist int
+	}
+	var cands []cand
+	lname := strings.ToLower(name)
+	for _, k := range Keys {
+		d := editDistance(lname, k.Name)
+		last := k.Name[strings.LastIndex(k.Name, ".")+1:]
+		if last == lname || strings.HasPrefix(k.Name, lname+".") || strings.Contains(k.Name, lname) && len(lname) >= 3 {
+			d = 0
+		}
+		if d <= 3 || d*3 <= len(k.Name) {
+			cands = append(cands, cand{k.Name, d})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].dist < cands[j].dist })
+	var out []string
+	for i := 0; i < len(cands) && i < 3; i++ {
+		out = append(out, cands[i].key)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Set validates value for key and writes it to the config file atomically, under the file's lock.
+// A file that does not parse is left untouched.
+func (c *Config) Set(name, raw string) error {
+	k, ok := LookupKey(name)
+	if !ok {
+		return UnknownKeyError(name)
+	}
+	parsed, err := k.Parse(raw)
+	if err != nil {
+		return err
+	}
+	var stored any = strings.TrimSpace(raw)
+	switch p := parsed.(type) {
+	case bool, int64:
+		stored = p
+	case []string:
+		stored = p
+	}
+	return c.editFile(func(doc map[string]any) bool {
+		setNested(doc, name, stored)
+		return true
+	})
+}
+
+// Reset removes keys from the config file so their defaults (or environment) apply again. With no
+// names it removes every known key.
+func (c *Config) Reset(names ...string) error {
+	for _, n := range names {
+		if _, ok := LookupKey(n); !ok {
+			return UnknownKeyError(n)
+		}
+	}
+	if len(names) == 0 {
+		for _, k := range Keys {
+			names = append(names, k.Name)
+		}
+	}
+	return c.editFile(func(doc map[string]any) bool {
+		changed := false
+		for _, n := range names {
+			changed = deleteNested(doc, n) || changed
+		}
+		return changed
+	})
+}
+
+func (c *Config) editFile(edit func(map[string]any) bool) error {
+	return filestore.Update(c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
+		doc := map[string]any{}
+		if len(bytes.TrimSpace(old)) > 0 {
+			if err := yaml.Unmarshal(old, &doc); err != nil {
+				return nil, fmt.Errorf("config file %s: %v (left unchanged)", c.File, unwrapYAML(err))
+			}
+			if doc == nil {
+				doc = map[string]any{}
+			}
+		}
+		if !edit(doc) {
+			return nil, filestore.ErrNoChange
+		}
+		var buf bytes.Buffer
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(doc); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	})
+}
+
+func setNested(doc map[string]any, name string, v any) {
+	parts := strings.Split(name, ".")
+	m := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+}
+
+func deleteNested(doc map[string]any, name string) bool {
+	parts := strings.Split(name, ".")
+	m := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return false
+		}
+		m = next
+	}
+	last := parts[len(parts)-1]
+	if _, ok := m[last]; !ok {
+		return false
+	}
+	delete(m, last)
+	if len(m) == 0 && len(parts) > 1 {
+		delete(doc, parts[0])
+	}
+	return true
+}

@@ -1,0 +1,246 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the type of a setting's value; it decides how a value is parsed and validated.
+type Kind int
+
+// The kinds of setting.
+const (
+	String Kind = iota
+	Bool
+	Int
+	Duration
+	Size
+	List
+)
+
+func (k Kind) String() string {
+	return [...]string{"string", "bool", "integer", "duration", "size", "list"}[k]
+}
+
+// Key describes one setting.
+type Key struct {
+	Name    string
+	Kind    Kind
+	Default string
+	Help    string
+	// SeedEnv is the environment variable named by a requirement document that also sets this key
+	// (AGENT_TIMEOUT and friends). It wins over the file and loses to QKIT_* and flags.
+	SeedEnv string
+	// Check validates a parsed value beyond its kind; nil means any value of the kind is fine.
+	Check func(v any) error
+}
+
+// EnvName is the QKIT_* variable for the key: dots become underscores, upper-cased.
+func (k Key) EnvName() string {
+	return "QKIT_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k.Name))
+}
+
+// Keys lists every setting qkit reads, in the order `qkit settings list` shows them.
+var Keys = []Key{
+	{Name: "agent.command", Kind: String, Default: "q", Help: "the agent CLI to run (q, or kiro-cli)", Check: nonEmpty},
+	{Name: "agent.timeout", Kind: Duration, Default: "180s", Help: "time limit per agent run; partial output is returned on timeout", SeedEnv: "AGENT_TIMEOUT", Check: durationRange(time.Second, 24*time.Hour)},
+	{Name: "agent.max_response_size", Kind: Size, Default: "2MB", Help: "agent output kept per run; the rest is cut at a line break", SeedEnv: "AGENT_MAX_RESPONSE_SIZE", Check: sizeRange(1024, 1<<30)},
+	{Name: "agent.model", Kind: String, Default: "", Help: "model passed as --model when set"},
+	{Name: "agent.models", Kind: List, Default: "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4", Help: "models accepted by --model and override-model"},
+	{Name: "agent.strip_ansi", Kind: Bool, Default: "true", Help: "strip ANSI escape codes from agent output (q colours even pipes)"},
+	{Name: "tools.enabled", Kind: List, Default: "", Help: "optional MCP tools to enable (q-developer-agent, or all)", SeedEnv: "ENABLE_ADDITIONAL_TOOLS"},
+	{Name: "questions.timeout", Kind: Duration, Default: "30m", Help: "how long ask_user_questions waits for an answer (0 = until answered or cancelled)", Check: durationRange(0, 30*24*time.Hour)},
+	{Name: "questions.retention", Kind: Duration, Default: "168h", Help: "finished question sessions older than this are removed", Check: durationRange(time.Minute, 10*365*24*time.Hour)},
+	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
+	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
+	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},
+	{Name: "log.level", Kind: String, Default: "warn", Help: "log level on stderr: debug, info, warn or error", Check: oneOf("debug", "info", "warn", "error")},
+}
+
+// LookupKey finds a key by name.
+func LookupKey(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// Parse turns raw text into the key's typed value, or says what was expected.
+func (k Key) Parse(raw string) (any, error) {
+	v, err := parseKind(k.Kind, raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid value %q for %s: expected %s", raw, k.Name, k.expected())
+	}
+	if k.Check != nil {
+		if err := k.Check(v); err != nil {
+			return nil, fmt.Errorf("invalid value %q for %s: %v", raw, k.Name, err)
+		}
+	}
+	return v, nil
+}
+
+func (k Key) expected() string {
+	switch k.Kind {
+	case Bool:
+		return "true or false"
+	case Int:
+		return "a whole number"
+	case Duration:
+		return "a duration such as 90s, 3m or 1h30m (a plain number is seconds)"
+	case Size:
+		return "a size such as 2MB, 512KiB or a plain number of bytes"
+	case List:
+		return "a comma-separated list"
+	}
+	return "text"
+}
+
+func parseKind(kind Kind, raw string) (any, error) {
+	raw = strings.TrimSpace(raw)
+	switch kind {
+	case Bool:
+		return strconv.ParseBool(raw)
+	case Int:
+		return strconv.ParseInt(raw, 10, 64)
+	case Duration:
+		return ParseDuration(raw)
+	case Size:
+		return ParseSize(raw)
+	case List:
+		return ParseList(raw), nil
+	}
+	return raw, nil
+}
+
+// ParseDuration accepts Go durations (90s, 3m, 1h30m) and plain numbers of seconds (the seeds'
+// AGENT_TIMEOUT is in seconds). Negative values are refused.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	var d time.Duration
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n > float64(1<<62)/float64(time.Second) {
+			return 0, fmt.Errorf("duration %q is too large", s)
+		}
+		d = time.Duration(n * float64(time.Second))
+	} else {
+		d, err = time.ParseDuration(s)
+		if err != nil {
+			return 0, err
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
+	{"b", 1},
+}
+
+// ParseSize accepts a number of bytes or a number with a unit: KB, MB, GB and KiB, MiB, GiB are all
+// binary (2MB is 2,097,152 bytes, as in the peer tool the seed describes).
+func ParseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "" {
+		return 0, fmt.Errorf("empty size")
+	}
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			mult = u.mult
+			t = strings.TrimSpace(strings.TrimSuffix(t, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 || n*float64(mult) > float64(1<<62) {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// FormatSize prints a byte count the way sizes are written in settings (2MB, 512KiB, 1000).
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKB", n>>10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// ParseList splits a comma-separated list, trimming entries and dropping empty ones.
+func ParseList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func nonEmpty(v any) error {
+	if strings.TrimSpace(v.(string)) == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	return nil
+}
+
+func oneOf(allowed ...string) func(any) error {
+	return func(v any) error {
+		for _, a := range allowed {
+			if v.(string) == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+func durationRange(lo, hi time.Duration) func(any) error {
+	return func(v any) error {
+		d := v.(time.Duration)
+		if d < lo || d > hi {
+			return fmt.Errorf("expected a duration between %v and %v", lo, hi)
+		}
+		return nil
+	}
+}
+
+func sizeRange(lo, hi int64) func(any) error {
+	return func(v any) error {
+		n := v.(int64)
+		if n < lo || n > hi {
+			return fmt.Errorf("expected a size between %s and %s", FormatSize(lo), FormatSize(hi))
+		}
+		return nil
+	}
+}
+
+func intRange(lo, hi int64) func(any) error {
+	return func(v any) error {
+		n := v.(int64)
+		if n < lo || n > hi {
+			return fmt.Errorf("expected a number between %d and %d", lo, hi)
+		}
+		return nil
+	}
+}

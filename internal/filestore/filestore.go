@@ -1,0 +1,111 @@
+// Package filestore holds the two primitives every on-disk write in qkit goes through: an atomic
+// replace (temp file in the same directory, fsync, rename) and an advisory lock on a sibling ".lock"
+// file. Together they make a read-modify-write safe against concurrent processes and against a crash
+// at any instant: a reader sees the old file or the new one, never a torn one.
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteAtomic replaces path with data. The directory is created (with dirPerm) when missing.
+func WriteAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	committed = true
+	syncDir(dir)
+	return nil
+}
+
+// Lock is an exclusive advisory lock held on a file beside the one it protects.
+type Lock struct {
+	f *os.File
+}
+
+// LockFor takes an exclusive lock on path+".lock", blocking until it is free. The lock is released by
+// Unlock or, should the process die, by the kernel.
+func LockFor(path string, dirPerm fs.FileMode) (*Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	name := path + ".lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := lockFile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Unlock releases the lock. It is safe to call on a nil Lock.
+func (l *Lock) Unlock() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = unlockFile(l.f)
+	_ = l.f.Close()
+	l.f = nil
+}
+
+// Update runs fn under the lock for path: fn gets the current content (nil when the file does not exist)
+// and returns the new content, which is written atomically. Returning ErrNoChange leaves the file alone.
+func Update(path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte, error)) error {
+	lock, err := LockFor(path, dirPerm)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	data, err := fn(old)
+	if errors.Is(err, ErrNoChange) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return WriteAtomic(path, data, perm, dirPerm)
+}
+
+// ErrNoChange, returned by an Update function, means there is nothing to write.
+var ErrNoChange = errors.New("no change")

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/qkit-cli/qkit/cmd"
+	"github.com/qkit-cli/qkit/internal/fakeq"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"qkit": func() { os.Exit(cmd.Main(os.Args[1:])) },
+		"q":    func() { os.Exit(fakeq.Main()) },
+	})
+}
+
+// TestScripts runs testscripts/*.txtar. QKIT_UPDATE_GOLDEN=1 rewrites the cmp goldens in place.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testscripts",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("QKIT_UPDATE_GOLDEN") == "1",
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, "home")
+			env.Setenv("HOME", home)
+			env.Setenv("QKIT_HOME", filepath.Join(env.WorkDir, ".qkit"))
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+			env.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
+			env.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+			env.Setenv("NO_COLOR", "")
+			for _, name := range []string{"AGENT_TIMEOUT", "AGENT_MAX_RESPONSE_SIZE", "ENABLE_ADDITIONAL_TOOLS"} {
+				env.Setenv(name, "")
+			}
+			return os.MkdirAll(home, 0o755)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
+				// exits CODE PROG [ARGS...]: run PROG like exec and require exit status CODE;
+				// stdout and stderr are kept for the stdout/stderr/cmp commands that follow.
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("%s: %v", args[1], err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+				}
+			},
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				// sleep DURATION: wait, for scripts that race a background command.
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: sleep DURATION")
+				}
+				d, err := time.ParseDuration(args[0])
+				ts.Check(err)
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				<-ctx.Done()
+			},
+		},
+	})
+}
