@@ -1,0 +1,279 @@
+// Command bench measures qkit end to end and prints one table of figures against their targets.
+// It builds qkit, the fake q and a hello-world binary into a scratch folder, runs every suite, then
+// the Go benchmarks of the repository. Run it with `make bench`.
+//
+//	go run ./bench [-only REGEXP] [-skip-go]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// figure is one row of the table.
+type figure struct {
+	Name   string
+	Value  float64
+	Unit   string
+	Target string // e.g. "<= 3"; empty when there is none
+	Pass   *bool  // nil when there is no target
+}
+
+func (f figure) verdict() string {
+	switch {
+	case f.Pass == nil:
+		return ""
+	case *f.Pass:
+		return "ok"
+	}
+	return "MISSED"
+}
+
+// atMost and atLeast build figures with a target.
+func atMost(name string, v float64, unit string, limit float64) figure {
+	ok := v <= limit
+	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf("<= %g", limit), Pass: &ok}
+}
+
+func atLeast(name string, v float64, unit string, limit float64) figure {
+	ok := v >= limit
+	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf(">= %g", limit), Pass: &ok}
+}
+
+func info(name string, v float64, unit string) figure { return figure{Name: name, Value: v, Unit: unit} }
+
+// suite is a group of end-to-end measurements. Each area of qkit adds its own in its own file.
+type suite struct {
+	name string
+	run  func(*bench) ([]figure, error)
+}
+
+func suites() []suite {
+	return []suite{
+		{"startup", startupSuite},
+	}
+}
+
+// bench holds the binaries and the scratch folder shared by the suites.
+type bench struct {
+	dir   string // scratch folder, removed at the end
+	qkit  string // qkit binary
+	fakeq string // folder holding the fake `q`, to put first on PATH
+	hello string // hello-world binary, the baseline for process start-up
+	root  string // repository root
+}
+
+// env returns an environment for a qkit run: a private QKIT_HOME under home, the fake q first on
+// PATH, plus extra.
+func (b *bench) env(home string, extra ...string) []string {
+	env := []string{
+		"PATH=" + b.fakeq + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home,
+		"QKIT_HOME=" + filepath.Join(home, ".qkit"),
+	}
+	return append(env, extra...)
+}
+
+// timeRuns runs argv n times and returns the median wall time. Any failure aborts.
+func timeRuns(n int, env []string, dir string, argv ...string) (time.Duration, error) {
+	times := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Env, c.Dir = env, dir
+		var errb bytes.Buffer
+		c.Stderr = &errb
+		start := time.Now()
+		if err := c.Run(); err != nil {
+			return 0, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
+		}
+		times = append(times, time.Since(start))
+	}
+	return median(times), nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// peakRSS runs c to completion and returns its peak resident set in bytes.
+func peakRSS(c *exec.Cmd) (int64, error) {
+	if err := c.Run(); err != nil {
+		return 0, err
+	}
+	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, fmt.Errorf("no rusage on this platform")
+	}
+	return ru.Maxrss * 1024, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func main() {
+	only := flag.String("only", "", "run only suites whose name matches `REGEXP`")
+	skipGo := flag.Bool("skip-go", false, "skip the Go benchmarks")
+	flag.Parse()
+	if err := run(*only, *skipGo); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(only string, skipGo bool) error {
+	re, err := regexp.Compile(only)
+	if err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "qkit-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{dir: dir, root: root, qkit: filepath.Join(dir, "qkit"), fakeq: filepath.Join(dir, "fakeq"), hello: filepath.Join(dir, "hello")}
+	if err := b.build(); err != nil {
+		return err
+	}
+	var figs []figure
+	for _, s := range suites() {
+		if !re.MatchString(s.name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s\n", s.name)
+		fs, err := s.run(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		figs = append(figs, fs...)
+	}
+	if !skipGo && only == "" {
+		fs, err := goBenchmarks(root)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, fs...)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "FIGURE\tVALUE\tUNIT\tTARGET\tRESULT")
+	for _, f := range figs {
+		fmt.Fprintf(w, "%s\t%.3f\t%s\t%s\t%s\n", f.Name, f.Value, f.Unit, f.Target, f.verdict())
+	}
+	return w.Flush()
+}
+
+func (b *bench) build() error {
+	hello := filepath.Join(b.dir, "hello-src")
+	if err := os.MkdirAll(hello, 0o755); err != nil {
+		return err
+	}
+	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"
+	if err := os.WriteFile(filepath.Join(hello, "main.go"), []byte(src), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(hello, "go.mod"), []byte("module hello\n\ngo 1.25\n"), 0o644); err != nil {
+		return err
+	}
+	steps := []struct {
+		dir  string
+		args []string
+	}{
+		{b.root, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.qkit, "."}},
+		{b.root, []string{"build", "-o", filepath.Join(b.fakeq, "q"), "./internal/fakeq/q"}},
+		{hello, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.hello, "."}},
+	}
+	for _, s := range steps {
+		c := exec.Command("go", s.args...)
+		c.Dir = s.dir
+		c.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(s.args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// startupSuite: median wall time of `qkit version` and `qkit settings list --json` over 50 runs,
+// each as a ratio against the hello-world binary timed in the same run.
+func startupSuite(b *bench) ([]figure, error) {
+	home := filepath.Join(b.dir, "startup")
+	env := b.env(home)
+	const n = 50
+	hello, err := timeRuns(n, env, b.dir, b.hello)
+	if err != nil {
+		return nil, err
+	}
+	version, err := timeRuns(n, env, b.dir, b.qkit, "version")
+	if err != nil {
+		return nil, err
+	}
+	list, err := timeRuns(n, env, b.dir, b.qkit, "settings", "list", "--json")
+	if err != nil {
+		return nil, err
+	}
+	return []figure{
+		info("startup: hello-world median", ms(hello), "ms"),
+		info("startup: qkit version median", ms(version), "ms"),
+		atMost("startup: qkit version / hello-world", float64(version)/float64(hello), "x", 3),
+		info("startup: qkit settings list --json median", ms(list), "ms"),
+		atMost("startup: settings list --json / hello-world", float64(list)/float64(hello), "x", 4),
+	}, nil
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// goBenchmarks runs every Go benchmark once (-benchtime=1x is too noisy; 1s each keeps the run
+// short) and turns each metric into a figure.
+func goBenchmarks(root string) ([]figure, error) {
+	c := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "1s", "./...")
+	c.Dir = root
+	c.Stderr = os.Stderr
+	out, err := c.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go test -bench: %v\n%s", err, out)
+	}
+	var figs []figure
+	pkg := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
+			pkg = strings.TrimPrefix(p, "github.com/qkit-cli/qkit/")
+			continue
+		}
+		m := benchLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[2])
+		for i := 0; i+1 < len(fields); i += 2 {
+			var v float64
+			if _, err := fmt.Sscan(fields[i], &v); err != nil {
+				continue
+			}
+			figs = append(figs, info(fmt.Sprintf("go: %s %s", pkg, m[1]), v, fields[i+1]))
+		}
+	}
+	return figs, nil
+}
