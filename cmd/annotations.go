@@ -24,3 +24,11 @@ func annotate(c *cobra.Command, key, value string) *cobra.Command {
 	c.Annotations[key] = value
 	return c
 }
+
+// annChangeFlags lists, comma-separated, the flags that turn an exposed "read" command into a change
+// (e.g. `context profile` lists profiles, but with --create, --delete or --rename changes them).
+const annChangeFlags = "qkit/change-flags"
+
+func changeFlags(c *cobra.Command, flags string) *cobra.Command {
+	return annotate(c, annChangeFlags, flags)
+}
