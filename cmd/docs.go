@@ -35,6 +35,9 @@ var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // is there.
 func GenerateDocs(root *cobra.Command, dir string) error {
 	root.DisableAutoGenTag = true
+	// Execute adds these lazily; docs must list them whether or not the tree has run.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	compDir := filepath.Join(dir, "completions")
 	manDir := filepath.Join(dir, "man")
 	for _, d := range []string{compDir, manDir} {

@@ -137,7 +137,22 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	for _, c := range subcommands(a) {
 		root.AddCommand(c)
 	}
+	root.InitDefaultCompletionCmd()
+	requireKnownSubcommands(root)
 	return root
+}
+
+// requireKnownSubcommands makes every command group fail on an unknown subcommand (exit 2, with
+// cobra's "unknown command" message) instead of printing its help and succeeding, and print its help
+// when run bare.
+func requireKnownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.NoArgs
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	for _, sub := range c.Commands() {
+		requireKnownSubcommands(sub)
+	}
 }
 
 const (

@@ -124,17 +124,16 @@ func Load(opts LoadOptions) (*Config, error) {
 	c := &Config{Paths: paths, File: file, values: map[string]Value{}, env: env}
 
 	v := viper.New()
-	v.SetConfigFile(file)
 	v.SetConfigType("yaml")
-	fileErr := v.ReadInConfig()
-	if fileErr != nil {
-		var notFound viper.ConfigFileNotFoundError
-		if !errors.As(fileErr, &notFound) && !errors.Is(fileErr, fs.ErrNotExist) {
-			if _, statErr := os.Stat(file); statErr == nil || !errors.Is(statErr, fs.ErrNotExist) {
-				return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(fileErr))
-			}
+	data, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("config file %s: cannot read: %w", file, unwrapPath(err))
+	default:
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(err))
 		}
-		fileErr = nil
 	}
 
 	for _, k := range Keys {
@@ -184,6 +183,14 @@ func fileString(x any) string {
 		return ""
 	}
 	return fmt.Sprint(x)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func unwrapYAML(err error) string {
@@ -363,11 +370,9 @@ func (c *Config) Set(name, raw string) error {
 		return err
 	}
 	var stored any = strings.TrimSpace(raw)
-	switch p := parsed.(type) {
-	case bool, int64:
-		stored = p
-	case []string:
-		stored = p
+	switch k.Kind {
+	case Bool, Int, List:
+		stored = parsed
 	}
 	return c.editFile(func(doc map[string]any) bool {
 		setNested(doc, name, stored)

@@ -46,7 +46,7 @@ func (k Key) EnvName() string {
 var Keys = []Key{
 	{Name: "agent.command", Kind: String, Default: "q", Help: "the agent CLI to run (q, or kiro-cli)", Check: nonEmpty},
 	{Name: "agent.timeout", Kind: Duration, Default: "180s", Help: "time limit per agent run; partial output is returned on timeout", SeedEnv: "AGENT_TIMEOUT", Check: durationRange(time.Second, 24*time.Hour)},
-	{Name: "agent.max_response_size", Kind: Size, Default: "2MB", Help: "agent output kept per run; the rest is cut at a line break", SeedEnv: "AGENT_MAX_RESPONSE_SIZE", Check: sizeRange(1024, 1<<30)},
+	{Name: "agent.max_response_size", Kind: Size, Default: "2MB", Help: "agent output kept per run; the rest is cut at a line break", SeedEnv: "AGENT_MAX_RESPONSE_SIZE", Check: sizeRange(1, 1<<30)},
 	{Name: "agent.model", Kind: String, Default: "", Help: "model passed as --model when set"},
 	{Name: "agent.models", Kind: List, Default: "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4", Help: "models accepted by --model and override-model"},
 	{Name: "agent.strip_ansi", Kind: Bool, Default: "true", Help: "strip ANSI escape codes from agent output (q colours even pipes)"},
