@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// ptyCmd is the testscript command
+//
+//	pty INPUT PROG [ARGS...]
+//
+// It runs PROG with stdin, stdout and stderr on a pseudo-terminal, so the program sees a real
+// terminal (tables, colour decisions, survey prompts). INPUT is a file whose lines are Go string
+// literal bodies ("y\r", "\x1b[B\r"), typed one at a time once the program has gone quiet. Cursor
+// position queries are answered the way a terminal would. What the terminal showed becomes stdout;
+// a non-zero exit fails the command unless negated.
+func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: pty INPUT PROG [ARGS...]")
+	}
+	var keys []string
+	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
+		if line == "" {
+			continue
+		}
+		k, err := strconv.Unquote(`"` + line + `"`)
+		ts.Check(err)
+		keys = append(keys, k)
+	}
+	path, err := exec.LookPath(args[1])
+	ts.Check(err)
+	c := exec.Command(path, args[2:]...)
+	c.Dir = ts.Getenv("WORK")
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, name+"="+ts.Getenv(name))
+	}
+	c.Env = append(c.Env, "PATH="+ts.Getenv("PATH"), "HOME="+ts.Getenv("HOME"), "QKIT_HOME="+ts.Getenv("QKIT_HOME"), "TERM=xterm", "NO_COLOR="+ts.Getenv("NO_COLOR"))
+	f, err := pty.StartWithSize(c, &pty.Winsize{Rows: 40, Cols: 120})
+	ts.Check(err)
+	defer f.Close()
+
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	last := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				mu.Lock()
+				chunk := buf[:n]
+				if bytes.Contains(chunk, []byte("\x1b[6n")) {
+					_, _ = f.Write([]byte("\x1b[1;1R"))
+					chunk = bytes.ReplaceAll(chunk, []byte("\x1b[6n"), nil)
+				}
+				screen.Write(chunk)
+				last = time.Now()
+				mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	quiet := func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			idle := time.Since(last)
+			mu.Unlock()
+			if idle > 150*time.Millisecond {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, k := range keys {
+		quiet()
+		_, err := f.Write([]byte(k))
+		ts.Check(err)
+	}
+	werr := c.Wait()
+	_ = f.Close()
+	<-done
+	mu.Lock()
+	_, _ = ts.Stdout().Write(screen.Bytes())
+	mu.Unlock()
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		ts.Fatalf("%s: %v", args[1], werr)
+	}
+	if (werr != nil) != neg {
+		ts.Fatalf("%s: unexpected exit status: %v", args[1], werr)
+	}
+}
