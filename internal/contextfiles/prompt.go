@@ -1,0 +1,217 @@
+package contextfiles
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// The markers of the prompt block (DESIGN.md, "Context files").
+const (
+	BlockBegin = "--- CONTEXT FILES BEGIN ---"
+	BlockEnd   = "--- CONTEXT FILES END ---"
+)
+
+// Rule is one configured path or glob and how many files it matches here.
+type Rule struct {
+	Path    string `json:"path"`
+	Matches int    `json:"matches"`
+}
+
+// File is one context file: absolute path, the list it came from, size and token estimate.
+// Content is filled only when asked for (show --expand).
+type File struct {
+	Path    string  `json:"path"`
+	Scope   string  `json:"scope"`
+	Bytes   int64   `json:"bytes"`
+	Tokens  int64   `json:"tokens"`
+	Content *string `json:"content,omitempty"`
+}
+
+// Skipped is a matched file that is never sent, and why.
+type Skipped struct {
+	Path   string `json:"path"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+}
+
+// Rules are the configured rules of both lists.
+type Rules struct {
+	Global  []Rule `json:"global"`
+	Profile []Rule `json:"profile"`
+}
+
+// Report is what `context show` prints: the rules with their match counts, the files in use with
+// their estimates and total, what the budget drops and what is skipped.
+type Report struct {
+	Profile     string    `json:"profile"`
+	MaxTokens   int64     `json:"max_tokens"`
+	Rules       Rules     `json:"rules"`
+	Files       []File    `json:"files"`
+	TotalTokens int64     `json:"total_tokens"`
+	Dropped     []File    `json:"dropped"`
+	Skipped     []Skipped `json:"skipped"`
+	// Warnings are problems met on the way (unreadable folders, symlink loops, skipped files, the
+	// budget), one line each, for stderr.
+	Warnings []string `json:"-"`
+}
+
+// ReportOptions control Collect.
+type ReportOptions struct {
+	// Expand fills each file's Content.
+	Expand bool
+}
+
+// Collect resolves the global and profile rules against cwd and applies the budget of maxTokens
+// (<= 0: none).
+func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions) (*Report, error) {
+	if err := s.requireProfile(profile); err != nil {
+		return nil, err
+	}
+	global, err := readConfig(s.globalPath())
+	if err != nil {
+		return nil, err
+	}
+	prof, err := readConfig(s.profilePath(profile))
+	if err != nil {
+		return nil, err
+	}
+	var refs []ruleRef
+	for _, p := range global.Paths {
+		refs = append(refs, ruleRef{scope: ScopeGlobal, text: p})
+	}
+	for _, p := range prof.Paths {
+		refs = append(refs, ruleRef{scope: ScopeProfile, text: p})
+	}
+	ex := s.expand(refs, cwd)
+	rep := &Report{
+		Profile: profile, MaxTokens: maxTokens,
+		Rules: Rules{Global: []Rule{}, Profile: []Rule{}},
+		Files: []File{}, Dropped: []File{}, Skipped: []Skipped{},
+		Warnings: ex.warnings,
+	}
+	for i, r := range refs {
+		if r.scope == ScopeGlobal {
+			rep.Rules.Global = append(rep.Rules.Global, Rule{Path: r.text, Matches: ex.counts[i]})
+		} else {
+			rep.Rules.Profile = append(rep.Rules.Profile, Rule{Path: r.text, Matches: ex.counts[i]})
+		}
+	}
+	buf := make([]byte, 64<<10)
+	var candidates []File
+	for _, f := range ex.files {
+		size, err := checkText(f.path, buf)
+		switch {
+		case errors.Is(err, errNotText):
+			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: err.Error()})
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.path, err))
+		case errors.Is(err, fs.ErrNotExist):
+			// vanished since the walk: skipped like any missing path
+		case err != nil:
+			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: unwrapPath(err).Error()})
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.path, unwrapPath(err)))
+		default:
+			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(size)})
+		}
+	}
+	kept, dropped := applyBudget(candidates, maxTokens)
+	if len(dropped) > 0 {
+		rep.Dropped = dropped
+		rep.Warnings = append(rep.Warnings, droppedWarning(dropped, maxTokens))
+	}
+	for _, f := range kept {
+		rep.TotalTokens += f.Tokens
+		if opts.Expand {
+			data, err := os.ReadFile(f.Path)
+			if err != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+				continue
+			}
+			content := string(data)
+			f.Content = &content
+		}
+		rep.Files = append(rep.Files, f)
+	}
+	return rep, nil
+}
+
+// Prompt returns the prompt to send for userPrompt under profile, run from cwd: the context block
+// (DESIGN.md's exact "--- CONTEXT FILES BEGIN ---" block) followed by a blank line and userPrompt, or
+// just userPrompt when no file matches. Files over the budget of maxTokens are dropped largest first;
+// binary and non-UTF-8 files are skipped; each such event is one line of warnings, for the caller to
+// print to stderr.
+func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) (string, []string, error) {
+	rep, err := s.Collect(profile, cwd, maxTokens, ReportOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	warnings := rep.Warnings
+	if len(rep.Files) == 0 {
+		return userPrompt, warnings, nil
+	}
+	var total int64
+	for _, f := range rep.Files {
+		total += f.Bytes + int64(len(f.Path)) + 4
+	}
+	var b strings.Builder
+	b.Grow(int(total) + len(BlockBegin) + len(BlockEnd) + len(userPrompt) + 4)
+	b.WriteString(BlockBegin + "\n")
+	var buf []byte
+	n := 0
+	for _, f := range rep.Files {
+		data, err := readInto(f.Path, buf)
+		buf = data[:0]
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+			continue
+		}
+		if !isText(data) {
+			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, errNotText))
+			continue
+		}
+		if n > 0 {
+			b.WriteByte('\n')
+		}
+		n++
+		b.WriteString("[" + f.Path + "]\n")
+		b.Write(data)
+		if len(data) == 0 || data[len(data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	if n == 0 {
+		return userPrompt, warnings, nil
+	}
+	b.WriteString(BlockEnd + "\n\n")
+	b.WriteString(userPrompt)
+	return b.String(), warnings, nil
+}
+
+// readInto reads the whole file at path into buf (grown as needed) and returns the filled slice.
+func readInto(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer f.Close()
+	buf = buf[:0]
+	if fi, err := f.Stat(); err == nil && int64(cap(buf)) < fi.Size()+1 {
+		buf = make([]byte, 0, fi.Size()+512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf[:0], err
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package contextfiles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// resolved is one rule made concrete against a working directory and a home directory.
+type resolved struct {
+	rule string // as the user gave it
+	full string // absolute and cleaned, in the OS's form
+	glob bool
+	// For globs: the static directory to walk and the doublestar pattern (slash-separated) relative
+	// to it.
+	base    string
+	pattern string
+}
+
+// isGlob reports whether a rule is a pattern rather than a path: it holds one of doublestar's meta
+// characters.
+func isGlob(p string) bool { return strings.ContainsAny(p, "*?[{") }
+
+// validPattern reports whether a doublestar pattern is well formed.
+func validPattern(p string) bool { return doublestar.ValidatePattern(p) }
+
+func (s *Store) homeDir() (string, error) {
+	if s.home != "" {
+		return s.home, nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil || h == "" {
+		return "", errors.New("Could not determine home directory")
+	}
+	return h, nil
+}
+
+// resolve expands "~" and makes a relative rule absolute against cwd. "~user" is not expanded.
+func (s *Store) resolve(rule, cwd string) (resolved, error) {
+	r := resolved{rule: rule}
+	p := rule
+	if p == "" {
+		return r, errors.New("empty path")
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, "~"+string(filepath.Separator)) {
+		home, err := s.homeDir()
+		if err != nil {
+			return r, err
+		}
+		p = filepath.Join(home, p[1:])
+	}
+	if !filepath.IsAbs(p) {
+		if cwd == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return r, err
+			}
+			cwd = wd
+		}
+		p = filepath.Join(cwd, p)
+	}
+	r.full = filepath.Clean(p)
+	r.glob = isGlob(rule)
+	if r.glob {
+		base, pat := doublestar.SplitPattern(filepath.ToSlash(r.full))
+		r.base, r.pattern = filepath.FromSlash(base), pat
+	}
+	return r, nil
+}
+
+// globHasMatch reports whether a glob rule matches at least one file (used to validate `add`).
+func (s *Store) globHasMatch(r resolved) bool {
+	found := false
+	w := walker{stopAfterFirst: true, onMatch: func(int, string) { found = true }, warn: func(string) {}}
+	w.walkGroup(group{base: r.base, matchers: []*matcher{newMatcher(0, r.pattern)}})
+	return found
+}

@@ -1,0 +1,306 @@
+// Package contextfiles is qkit's context manager: the global and per-profile lists of paths and globs
+// that are sent with every prompt, the active profile, the expansion of those rules into files, the
+// token budget and the exact prompt block. Every front end (the context commands, ask, ACP sessions)
+// goes through a Store; nothing here knows about cobra or a protocol.
+//
+// On disk, under <config>/context/: global.json and profiles/<name>.json, each {"paths": [...]}, and
+// the file "active" holding the active profile's name (absent means "default"). Every
+// read-modify-write holds the file's advisory lock (internal/filestore), so concurrent processes lose
+// nothing.
+package contextfiles
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+const (
+	filePerm = 0o644
+	dirPerm  = 0o755
+)
+
+// Store reads and writes the context configuration under one configuration directory. It holds no
+// state of its own: every call reads the files, so separate processes see each other's changes.
+type Store struct {
+	dir string // <config>/context
+	// home is the home directory used for "~" in rules; empty means os.UserHomeDir.
+	home string
+}
+
+// NewStore returns the store for configDir (app.Config.Paths.Config); files live under
+// <configDir>/context/.
+func NewStore(configDir string) *Store {
+	return &Store{dir: filepath.Join(configDir, "context")}
+}
+
+// WithHome returns a copy of s that expands "~" to home instead of the user's home directory.
+func (s *Store) WithHome(home string) *Store {
+	c := *s
+	c.home = home
+	return &c
+}
+
+// Dir is the directory holding the context configuration.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) globalPath() string             { return filepath.Join(s.dir, "global.json") }
+func (s *Store) profilesDir() string            { return filepath.Join(s.dir, "profiles") }
+func (s *Store) activePath() string             { return filepath.Join(s.dir, "active") }
+func (s *Store) profilePath(name string) string { return filepath.Join(s.profilesDir(), name+".json") }
+func (s *Store) profilesLockPath() string       { return filepath.Join(s.dir, "profiles") }
+func (s *Store) configPath(t Target) string {
+	if t.Global {
+		return s.globalPath()
+	}
+	return s.profilePath(t.Profile)
+}
+
+// Target names one list of rules: the global one, or a profile's.
+type Target struct {
+	Global  bool
+	Profile string
+}
+
+// Scope names the list in messages: "global" or "profile".
+func (t Target) Scope() string {
+	if t.Global {
+		return ScopeGlobal
+	}
+	return ScopeProfile
+}
+
+// The two scopes a rule or a file comes from.
+const (
+	ScopeGlobal  = "global"
+	ScopeProfile = "profile"
+)
+
+// fileConfig is the on-disk form of global.json and profiles/<name>.json.
+type fileConfig struct {
+	Paths []string `json:"paths"`
+}
+
+// CorruptError reports a config file that is not valid JSON of the expected shape. The file is left
+// untouched.
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt context config %s: %v (fix or remove the file; it was left untouched)", e.Path, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+func parseConfig(path string, data []byte) (fileConfig, error) {
+	var c fileConfig
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&c); err != nil {
+		return c, &CorruptError{Path: path, Err: err}
+	}
+	if dec.More() {
+		return c, &CorruptError{Path: path, Err: errors.New("trailing data after the JSON object")}
+	}
+	return c, nil
+}
+
+func encodeConfig(c fileConfig) []byte {
+	if c.Paths == nil {
+		c.Paths = []string{}
+	}
+	data, _ := json.MarshalIndent(c, "", "  ")
+	return append(data, '\n')
+}
+
+// readConfig reads one config; a missing file is an empty list.
+func readConfig(path string) (fileConfig, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileConfig{}, nil
+	}
+	if err != nil {
+		return fileConfig{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseConfig(path, data)
+}
+
+// Rules returns the rules (paths and globs, as the user gave them) of t. A profile other than
+// "default" must exist.
+func (s *Store) Rules(t Target) ([]string, error) {
+	if !t.Global {
+		if err := s.requireProfile(t.Profile); err != nil {
+			return nil, err
+		}
+	}
+	c, err := readConfig(s.configPath(t))
+	return c.Paths, err
+}
+
+// update runs fn on t's rules under the file's lock and writes the result atomically.
+func (s *Store) update(t Target, fn func(paths []string) ([]string, error)) error {
+	path := s.configPath(t)
+	return filestore.Update(path, filePerm, dirPerm, func(old []byte) ([]byte, error) {
+		if !t.Global && old == nil && t.Profile != DefaultProfile {
+			return nil, profileNotFound(t.Profile)
+		}
+		c, err := parseConfig(path, old)
+		if err != nil {
+			return nil, err
+		}
+		paths, err := fn(c.Paths)
+		if err != nil {
+			return nil, err
+		}
+		return encodeConfig(fileConfig{Paths: paths}), nil
+	})
+}
+
+// AddOptions control Add.
+type AddOptions struct {
+	// Cwd resolves relative paths for validation (they are stored as given).
+	Cwd string
+	// Force adds paths that do not exist or globs that match nothing.
+	Force bool
+}
+
+// Add appends paths to t. Every path is checked before anything is written: a path that does not
+// exist or a glob that matches nothing is refused unless opts.Force, a malformed glob always, and a
+// path already in t is refused. Repeated arguments are added once. It returns the paths added.
+func (s *Store) Add(t Target, paths []string, opts AddOptions) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, output.UsageErrorf("No paths specified for qkit context add")
+	}
+	if !t.Global {
+		if err := s.requireProfile(t.Profile); err != nil {
+			return nil, err
+		}
+	}
+	var add []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if err := s.validate(p, opts); err != nil {
+			return nil, err
+		}
+		add = append(add, p)
+	}
+	err := s.update(t, func(cur []string) ([]string, error) {
+		for _, p := range add {
+			for _, c := range cur {
+				if c == p {
+					return nil, output.Errorf(output.ExitFailure, "Path '%s' already exists in the context", p)
+				}
+			}
+		}
+		return append(cur, add...), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return add, nil
+}
+
+// validate checks one path for Add.
+func (s *Store) validate(p string, opts AddOptions) error {
+	r, err := s.resolve(p, opts.Cwd)
+	if err != nil {
+		return output.UsageErrorf("Invalid path '%s': %v. Use --force to add anyway.", p, err)
+	}
+	if r.glob && !validPattern(r.pattern) {
+		return output.UsageErrorf("Invalid path '%s': Invalid glob pattern '%s'", p, r.full)
+	}
+	if opts.Force {
+		return nil
+	}
+	if r.glob {
+		if !s.globHasMatch(r) {
+			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'. Use --force to add anyway.", p, r.full)
+		}
+		return nil
+	}
+	if _, err := os.Stat(r.full); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return output.NotFoundf("Invalid path '%s': Path '%s' does not exist. Use --force to add anyway.", p, r.full)
+		}
+		return output.Errorf(output.ExitFailure, "Invalid path '%s': %v. Use --force to add anyway.", p, err)
+	}
+	return nil
+}
+
+// Remove deletes paths (compared as stored) from t. It returns the paths removed and those that were
+// not there; none found is an error.
+func (s *Store) Remove(t Target, paths []string) (removed, missing []string, err error) {
+	if len(paths) == 0 {
+		return nil, nil, output.UsageErrorf("No paths specified for qkit context rm")
+	}
+	if !t.Global {
+		if err := s.requireProfile(t.Profile); err != nil {
+			return nil, nil, err
+		}
+	}
+	err = s.update(t, func(cur []string) ([]string, error) {
+		removed, missing = nil, nil
+		drop := map[string]bool{}
+		for _, p := range paths {
+			found := false
+			for _, c := range cur {
+				if c == p {
+					found = true
+				}
+			}
+			if found && !drop[p] {
+				removed = append(removed, p)
+			} else if !found {
+				missing = append(missing, p)
+			}
+			drop[p] = drop[p] || found
+		}
+		if len(removed) == 0 {
+			return nil, output.NotFoundf("None of the specified paths were found in the context")
+		}
+		keep := cur[:0:0]
+		for _, c := range cur {
+			if !drop[c] {
+				keep = append(keep, c)
+			}
+		}
+		return keep, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return removed, missing, nil
+}
+
+// Clear empties t and returns how many rules it held.
+func (s *Store) Clear(t Target) (int, error) {
+	if !t.Global {
+		if err := s.requireProfile(t.Profile); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	err := s.update(t, func(cur []string) ([]string, error) {
+		n = len(cur)
+		if n == 0 {
+			return nil, filestore.ErrNoChange
+		}
+		return []string{}, nil
+	})
+	return n, err
+}

@@ -1,0 +1,134 @@
+package contextfiles
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newTestStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	return NewStore(filepath.Join(dir, "config")).WithHome(filepath.Join(dir, "home")), filepath.Join(dir, "work")
+}
+
+func TestResolveProfile(t *testing.T) {
+	s, _ := newTestStore(t)
+	got, err := s.ResolveProfile("")
+	if err != nil || got != "default" {
+		t.Fatalf("ResolveProfile(\"\") = %q, %v; want default", got, err)
+	}
+	if err := s.CreateProfile("work"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ResolveProfile("work"); err != nil || got != "work" {
+		t.Fatalf("ResolveProfile(work) = %q, %v", got, err)
+	}
+	_, err = s.ResolveProfile("nope")
+	if output.Code(err) != output.ExitNotFound {
+		t.Fatalf("code = %d, want 4 (%v)", output.Code(err), err)
+	}
+	want := "Profile 'nope' does not exist. Available profiles: default, work"
+	if err.Error() != want {
+		t.Fatalf("error = %q, want %q", err, want)
+	}
+	if _, err := s.Switch("work", false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ResolveProfile(""); got != "work" {
+		t.Fatalf("active = %q, want work", got)
+	}
+	for _, bad := range []string{"../x", "a/b", "", ".hidden", strings.Repeat("a", 65)} {
+		if _, err := s.ResolveProfile(bad); err == nil && bad != "" {
+			t.Errorf("ResolveProfile(%q) accepted", bad)
+		}
+	}
+}
+
+func TestPromptBlock(t *testing.T) {
+	s, cwd := newTestStore(t)
+	write(t, filepath.Join(cwd, "docs", "a.md"), "alpha\n")
+	write(t, filepath.Join(cwd, "docs", "sub", "b.md"), "beta")
+	write(t, filepath.Join(cwd, "docs", "c.txt"), "not matched")
+	write(t, filepath.Join(cwd, "bin.md"), "x\x00y")
+	if _, err := s.Add(Target{Global: true}, []string{"docs/**/*.md", "bin.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	got, warnings, err := s.Prompt("default", cwd, 1000, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--- CONTEXT FILES BEGIN ---\n[" + filepath.Join(cwd, "docs", "a.md") + "]\nalpha\n\n[" +
+		filepath.Join(cwd, "docs", "sub", "b.md") + "]\nbeta\n--- CONTEXT FILES END ---\n\nhello"
+	if got != want {
+		t.Fatalf("prompt:\n%s\nwant:\n%s", got, want)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "bin.md: binary or not UTF-8") {
+		t.Fatalf("warnings = %q", warnings)
+	}
+}
+
+func TestPromptNoFiles(t *testing.T) {
+	s, cwd := newTestStore(t)
+	got, warnings, err := s.Prompt("default", cwd, 1000, "hello")
+	if err != nil || got != "hello" || len(warnings) != 0 {
+		t.Fatalf("Prompt = %q, %q, %v", got, warnings, err)
+	}
+}
+
+func TestBudgetDropsLargestFirst(t *testing.T) {
+	s, cwd := newTestStore(t)
+	write(t, filepath.Join(cwd, "big.md"), strings.Repeat("b", 400))  // 100 tokens
+	write(t, filepath.Join(cwd, "mid.md"), strings.Repeat("m", 200))  // 50 tokens
+	write(t, filepath.Join(cwd, "small.md"), strings.Repeat("s", 40)) // 10 tokens
+	if _, err := s.Add(Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Collect("default", cwd, 70, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Dropped) != 1 || filepath.Base(rep.Dropped[0].Path) != "big.md" || rep.TotalTokens != 60 {
+		t.Fatalf("dropped = %+v, total %d", rep.Dropped, rep.TotalTokens)
+	}
+	if rep.Rules.Profile[0].Matches != 3 {
+		t.Fatalf("matches = %d", rep.Rules.Profile[0].Matches)
+	}
+}
+
+func TestAddValidation(t *testing.T) {
+	s, cwd := newTestStore(t)
+	write(t, filepath.Join(cwd, "a.md"), "a")
+	tg := Target{Global: true}
+	_, err := s.Add(tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd})
+	if err == nil || !strings.Contains(err.Error(), "Invalid path 'missing.md': Path '") || output.Code(err) != output.ExitNotFound {
+		t.Fatalf("err = %v", err)
+	}
+	if rules, _ := s.Rules(tg); len(rules) != 0 {
+		t.Fatalf("nothing should be written, got %q", rules)
+	}
+	_, err = s.Add(tg, []string{"*.go"}, AddOptions{Cwd: cwd})
+	if err == nil || !strings.Contains(err.Error(), "No files found matching glob pattern '") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := s.Add(tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Add(tg, []string{"a.md"}, AddOptions{Cwd: cwd})
+	if err == nil || err.Error() != "Path 'a.md' already exists in the context" {
+		t.Fatalf("err = %v", err)
+	}
+}

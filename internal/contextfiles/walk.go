@@ -1,0 +1,237 @@
+package contextfiles
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// maxDepth stops a walk that would go deeper than any real tree (a last guard against loops).
+const maxDepth = 256
+
+// matcher is one glob rule, prepared so that a walk can prune directories and reject most file
+// names without running the full pattern.
+type matcher struct {
+	rule    int    // index of the rule it belongs to
+	pattern string // doublestar pattern relative to the group's base
+	segs    []string
+	// deepAt is the index of the first segment holding "**" (len(segs) when none): from that depth
+	// on, every directory may hold a match.
+	deepAt int
+	// prune is false when the pattern's segments cannot be judged one by one (alternations may hold
+	// a slash); such a matcher visits everything under its base.
+	prune bool
+	// last is the final segment, used to reject file names cheaply; suffix is set when last is "*"
+	// followed by literal text (e.g. "*.md").
+	last   string
+	suffix string
+	filter bool
+}
+
+func newMatcher(rule int, pattern string) *matcher {
+	m := &matcher{rule: rule, pattern: pattern, segs: strings.Split(pattern, "/")}
+	m.deepAt = len(m.segs)
+	for i, s := range m.segs {
+		if strings.Contains(s, "**") {
+			m.deepAt = i
+			break
+		}
+	}
+	m.prune = !strings.ContainsAny(pattern, "{}")
+	m.last = m.segs[len(m.segs)-1]
+	if m.prune && !strings.Contains(m.last, "**") {
+		m.filter = true
+		if rest, ok := strings.CutPrefix(m.last, "*"); ok && !strings.ContainsAny(rest, "*?[]{}\\") {
+			m.suffix = rest
+		}
+	}
+	return m
+}
+
+// enters reports whether a directory named name at depth (0 = directly under the base) may hold
+// matches.
+func (m *matcher) enters(depth int, name string) bool {
+	if !m.prune || depth >= m.deepAt {
+		return true
+	}
+	if depth >= len(m.segs)-1 {
+		return false
+	}
+	return doublestar.MatchUnvalidated(m.segs[depth], name)
+}
+
+// nameMay reports whether a file name can possibly match (a cheap test before the full match).
+func (m *matcher) nameMay(name string) bool {
+	if !m.filter {
+		return true
+	}
+	if m.suffix != "" || m.last == "*" {
+		return strings.HasSuffix(name, m.suffix)
+	}
+	return doublestar.MatchUnvalidated(m.last, name)
+}
+
+// group is a set of glob rules walked together from one base directory.
+type group struct {
+	base     string
+	matchers []*matcher
+}
+
+// walker walks groups, following symbolic links to directories while refusing loops.
+type walker struct {
+	onMatch        func(rule int, path string)
+	warn           func(msg string)
+	stopAfterFirst bool
+	stopped        bool
+	// reals holds the real path of every directory on the current path from the base, so that a
+	// link back to any of them is recognised as a loop.
+	reals []string
+}
+
+func (w *walker) walkGroup(g group) {
+	fi, err := os.Stat(g.base)
+	if err != nil || !fi.IsDir() {
+		return // a missing base matches nothing
+	}
+	real, err := filepath.EvalSymlinks(g.base)
+	if err != nil {
+		real = g.base
+	}
+	w.reals = append(w.reals[:0], real)
+	alive := make([]int, len(g.matchers))
+	for i := range alive {
+		alive[i] = i
+	}
+	w.walkDir(g, g.base, "", 0, alive)
+}
+
+// walkDir reads dir (rel is its slash path under the base, "" for the base) and recurses.
+func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
+	if w.stopped {
+		return
+	}
+	if depth > maxDepth {
+		w.warn(fmt.Sprintf("skipping %s: deeper than %d levels", dir, maxDepth))
+		return
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		w.warn(fmt.Sprintf("skipping unreadable folder %s: %v", dir, unwrapPath(err)))
+		return
+	}
+	entries, err := f.ReadDir(-1)
+	_ = f.Close()
+	if err != nil {
+		w.warn(fmt.Sprintf("skipping unreadable folder %s: %v", dir, unwrapPath(err)))
+		return
+	}
+	for _, e := range entries {
+		if w.stopped {
+			return
+		}
+		name := e.Name()
+		path := dir + string(filepath.Separator) + name
+		typ := e.Type()
+		viaLink := ""
+		if typ&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(path)
+			if err != nil {
+				if isLoop(err) {
+					w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
+				}
+				continue // a dangling link is no file
+			}
+			typ = fi.Mode().Type()
+			if typ.IsDir() {
+				if viaLink, err = filepath.EvalSymlinks(path); err != nil {
+					w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
+					continue
+				}
+			}
+		}
+		switch {
+		case typ.IsDir():
+			next := w.entering(g, alive, depth, name)
+			if len(next) == 0 {
+				continue
+			}
+			real := w.reals[len(w.reals)-1] + string(filepath.Separator) + name
+			if viaLink != "" {
+				if w.isAncestor(viaLink) {
+					w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
+					continue
+				}
+				real = viaLink
+			}
+			w.reals = append(w.reals, real)
+			w.walkDir(g, path, joinRel(rel, name), depth+1, next)
+			w.reals = w.reals[:len(w.reals)-1]
+		case typ.IsRegular():
+			w.matchFile(g, alive, rel, name, path)
+		}
+	}
+}
+
+func (w *walker) entering(g group, alive []int, depth int, name string) []int {
+	var next []int
+	for _, i := range alive {
+		if g.matchers[i].enters(depth, name) {
+			next = append(next, i)
+		}
+	}
+	return next
+}
+
+func (w *walker) matchFile(g group, alive []int, rel, name, path string) {
+	relName := ""
+	for _, i := range alive {
+		m := g.matchers[i]
+		if !m.nameMay(name) {
+			continue
+		}
+		if relName == "" {
+			relName = joinRel(rel, name)
+		}
+		if doublestar.MatchUnvalidated(m.pattern, relName) {
+			w.onMatch(m.rule, path)
+			if w.stopAfterFirst {
+				w.stopped = true
+				return
+			}
+		}
+	}
+}
+
+// isAncestor reports whether real is, or contains, a directory on the current path.
+func (w *walker) isAncestor(real string) bool {
+	for _, r := range w.reals {
+		if r == real || strings.HasPrefix(r, real+string(filepath.Separator)) || real == string(filepath.Separator) {
+			return true
+		}
+	}
+	return false
+}
+
+func joinRel(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
+
+func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
+
+// unwrapPath drops the operation and path of a *fs.PathError: the caller names the path itself.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
