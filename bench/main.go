@@ -51,7 +51,9 @@ func atLeast(name string, v float64, unit string, limit float64) figure {
 	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf(">= %g", limit), Pass: &ok}
 }
 
-func info(name string, v float64, unit string) figure { return figure{Name: name, Value: v, Unit: unit} }
+func info(name string, v float64, unit string) figure {
+	return figure{Name: name, Value: v, Unit: unit}
+}
 
 // suite is a group of end-to-end measurements. Each area of qkit adds its own in its own file.
 type suite struct {
