@@ -56,7 +56,7 @@ bench:
 	$(GO) run ./bench
 
 docs:
-	$(GO) run . gen-docs --dir .
+	$(GO) run ./internal/docgen/gendocs -dir .
 
 clean:
 	rm -rf bin dist interop/node_modules

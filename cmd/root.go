@@ -167,7 +167,6 @@ func subcommands(a *app.App) []*cobra.Command {
 		newSettingsCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),
-		newGenDocsCmd(a),
 	}
 }
 

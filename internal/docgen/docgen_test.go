@@ -1,4 +1,4 @@
-package cmd
+package docgen
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/qkit-cli/qkit/cmd"
 	"github.com/qkit-cli/qkit/internal/app"
 )
 
@@ -14,12 +15,12 @@ import (
 func TestDocsUpToDate(t *testing.T) {
 	streams, _, _, _ := app.Test()
 	dir := t.TempDir()
-	if err := GenerateDocs(NewRoot(app.New(streams, app.VersionInfo{})), dir); err != nil {
+	if err := Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, sub := range []string{"completions", "man"} {
 		want := readDir(t, filepath.Join(dir, sub))
-		got := readDir(t, filepath.Join("..", sub))
+		got := readDir(t, filepath.Join("..", "..", sub))
 		for name, w := range want {
 			g, ok := got[name]
 			if !ok {

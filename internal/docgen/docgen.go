@@ -1,4 +1,7 @@
-package cmd
+// Package docgen writes qkit's shell completions and man pages from the command tree. It lives
+// outside the qkit binary (run it with `make docs`) so that the man-page renderer is not linked into
+// every qkit start-up.
+package docgen
 
 import (
 	"bytes"
@@ -9,31 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
-
-	"github.com/qkit-cli/qkit/internal/app"
 )
-
-func newGenDocsCmd(a *app.App) *cobra.Command {
-	var dir string
-	c := &cobra.Command{
-		Use:    "gen-docs",
-		Short:  "Write shell completions and man pages (used by make docs)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return GenerateDocs(c.Root(), dir)
-		},
-	}
-	c.Flags().StringVar(&dir, "dir", ".", "write completions/ and man/ under `DIR`")
-	return c
-}
 
 // manDate is fixed so that the pages only change when the commands do.
 var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// GenerateDocs writes completions/qkit.{bash,zsh,fish,ps1} and man/*.1 under dir, replacing what
+// Generate writes completions/qkit.{bash,zsh,fish,ps1} and man/*.1 under dir, replacing what
 // is there.
-func GenerateDocs(root *cobra.Command, dir string) error {
+func Generate(root *cobra.Command, dir string) error {
 	root.DisableAutoGenTag = true
 	// Execute adds these lazily; docs must list them whether or not the tree has run.
 	root.InitDefaultHelpCmd()

@@ -1,0 +1,22 @@
+// Command gendocs writes completions/ and man/ for qkit: go run ./internal/docgen/gendocs [-dir DIR]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/qkit-cli/qkit/cmd"
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/docgen"
+)
+
+func main() {
+	dir := flag.String("dir", ".", "write completions/ and man/ under `DIR`")
+	flag.Parse()
+	streams, _, _, _ := app.Test()
+	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
+}
