@@ -164,6 +164,7 @@ const (
 // subcommands lists the top-level commands. Each group adds itself here.
 func subcommands(a *app.App) []*cobra.Command {
 	return []*cobra.Command{
+		newExecCmd(a),
 		newSettingsCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),

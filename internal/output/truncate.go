@@ -126,3 +126,10 @@ func (b *HeadBuffer) Capped() (string, *Truncation) {
 	defer b.mu.Unlock()
 	return CapHead(b.head, b.total, b.limit)
 }
+
+// Head returns a copy of the bytes kept, without any cut or notice.
+func (b *HeadBuffer) Head() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.head...)
+}

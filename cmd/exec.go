@@ -1,0 +1,223 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/commands"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+func newExecCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "exec <command>",
+		Short: "Run qkit's own commands the way an assistant would",
+		Long: `Run qkit's own commands the way an assistant runs them through the internal_command MCP tool
+or an ACP slash command: only exposed commands, confirmation for changes, output capped, audited.`,
+		Example: `  qkit exec internal --list
+  qkit exec internal context show --json`,
+		GroupID: groupCore,
+	}
+	c.AddCommand(newExecInternalCmd(a))
+	return c
+}
+
+// execInternalOptions are the flags of `qkit exec internal`.
+type execInternalOptions struct {
+	flags   []string
+	request string
+	yes     bool
+	asJSON  bool
+	list    bool
+}
+
+// execResultJSON is what `qkit exec internal --json` prints.
+type execResultJSON struct {
+	CommandLine string `json:"command_line"`
+	Output      string `json:"output"`
+	Error       string `json:"error,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	Confirmed   bool   `json:"confirmed"`
+}
+
+func newExecInternalCmd(a *app.App) *cobra.Command {
+	opts := &execInternalOptions{}
+	c := &cobra.Command{
+		Use:   "internal {COMMAND [SUBCOMMAND] [ARGS...] | --request JSON|- | --list}",
+		Short: "Run one internal command as an assistant would",
+		Long: `Run one of qkit's exposed commands through the internal-command registry, exactly as the
+internal_command MCP tool and ACP slash commands run it: the command is checked against the registry
+(anything else is refused before it runs), its arguments are passed as they are (never through a
+shell), and its output is capped at agent.max_response_size.
+
+Commands that only read run at once. A change asks first on a terminal
+(Run "qkit context add notes.md"? [y/N]); without a terminal it needs --yes. Changes listed in the
+setting internal.trusted run without asking. Every run is written to <state>/audit.log.
+
+Flags of the internal command are given with --flag NAME=VALUE (or --flag NAME for a switch). The
+request can also be the JSON the MCP tool takes: {"command", "subcommand", "args", "flags"}.
+
+With --json the result is {command_line, output, error, exit_code, confirmed}. The exit code is the
+internal command's (3 when the change was declined).`,
+		Example: `  qkit exec internal --list
+  qkit exec internal context show --json
+  qkit exec internal context add notes.md --yes
+  qkit exec internal settings get agent.timeout
+  qkit exec internal context add --flag global 'docs/**/*.md'
+  echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runExecInternal(c.Context(), a, internalRegistry(a, c.Root()), opts, args)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&opts.flags, "flag", nil, "a flag of the internal command, as `NAME=VALUE` or NAME for a switch (repeatable)")
+	f.StringVar(&opts.request, "request", "", "the request as JSON {command, subcommand, args, flags}, or - to read it from stdin")
+	f.BoolVarP(&opts.yes, "yes", "y", false, "confirm a change without asking")
+	f.BoolVar(&opts.asJSON, "json", false, "print {command_line, output, error, exit_code, confirmed}")
+	f.BoolVar(&opts.list, "list", false, "list the internal commands")
+	c.MarkFlagsMutuallyExclusive("request", "list")
+	c.MarkFlagsMutuallyExclusive("flag", "list")
+	c.MarkFlagsMutuallyExclusive("flag", "request")
+	c.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		reg := internalRegistry(a, nil)
+		prefix := strings.Join(args, " ")
+		var out []string
+		for _, e := range reg.List() {
+			if len(e.Path) == len(args)+1 && (prefix == "" || strings.HasPrefix(e.Name, prefix+" ")) {
+				out = append(out, e.Path[len(args)]+"\t"+e.Short)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	return c
+}
+
+func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, opts *execInternalOptions, args []string) error {
+	if opts.list {
+		if len(args) > 0 {
+			return output.UsageErrorf("--list takes no command")
+		}
+		return printInternalList(a, reg, opts.asJSON)
+	}
+	req, err := execRequest(a, reg, opts, args)
+	if err != nil {
+		return err
+	}
+	call, err := reg.Prepare(req)
+	if err != nil {
+		return err
+	}
+	res, err := reg.Run(ctx, call, commands.RunOptions{Source: commands.SourceCLI, Confirm: cliConfirm(a, opts.yes)})
+	if err != nil && !errors.Is(err, commands.ErrDeclined) {
+		return err
+	}
+	if opts.asJSON {
+		if jerr := output.JSON(a.IO.Out, execResultJSON{
+			CommandLine: res.CommandLine, Output: res.Output, Error: res.Stderr,
+			ExitCode: res.ExitCode, Confirmed: res.Confirmed,
+		}); jerr != nil {
+			return jerr
+		}
+	} else {
+		if _, werr := io.WriteString(a.IO.Out, res.Output); werr != nil {
+			return werr
+		}
+		if _, werr := io.WriteString(a.IO.ErrOut, res.Stderr); werr != nil {
+			return werr
+		}
+	}
+	if res.ExitCode != 0 {
+		return output.SilentError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+// execRequest builds the request from --request or from the positional words and --flag.
+func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, args []string) (commands.Request, error) {
+	if opts.request != "" {
+		if len(args) > 0 {
+			return commands.Request{}, output.UsageErrorf("give the command either as words or with --request, not both")
+		}
+		data := []byte(opts.request)
+		if opts.request == "-" {
+			var err error
+			if data, err = io.ReadAll(io.LimitReader(a.IO.In, 1<<20+1)); err != nil {
+				return commands.Request{}, fmt.Errorf("read the request from stdin: %w", err)
+			}
+		}
+		return commands.ParseRequest(data)
+	}
+	if len(args) == 0 {
+		names := reg.TopLevel()
+		return commands.Request{}, output.UsageErrorf("a command is required; Available commands: %s", strings.Join(names, ", "))
+	}
+	var flags map[string]string
+	for _, kv := range opts.flags {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.TrimSpace(name) == "" {
+			return commands.Request{}, output.UsageErrorf("invalid --flag %q: expected NAME=VALUE or NAME", kv)
+		}
+		if flags == nil {
+			flags = map[string]string{}
+		}
+		flags[name] = value
+	}
+	return reg.FromWords(args, flags), nil
+}
+
+// cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes.
+func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
+	return func(_ context.Context, c *commands.Call) (bool, error) {
+		if yes {
+			return true, nil
+		}
+		p, err := a.Prompt("--yes")
+		if err != nil {
+			return false, err
+		}
+		return p.Confirm(`Run "`+c.CommandLine+`"?`, false)
+	}
+}
+
+// internalEntryJSON is one row of `qkit exec internal --list --json`.
+type internalEntryJSON struct {
+	Name        string          `json:"name"`
+	Usage       string          `json:"usage"`
+	Description string          `json:"description"`
+	Access      commands.Access `json:"access"`
+	Trusted     bool            `json:"trusted"`
+	Flags       []commands.Flag `json:"flags"`
+}
+
+func printInternalList(a *app.App, reg *commands.Registry, asJSON bool) error {
+	entries := reg.Runnable()
+	if asJSON {
+		rows := make([]internalEntryJSON, len(entries))
+		for i, e := range entries {
+			flags := e.Flags
+			if flags == nil {
+				flags = []commands.Flag{}
+			}
+			rows[i] = internalEntryJSON{
+				Name: e.Name, Usage: e.Usage, Description: e.Short, Access: e.Access,
+				Trusted: e.Access == commands.Change && reg.Trusted(e.Name), Flags: flags,
+			}
+		}
+		return output.JSON(a.IO.Out, rows)
+	}
+	rows := make([][]string, len(entries))
+	for i, e := range entries {
+		access := string(e.Access)
+		if e.Access == commands.Change && reg.Trusted(e.Name) {
+			access += " (trusted)"
+		}
+		rows[i] = []string{e.Name, access, e.Short}
+	}
+	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"command", "access", "description"}, rows)
+}

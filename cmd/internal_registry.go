@@ -1,0 +1,151 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/commands"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// inheritedExposed are the global flags an internal command may be given: the context profile. The
+// others (--config, --set, --log-level, --no-input) belong to the process, not to an assistant.
+var inheritedExposed = []string{"profile"}
+
+// internalRegistry builds the internal-command registry over the command tree of root (a fresh tree
+// when root is nil), with a's settings for trust, output cap and the audit log.
+func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
+	if root == nil {
+		root = NewRoot(scratchApp(a))
+	}
+	opts := commands.Options{Now: a.Now}
+	if a.Config != nil {
+		opts.Trusted = a.Config.List("internal.trusted")
+		opts.MaxOutput = a.Config.Size("agent.max_response_size")
+		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
+	}
+	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)
+}
+
+// internalEntries walks the tree for commands annotated with annExposure.
+func internalEntries(root *cobra.Command) []commands.Entry {
+	var out []commands.Entry
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden {
+				continue
+			}
+			if access := sub.Annotations[annExposure]; access != "" {
+				out = append(out, entryFor(sub, commands.Access(access)))
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func entryFor(c *cobra.Command, access commands.Access) commands.Entry {
+	change := map[string]bool{}
+	for _, f := range strings.Split(c.Annotations[annChangeFlags], ",") {
+		if f = strings.TrimSpace(strings.TrimLeft(f, "-")); f != "" {
+			change[f] = true
+		}
+	}
+	e := commands.Entry{
+		Path:    strings.Fields(c.CommandPath())[1:],
+		Short:   c.Short,
+		Usage:   strings.TrimPrefix(c.UseLine(), c.Root().Name()+" "),
+		Example: c.Example,
+		Access:  access,
+	}
+	add := func(f *pflag.Flag) {
+		if f.Name == "help" || f.Hidden {
+			return
+		}
+		e.Flags = append(e.Flags, commands.Flag{
+			Name: f.Name, Shorthand: f.Shorthand, Type: f.Value.Type(), Usage: f.Usage,
+			Default: f.DefValue, NoValue: f.NoOptDefVal != "", Change: change[f.Name],
+		})
+	}
+	c.LocalFlags().VisitAll(add)
+	for _, name := range inheritedExposed {
+		if f := c.InheritedFlags().Lookup(name); f != nil {
+			add(f)
+		}
+	}
+	return e
+}
+
+// scratchApp is an App on buffers, never a terminal, for trees that are only inspected or that run
+// one internal command.
+func scratchApp(parent *app.App) *app.App {
+	streams, _, _, _ := app.Test()
+	streams.NoInput = true
+	a := app.New(streams, parent.Version)
+	a.Now = parent.Now
+	return a
+}
+
+// treeExecutor checks and runs internal commands on fresh command trees, in-process.
+type treeExecutor struct {
+	parent    *app.App
+	maxOutput int64
+}
+
+// Check parses argv's flags and arguments as the command would, without running it.
+func (e treeExecutor) Check(argv []string) error {
+	root := NewRoot(scratchApp(e.parent))
+	c, rest, err := root.Find(argv)
+	if err != nil {
+		return err
+	}
+	c.InitDefaultHelpFlag()
+	if err := c.ParseFlags(rest); err != nil {
+		return err
+	}
+	if help, _ := c.Flags().GetBool("help"); help {
+		return nil
+	}
+	if err := c.ValidateArgs(c.Flags().Args()); err != nil {
+		return err
+	}
+	if err := c.ValidateRequiredFlags(); err != nil {
+		return err
+	}
+	return c.ValidateFlagGroups()
+}
+
+// Run executes argv on a fresh tree whose streams are buffers: stdin is empty and nothing prompts.
+// The parent's config file and --set overrides carry over.
+func (e treeExecutor) Run(ctx context.Context, argv []string, source string) commands.Output {
+	stdout := output.NewHeadBuffer(e.maxOutput)
+	var stderr bytes.Buffer
+	child := scratchApp(e.parent)
+	child.IO.Out, child.IO.ErrOut = stdout, &stderr
+	child.Source = source
+	code := Run(ctx, child, append(globalArgs(e.parent), argv...))
+	return commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: code}
+}
+
+// globalArgs carries the parent's --config and --set over to an internal command.
+func globalArgs(a *app.App) []string {
+	if a.Config == nil {
+		return nil
+	}
+	args := []string{"--config=" + a.Config.File}
+	for _, v := range a.Config.All() {
+		if v.Source == config.SourceFlag {
+			args = append(args, "--set="+v.Key.Name+"="+v.Raw)
+		}
+	}
+	return args
+}

@@ -1,0 +1,351 @@
+package commands
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/kballard/go-shellquote"
+
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// Request is one internal command as an assistant asks for it (seed 003's InternalCommand):
+// {"command": "context", "subcommand": "add", "args": ["notes.md"], "flags": {"force": ""}}.
+// A flag with an empty value is given bare (--force); any other value as --name=value.
+type Request struct {
+	Command    string            `json:"command"`
+	Subcommand string            `json:"subcommand,omitempty"`
+	Args       []string          `json:"args,omitempty"`
+	Flags      map[string]string `json:"flags,omitempty"`
+}
+
+// maxRequestSize bounds a request document; a real one is a few hundred bytes.
+const maxRequestSize = 1 << 20
+
+// ParseRequest decodes a JSON request strictly: unknown fields, trailing data and a missing command
+// are usage errors (exit 2).
+func ParseRequest(data []byte) (Request, error) {
+	var req Request
+	if len(data) > maxRequestSize {
+		return req, output.UsageErrorf("request: larger than %d bytes", maxRequestSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return req, output.UsageErrorf("request: empty; expected a JSON object such as {\"command\": \"version\"}")
+		}
+		return req, output.UsageErrorf("request: %v", err)
+	}
+	if dec.More() {
+		return req, output.UsageErrorf("request: unexpected data after the JSON object")
+	}
+	if strings.TrimSpace(req.Command) == "" {
+		return req, output.UsageErrorf("request: \"command\" is required")
+	}
+	return req, nil
+}
+
+// String shows the request as a command line, for messages.
+func (q Request) String() string {
+	words := []string{q.Command}
+	if q.Subcommand != "" {
+		words = append(words, q.Subcommand)
+	}
+	words = append(words, q.Args...)
+	for _, name := range sortedKeys(q.Flags) {
+		if v := q.Flags[name]; v != "" {
+			words = append(words, "--"+strings.TrimLeft(name, "-")+"="+v)
+		} else {
+			words = append(words, "--"+strings.TrimLeft(name, "-"))
+		}
+	}
+	return shellquote.Join(words...)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// FromWords builds a request from positional words (command, then subcommand when the command is a
+// group, then arguments) and flags: what `qkit exec internal` gets on its command line.
+func (r *Registry) FromWords(words []string, flags map[string]string) Request {
+	req := Request{Flags: flags}
+	if len(words) == 0 {
+		return req
+	}
+	req.Command = normalizeCommand(words[0])
+	rest := words[1:]
+	top, ok := r.byName[req.Command]
+	if len(rest) > 0 && (req.Command == HelpName || ok && len(top.Children) > 0) {
+		req.Subcommand, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		req.Args = append([]string(nil), rest...)
+	}
+	return req
+}
+
+// ParseLine parses a chat slash-command line such as `/context add "my notes.md" --force` into a
+// request. Words are split as a POSIX shell would split them (quotes, backslashes) but nothing is
+// expanded or executed. A flag takes the next word as its value when the command's flag takes one;
+// `--` ends the flags.
+func (r *Registry) ParseLine(line string) (Request, error) {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(line, "/")
+	words, err := shellquote.Split(line)
+	if err != nil {
+		return Request{}, output.UsageErrorf("cannot parse %q: %v", line, err)
+	}
+	if len(words) == 0 {
+		return Request{}, output.UsageErrorf("empty command line; %s", r.availableText())
+	}
+	var positional []string
+	flags := map[string]string{}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w == "--" {
+			positional = append(positional, words[i+1:]...)
+			break
+		}
+		if len(w) < 2 || w[0] != '-' || i == 0 {
+			positional = append(positional, w)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		f, known := r.flagFor(positional, name)
+		if known {
+			name = f.Name
+		}
+		if !hasValue && known && !f.NoValue && i+1 < len(words) {
+			i++
+			value = words[i]
+		}
+		flags[name] = value
+	}
+	if len(flags) == 0 {
+		flags = nil
+	}
+	return r.FromWords(positional, flags), nil
+}
+
+// flagFor finds flag name on the deepest entry the positional words so far reach.
+func (r *Registry) flagFor(positional []string, name string) (Flag, bool) {
+	e := r.resolve(positional)
+	if e == nil {
+		return Flag{}, false
+	}
+	return e.flag(name)
+}
+
+// resolve returns the deepest entry words lead to, or nil.
+func (r *Registry) resolve(words []string) *Entry {
+	var cur *Entry
+	for i, w := range words {
+		name := w
+		if i == 0 {
+			name = normalizeCommand(w)
+		} else {
+			name = cur.Name + " " + w
+		}
+		next, ok := r.byName[name]
+		if !ok {
+			break
+		}
+		cur = next
+	}
+	return cur
+}
+
+func normalizeCommand(s string) string {
+	return strings.TrimPrefix(strings.TrimSpace(s), "/")
+}
+
+// Call is a validated request, ready to run.
+type Call struct {
+	Entry Entry
+	// Argv is what runs, below the program name: ["context", "add", "notes.md"].
+	Argv []string
+	// CommandLine is Argv as the user would type it: `qkit context add notes.md`.
+	CommandLine string
+	Access      Access
+	// Trusted is set when a change needs no confirmation because of internal.trusted.
+	Trusted bool
+	// NeedsConfirmation is set for a change that is not trusted.
+	NeedsConfirmation bool
+	// listing is set for a bare `help`: the registry's own list, nothing runs.
+	listing bool
+}
+
+// Prepare validates a request against the registry and the command's own parser. Every error is a
+// usage error (exit 2) that says plainly what is wrong; nothing has run.
+func (r *Registry) Prepare(req Request) (*Call, error) {
+	command := normalizeCommand(req.Command)
+	if command == "" {
+		return nil, output.UsageErrorf("a command is required; %s", r.availableText())
+	}
+	if command == HelpName {
+		return r.prepareHelp(req)
+	}
+	cur, ok := r.byName[command]
+	if !ok || len(cur.Path) != 1 {
+		return nil, output.UsageErrorf("Unknown command: %s. %s", command, r.availableText())
+	}
+	path := []string{command}
+	args := req.Args
+	if sub := strings.TrimSpace(req.Subcommand); sub != "" {
+		if len(cur.Children) == 0 {
+			return nil, output.UsageErrorf("%q has no subcommands; pass %q as an argument instead", cur.Name, sub)
+		}
+		next, ok := r.byName[cur.Name+" "+sub]
+		if !ok {
+			return nil, output.UsageErrorf("unknown subcommand %q for %q; available: %s", sub, cur.Name, strings.Join(cur.Children, ", "))
+		}
+		cur, path = next, append(path, sub)
+	}
+	for len(args) > 0 && len(cur.Children) > 0 {
+		next, ok := r.byName[cur.Name+" "+args[0]]
+		if !ok {
+			break
+		}
+		cur, path, args = next, append(path, args[0]), args[1:]
+	}
+
+	flagArgs, access, help, err := r.flagArgs(cur, req.Flags)
+	if err != nil {
+		return nil, err
+	}
+	if !cur.Runnable && !help {
+		if len(args) > 0 {
+			return nil, output.UsageErrorf("unknown subcommand %q for %q; available: %s", args[0], cur.Name, strings.Join(cur.Children, ", "))
+		}
+		return nil, output.UsageErrorf("%q needs a subcommand: %s", cur.Name, strings.Join(cur.Children, ", "))
+	}
+	argv := append(append([]string(nil), path...), flagArgs...)
+	for _, a := range args {
+		if len(a) > 1 && a[0] == '-' {
+			// An argument is never read as a flag: that would bypass the checks above.
+			argv = append(argv, "--")
+			break
+		}
+	}
+	argv = append(argv, args...)
+	if err := r.exec.Check(argv); err != nil {
+		return nil, output.UsageErrorf("%s: %v", cur.Name, err)
+	}
+	call := &Call{Entry: *cur, Argv: argv, CommandLine: CommandLine(argv), Access: access}
+	if access == Change {
+		call.Trusted = r.Trusted(cur.Name)
+		call.NeedsConfirmation = !call.Trusted
+	}
+	return call, nil
+}
+
+// flagArgs turns the request's flags into argv words, checking each name against the entry. It
+// reports the access the flags give (a change flag makes a read a change) and whether --help is
+// among them.
+func (r *Registry) flagArgs(e *Entry, flags map[string]string) ([]string, Access, bool, error) {
+	access := e.Access
+	var argv []string
+	help := false
+	given := map[string]string{} // long name -> value
+	for _, raw := range sortedKeys(flags) {
+		name := strings.TrimLeft(strings.TrimSpace(raw), "-")
+		if name == "help" || name == "h" {
+			help = true
+			continue
+		}
+		f, ok := e.flag(name)
+		if !ok {
+			return nil, "", false, output.UsageErrorf("unknown flag %q for %q; %s", "--"+name, e.Name, flagsText(e))
+		}
+		given[f.Name] = flags[raw]
+	}
+	for _, name := range sortedKeys(given) {
+		value := given[name]
+		f, _ := e.flag(name)
+		if f.NoValue && value == "" {
+			argv = append(argv, "--"+f.Name)
+		} else {
+			argv = append(argv, "--"+f.Name+"="+value)
+		}
+		if f.Change && !(f.NoValue && isFalse(value)) {
+			access = Change
+		}
+	}
+	if help {
+		return []string{"--help"}, Read, true, nil
+	}
+	return argv, access, false, nil
+}
+
+func isFalse(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "0", "f":
+		return true
+	}
+	return false
+}
+
+func flagsText(e *Entry) string {
+	if len(e.Flags) == 0 {
+		return "it takes no flags"
+	}
+	names := make([]string, len(e.Flags))
+	for i, f := range e.Flags {
+		names[i] = "--" + f.Name
+	}
+	return "it accepts: " + strings.Join(names, ", ")
+}
+
+func (r *Registry) prepareHelp(req Request) (*Call, error) {
+	if len(req.Flags) > 0 {
+		return nil, output.UsageErrorf("help takes no flags")
+	}
+	var topic []string
+	if s := strings.TrimSpace(req.Subcommand); s != "" {
+		topic = append(topic, s)
+	}
+	topic = append(topic, req.Args...)
+	if len(topic) == 0 {
+		return &Call{
+			Entry: *r.byName[HelpName], Argv: []string{HelpName}, CommandLine: "qkit exec internal --list",
+			Access: Read, listing: true,
+		}, nil
+	}
+	name := strings.Join(topic, " ")
+	e, ok := r.byName[name]
+	if !ok || name == HelpName {
+		return nil, output.UsageErrorf("no help for %q: not an exposed command; %s", name, r.availableText())
+	}
+	argv := append([]string{HelpName}, e.Path...)
+	return &Call{Entry: *r.byName[HelpName], Argv: argv, CommandLine: CommandLine(argv), Access: Read}, nil
+}
+
+// CommandLine shows argv as the user would type it, quoted for a POSIX shell.
+func CommandLine(argv []string) string {
+	return "qkit " + shellquote.Join(argv...)
+}
+
+func (r *Registry) availableText() string {
+	return "Available commands: " + strings.Join(r.TopLevel(), ", ")
+}
+
+// ErrConfirmationNeeded is returned by Run for a change without a way to confirm it.
+var ErrConfirmationNeeded = errors.New("needs the user's confirmation")
+
+// ConfirmationNeededError says which command needs confirmation and how to give it. Front ends
+// return its text to the assistant.
+func ConfirmationNeededError(c *Call, how string) error {
+	return output.WithCode(output.ExitUsage, fmt.Errorf("%q changes state and needs the user's confirmation: %s (%w)", c.CommandLine, how, ErrConfirmationNeeded))
+}

@@ -1,0 +1,133 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// The sources written to the audit log.
+const (
+	SourceCLI = "cli"
+	SourceMCP = "mcp"
+	SourceACP = "acp"
+)
+
+// ConfirmFunc asks the user whether to run a change. It returns false when the user declines (or
+// cancels), and an error when the question could not be asked at all.
+type ConfirmFunc func(ctx context.Context, c *Call) (bool, error)
+
+// RunOptions say who runs a call and how a change is confirmed.
+type RunOptions struct {
+	// Source is "cli", "mcp" or "acp".
+	Source string
+	// Confirm is called for a call that NeedsConfirmation. Nil means there is no way to ask: such a
+	// call fails with ErrConfirmationNeeded and nothing runs.
+	Confirm ConfirmFunc
+}
+
+// Result is what an internal command produced.
+type Result struct {
+	CommandLine string `json:"command_line"`
+	// Output is the command's stdout, capped at agent.max_response_size with the truncation notice.
+	Output string `json:"output"`
+	// Stderr is what the command said on stderr (its error text when it failed).
+	Stderr   string `json:"stderr,omitempty"`
+	ExitCode int    `json:"exit_code"`
+	// Confirmed is set when the user confirmed a change.
+	Confirmed bool `json:"confirmed"`
+	// Truncation is set when Output was cut.
+	Truncation *output.Truncation `json:"-"`
+}
+
+// Text is the result as one text for an assistant: the output, then the error text of a failing
+// command (or stderr notes of a succeeding one).
+func (res Result) Text() string {
+	out := res.Output
+	if res.Stderr != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += res.Stderr
+	}
+	return out
+}
+
+// ErrDeclined is returned by Run when the user declined a change.
+var ErrDeclined = errors.New("the user declined")
+
+// Run runs a prepared call: it confirms a change through opts.Confirm when needed, executes the
+// command in-process, caps its output and writes the audit line. A command that fails is not an error
+// here: its exit code and error text are in the Result. Run's error is for calls that did not run
+// (declined: exit code 3 in the Result and ErrDeclined; no way to confirm; confirmation failed).
+func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, error) {
+	res := Result{CommandLine: c.CommandLine}
+	start := r.opts.Now()
+	if c.NeedsConfirmation {
+		if opts.Confirm == nil {
+			return res, ConfirmationNeededError(c, "the user must confirm it, or list it in the setting internal.trusted")
+		}
+		ok, err := opts.Confirm(ctx, c)
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			res.ExitCode = output.ExitRejected
+			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.CommandLine)
+			res.Stderr += r.audit(opts.Source, c, res, start)
+			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.CommandLine, ErrDeclined))
+		}
+		res.Confirmed = true
+	}
+	if c.listing {
+		res.Output = r.ListingText()
+	} else {
+		out := r.exec.Run(ctx, c.runArgv(), opts.Source)
+		total := out.Total
+		if total < int64(len(out.Stdout)) {
+			total = int64(len(out.Stdout))
+		}
+		res.Output, res.Truncation = output.CapHead([]byte(out.Stdout), total, r.opts.MaxOutput)
+		res.Stderr, _ = output.Cap(out.Stderr, r.opts.MaxOutput)
+		res.ExitCode = out.ExitCode
+	}
+	res.Stderr += r.audit(opts.Source, c, res, start)
+	return res, nil
+}
+
+// ListingText is the registry as text: each runnable entry's usage, access and description. A bare
+// `help` prints it.
+func (r *Registry) ListingText() string {
+	var b strings.Builder
+	b.WriteString("Internal commands (read: runs at once; change: needs the user's confirmation):\n")
+	for _, e := range r.Runnable() {
+		fmt.Fprintf(&b, "  %-40s %-6s %s\n", e.Usage, e.Access, e.Short)
+	}
+	return b.String()
+}
+
+// runArgv is the argv that runs. A confirmed or trusted change whose command has its own --yes gets
+// it: the user has already said yes, and the in-process run has no terminal to ask again.
+func (c *Call) runArgv() []string {
+	if c.Access != Change {
+		return c.Argv
+	}
+	if f, ok := c.Entry.flag("yes"); !ok || !f.NoValue {
+		return c.Argv
+	}
+	at := len(c.Argv)
+	for i, a := range c.Argv {
+		if a == "--yes" || strings.HasPrefix(a, "--yes=") {
+			return c.Argv
+		}
+		if a == "--" {
+			at = i
+			break
+		}
+	}
+	argv := append(append(append([]string(nil), c.Argv[:at]...), "--yes"), c.Argv[at:]...)
+	return argv
+}
