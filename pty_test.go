@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -92,6 +93,14 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 	}
 	werr := c.Wait()
+	// Drain before closing: the reader ends with EIO once the child's side is closed and all it
+	// wrote has been read. Closing first loses the tail of the output under load.
+	drain, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	select {
+	case <-done:
+	case <-drain.Done():
+	}
+	stop()
 	_ = f.Close()
 	<-done
 	mu.Lock()
