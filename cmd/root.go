@@ -125,6 +125,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	pf.BoolVar(&opts.noInput, "no-input", false, "never prompt; fail with the flag to pass instead")
 	pf.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
 	pf.StringVar(&a.ProfileFlag, "profile", "", "context profile to use instead of the active one")
+	_ = root.RegisterFlagCompletionFunc("profile", completeProfiles(a, nil))
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(
@@ -164,6 +165,7 @@ const (
 // subcommands lists the top-level commands. Each group adds itself here.
 func subcommands(a *app.App) []*cobra.Command {
 	return []*cobra.Command{
+		newContextCmd(a),
 		newExecCmd(a),
 		newSettingsCmd(a),
 		newVersionCmd(a),

@@ -54,8 +54,8 @@ type Report struct {
 	TotalTokens int64     `json:"total_tokens"`
 	Dropped     []File    `json:"dropped"`
 	Skipped     []Skipped `json:"skipped"`
-	// Warnings are problems met on the way (unreadable folders, symlink loops, skipped files, the
-	// budget), one line each, for stderr.
+	// Warnings are problems met while expanding the rules (unreadable folders, symlink loops), one
+	// line each, for stderr. Skipped and dropped files are reported in their own fields.
 	Warnings []string `json:"-"`
 }
 
@@ -107,12 +107,10 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		switch {
 		case errors.Is(err, errNotText):
 			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: err.Error()})
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.path, err))
 		case errors.Is(err, fs.ErrNotExist):
 			// vanished since the walk: skipped like any missing path
 		case err != nil:
 			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: unwrapPath(err).Error()})
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.path, unwrapPath(err)))
 		default:
 			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(size)})
 		}
@@ -120,7 +118,6 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 	kept, dropped := applyBudget(candidates, maxTokens)
 	if len(dropped) > 0 {
 		rep.Dropped = dropped
-		rep.Warnings = append(rep.Warnings, droppedWarning(dropped, maxTokens))
 	}
 	for _, f := range kept {
 		rep.TotalTokens += f.Tokens
@@ -149,6 +146,12 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 		return "", nil, err
 	}
 	warnings := rep.Warnings
+	for _, sk := range rep.Skipped {
+		warnings = append(warnings, fmt.Sprintf("skipping %s: %s", sk.Path, sk.Reason))
+	}
+	if len(rep.Dropped) > 0 {
+		warnings = append(warnings, droppedWarning(rep.Dropped, maxTokens))
+	}
 	if len(rep.Files) == 0 {
 		return userPrompt, warnings, nil
 	}

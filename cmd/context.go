@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+func newContextCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "context <command>",
+		Short: "Manage the sticky context files sent with every prompt",
+		Long: `Manage sticky context: files, folders and globs whose content is put before every prompt that
+qkit sends to Q (qkit ask, ACP sessions), inside a "--- CONTEXT FILES BEGIN ---" block.
+
+Rules live in two lists: a global one, used everywhere, and one per profile. The active profile is
+"default" until you switch; the global --profile flag picks another for one command. Paths may be
+globs ('docs/**/*.md'; ** recurses), may start with ~, and relative paths are resolved against the
+working directory each time a prompt is built. A folder adds the files directly inside it.
+
+Tokens are estimated as bytes/4. When the files exceed the setting context.max_tokens, the largest
+are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
+		Example: `  # Keep the project's docs and rules in every prompt
+  qkit context add 'docs/**/*.md' AmazonQ.md
+  qkit context add --global '~/notes/style.md'
+
+  # See what would be sent, with token estimates
+  qkit context show
+  qkit context show --json | jq '.files[].path'
+
+  # Keep a separate set of rules per project
+  qkit context switch backend --create
+  qkit --profile backend context show`,
+		GroupID: groupCore,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return output.WithCode(output.ExitUsage, usageError{errors.New("Missing subcommand for qkit context. Try qkit context --help for available commands.")})
+			}
+			return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Unknown context subcommand: %s", args[0])})
+		},
+	}
+	c.SetFlagErrorFunc(func(sub *cobra.Command, err error) error {
+		if opt, ok := unknownOption(err); ok && sub != c {
+			return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Unknown option for qkit context %s: %s", sub.Name(), opt)})
+		}
+		return output.WithCode(output.ExitUsage, usageError{err})
+	})
+	c.AddCommand(
+		newContextShowCmd(a), newContextPromptCmd(a),
+		newContextAddCmd(a), newContextRmCmd(a), newContextClearCmd(a),
+		newContextProfileCmd(a), newContextSwitchCmd(a),
+	)
+	return c
+}
+
+// unknownOption extracts the option from pflag's "unknown flag: --x" and
+// "unknown shorthand flag: 'x' in -xyz" errors.
+func unknownOption(err error) (string, bool) {
+	msg := err.Error()
+	if opt, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
+		return opt, true
+	}
+	if rest, ok := strings.CutPrefix(msg, "unknown shorthand flag: '"); ok && len(rest) > 0 {
+		return "-" + rest[:1], true
+	}
+	return "", false
+}
+
+// contextStore returns the store for a's configuration directory. Completion runs before the
+// configuration is loaded, so the directory is then derived from the environment.
+func contextStore(a *app.App) (*contextfiles.Store, error) {
+	if a.Config != nil {
+		return contextfiles.NewStore(a.Config.Paths.Config), nil
+	}
+	p, err := config.ResolvePaths(nil)
+	if err != nil {
+		return nil, err
+	}
+	return contextfiles.NewStore(p.Config), nil
+}
+
+// contextEnv is what every context command needs: the store, the profile chosen by --profile or the
+// active one, and the working directory.
+type contextEnv struct {
+	store   *contextfiles.Store
+	profile string
+	cwd     string
+}
+
+func loadContextEnv(a *app.App) (*contextEnv, error) {
+	s, err := contextStore(a)
+	if err != nil {
+		return nil, err
+	}
+	profile, err := s.ResolveProfile(a.ProfileFlag)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	return &contextEnv{store: s, profile: profile, cwd: cwd}, nil
+}
+
+func (e *contextEnv) target(global bool) contextfiles.Target {
+	return contextfiles.Target{Global: global, Profile: e.profile}
+}
+
+// scopeName is how messages name a list: "global" or "profile".
+func scopeName(t contextfiles.Target) string { return t.Scope() }
+
+func warnAll(a *app.App, warnings []string) {
+	for _, w := range warnings {
+		a.Warnf("%s", w)
+	}
+}
+
+// completeProfiles completes profile names; skip filters out names that make no sense here.
+func completeProfiles(a *app.App, skip func(name, active string) bool) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		s, err := contextStore(a)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names, err := s.Profiles()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		active, _ := s.Active()
+		var out []string
+		for _, n := range names {
+			if skip != nil && skip(n, active) {
+				continue
+			}
+			desc := "profile"
+			if n == active {
+				desc = "profile (active)"
+			}
+			out = append(out, n+"\t"+desc)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeProfileArg completes a profile name as the first positional argument only.
+func completeProfileArg(a *app.App) cobra.CompletionFunc {
+	all := completeProfiles(a, nil)
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return all(c, args, toComplete)
+	}
+}

@@ -1,0 +1,200 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// contextShowOptions are the flags of `context show`.
+type contextShowOptions struct {
+	expand bool
+	asJSON bool
+}
+
+func newContextShowCmd(a *app.App) *cobra.Command {
+	opts := &contextShowOptions{}
+	c := &cobra.Command{
+		Use:   "show [--expand]",
+		Short: "Show the context rules, the files they match and their token estimates",
+		Long: `Show the global rules and the active profile's rules, each with how many files it matches from
+the working directory; then the files in use with their token estimates (bytes/4) and the total;
+then the files the budget (setting context.max_tokens) would drop, largest first, and the files
+that are never sent (binary or not UTF-8).
+
+--expand adds each file's content. --json prints one object:
+  {profile, max_tokens, rules: {global: [{path, matches}], profile: [...]},
+   files: [{path, scope, bytes, tokens, content?}], total_tokens, dropped: [...], skipped: [{path, scope, reason}]}`,
+		Example: `  qkit context show
+  qkit context show --expand
+  qkit --profile backend context show --json | jq '.total_tokens'`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runContextShow(a, opts) },
+	}
+	c.Flags().BoolVar(&opts.expand, "expand", false, "print each file's content too")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, max_tokens, rules, files, total_tokens, dropped, skipped}")
+	return exposeRead(c)
+}
+
+func runContextShow(a *app.App, opts *contextShowOptions) error {
+	env, err := loadContextEnv(a)
+	if err != nil {
+		return err
+	}
+	rep, err := env.store.Collect(env.profile, env.cwd, a.Config.Int("context.max_tokens"), contextfiles.ReportOptions{Expand: opts.expand})
+	if err != nil {
+		return err
+	}
+	warnAll(a, rep.Warnings)
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, rep)
+	}
+	return renderReport(a.IO.Out, rep, env.cwd, opts.expand)
+}
+
+// renderReport prints a report for people.
+// Files inside cwd are shown relative to it, like git does; --json keeps absolute paths.
+func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool) error {
+	show := func(p string) string {
+		if rel, err := filepath.Rel(cwd, p); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+		return p
+	}
+	var b strings.Builder
+	rules := func(title string, rs []contextfiles.Rule) {
+		b.WriteString(title + ":\n")
+		if len(rs) == 0 {
+			b.WriteString("    <none>\n")
+		}
+		for _, r := range rs {
+			fmt.Fprintf(&b, "    %s (%s)\n", r.Path, plural(r.Matches, "match", "matches"))
+		}
+		b.WriteString("\n")
+	}
+	rules("global", rep.Rules.Global)
+	rules(fmt.Sprintf("profile (%s)", rep.Profile), rep.Rules.Profile)
+
+	if len(rep.Files) == 0 && len(rep.Dropped) == 0 {
+		b.WriteString("No files in the current directory matched the rules above.\n")
+	} else {
+		fmt.Fprintf(&b, "%s in use:\n", plural(len(rep.Files), "matched file", "matched files"))
+		for _, f := range rep.Files {
+			fmt.Fprintf(&b, "    %-7s %s (~%d tokens)\n", f.Scope, show(f.Path), f.Tokens)
+		}
+		fmt.Fprintf(&b, "\nTotal: ~%d tokens (limit %d)\n", rep.TotalTokens, rep.MaxTokens)
+	}
+	if len(rep.Dropped) > 0 {
+		fmt.Fprintf(&b, "\nTotal token count exceeds limit: %d. The following files will be automatically dropped when interacting with Q. Consider removing them.\n", rep.MaxTokens)
+		const most = 10
+		for i, f := range rep.Dropped {
+			if i == most {
+				fmt.Fprintf(&b, "    (%d more files)\n", len(rep.Dropped)-most)
+				break
+			}
+			fmt.Fprintf(&b, "    %-7s %s (~%d tokens)\n", f.Scope, show(f.Path), f.Tokens)
+		}
+	}
+	if len(rep.Skipped) > 0 {
+		b.WriteString("\nNever sent:\n")
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(&b, "    %-7s %s (%s)\n", s.Scope, show(s.Path), s.Reason)
+		}
+	}
+	if expand {
+		for _, f := range rep.Files {
+			if f.Content == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "\n[%s]\n%s", show(f.Path), *f.Content)
+			if !strings.HasSuffix(*f.Content, "\n") {
+				b.WriteString("\n")
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// contextPromptOptions are the flags of `context prompt`.
+type contextPromptOptions struct {
+	asJSON bool
+}
+
+// contextPromptJSON is the output of `context prompt --json`.
+type contextPromptJSON struct {
+	Profile  string   `json:"profile"`
+	Prompt   string   `json:"prompt"`
+	Warnings []string `json:"warnings"`
+}
+
+func newContextPromptCmd(a *app.App) *cobra.Command {
+	opts := &contextPromptOptions{}
+	c := &cobra.Command{
+		Use:   "prompt [<message> | -]",
+		Short: "Print the prompt that would be sent: the context block, then the message",
+		Long: `Print exactly what qkit ask and ACP sessions send to Q for a message: the context files in a
+"--- CONTEXT FILES BEGIN ---" ... "--- CONTEXT FILES END ---" block, a blank line, and the message
+(read from stdin when it is -). With no matching file it prints the message alone. Warnings (files
+dropped by the budget, binary files skipped) go to stderr.
+
+--json prints {profile, prompt, warnings}.`,
+		Example: `  qkit context prompt "Review this change"
+  git diff | qkit context prompt - > prompt.txt
+  qkit context prompt --json "hi" | jq -r .prompt`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			msg := ""
+			if len(args) == 1 {
+				msg = args[0]
+			}
+			return runContextPrompt(a, opts, msg)
+		},
+	}
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, prompt, warnings}")
+	return exposeRead(c)
+}
+
+func runContextPrompt(a *app.App, opts *contextPromptOptions, msg string) error {
+	if msg == "-" {
+		data, err := io.ReadAll(a.IO.In)
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		msg = string(data)
+	}
+	env, err := loadContextEnv(a)
+	if err != nil {
+		return err
+	}
+	prompt, warnings, err := env.store.Prompt(env.profile, env.cwd, a.Config.Int("context.max_tokens"), msg)
+	if err != nil {
+		return err
+	}
+	warnAll(a, warnings)
+	if opts.asJSON {
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return output.JSON(a.IO.Out, contextPromptJSON{Profile: env.profile, Prompt: prompt, Warnings: warnings})
+	}
+	if !strings.HasSuffix(prompt, "\n") {
+		prompt += "\n"
+	}
+	_, err = io.WriteString(a.IO.Out, prompt)
+	return err
+}
