@@ -16,6 +16,8 @@ type contextProfileOptions struct {
 	delete string
 	rename string
 	asJSON bool
+	// set reports whether a flag was given (an empty --create '' is still an attempt to create).
+	set func(name string) bool
 }
 
 // profileJSON is one row of `context profile --json`.
@@ -41,8 +43,8 @@ profile cannot be deleted. Renaming the active profile keeps it active.
   qkit context profile --create backend
   qkit context profile --rename backend api
   qkit context profile --delete api`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if opts.rename != "" {
+		Args: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("rename") {
 				if len(args) != 1 {
 					return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("--rename needs the old name and the new one: --rename OLD NEW")})
 				}
@@ -56,7 +58,10 @@ profile cannot be deleted. Renaming the active profile keeps it active.
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runContextProfile(a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.set = c.Flags().Changed
+			return runContextProfile(a, opts, args)
+		},
 	}
 	f := c.Flags()
 	f.StringVar(&opts.create, "create", "", "create the profile `NAME` (empty)")
@@ -76,29 +81,29 @@ func runContextProfile(a *app.App, opts *contextProfileOptions, args []string) e
 	if err != nil {
 		return err
 	}
-	set := 0
-	for _, v := range []string{opts.create, opts.delete, opts.rename} {
-		if v != "" {
-			set++
+	n := 0
+	for _, f := range []string{"create", "delete", "rename"} {
+		if opts.set(f) {
+			n++
 		}
 	}
-	if set > 1 {
+	if n > 1 {
 		return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Only one of --delete, --create, or --rename can be specified")})
 	}
 	switch {
-	case opts.create != "":
+	case opts.set("create"):
 		if err := s.CreateProfile(opts.create); err != nil {
 			return err
 		}
 		a.Errorf("Created profile '%s'", opts.create)
 		return nil
-	case opts.delete != "":
+	case opts.set("delete"):
 		if err := s.DeleteProfile(opts.delete); err != nil {
 			return err
 		}
 		a.Errorf("Deleted profile '%s'", opts.delete)
 		return nil
-	case opts.rename != "":
+	case opts.set("rename"):
 		if err := s.RenameProfile(opts.rename, args[0]); err != nil {
 			return err
 		}
