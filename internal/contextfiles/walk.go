@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -43,15 +44,38 @@ func newMatcher(rule int, pattern string) *matcher {
 			break
 		}
 	}
-	m.prune = !strings.ContainsAny(pattern, "{}")
+	m.prune = !strings.ContainsAny(pattern, "{}") && !slashInsideMeta(pattern)
 	m.last = m.segs[len(m.segs)-1]
-	if m.prune && !strings.Contains(m.last, "**") {
+	if m.prune && m.last != "" && !strings.Contains(m.last, "**") {
 		m.filter = true
-		if rest, ok := strings.CutPrefix(m.last, "*"); ok && !strings.ContainsAny(rest, "*?[]{}\\") {
+		if rest, ok := strings.CutPrefix(m.last, "*"); ok && !strings.ContainsAny(rest, "*?[]{}\\") &&
+			utf8.ValidString(rest) && !strings.ContainsRune(rest, utf8.RuneError) {
 			m.suffix = rest
 		}
 	}
 	return m
+}
+
+// slashInsideMeta reports whether a "/" is escaped or sits inside a character class: then the
+// pattern cannot be split into segments at its slashes.
+func slashInsideMeta(p string) bool {
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			if i+1 < len(p) && p[i+1] == '/' {
+				return true
+			}
+			i++
+		case c == '[':
+			inClass = true
+		case c == ']':
+			inClass = false
+		case c == '/' && inClass:
+			return true
+		}
+	}
+	return false
 }
 
 // enters reports whether a directory named name at depth (0 = directly under the base) may hold
