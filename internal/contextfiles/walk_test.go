@@ -169,12 +169,12 @@ func TestCheckText(t *testing.T) {
 	dir := t.TempDir()
 	buf := make([]byte, 8) // tiny, so multi-byte characters straddle reads
 	cases := map[string]bool{
-		"plain ascii text":               true,
+		"plain ascii text": true,
 		"héllo wörld — ünïcödé ✓✓✓ 日本語": true,
-		"bad \xff byte":                  false,
-		"nul \x00 byte":                  false,
-		"cut at end \xe6\x97":            false,
-		"":                               true,
+		"bad \xff byte":       false,
+		"nul \x00 byte":       false,
+		"cut at end \xe6\x97": false,
+		"":                    true,
 	}
 	i := 0
 	for content, ok := range cases {
