@@ -64,6 +64,7 @@ type suite struct {
 func suites() []suite {
 	return []suite{
 		{"startup", startupSuite},
+		{"context", contextSuite},
 	}
 }
 

@@ -192,9 +192,11 @@ func runContextPrompt(a *app.App, opts *contextPromptOptions, msg string) error 
 		}
 		return output.JSON(a.IO.Out, contextPromptJSON{Profile: env.profile, Prompt: prompt, Warnings: warnings})
 	}
-	if !strings.HasSuffix(prompt, "\n") {
-		prompt += "\n"
+	if _, err := io.WriteString(a.IO.Out, prompt); err != nil {
+		return err
 	}
-	_, err = io.WriteString(a.IO.Out, prompt)
+	if !strings.HasSuffix(prompt, "\n") {
+		_, err = io.WriteString(a.IO.Out, "\n") // not prompt+"\n": that would copy the whole block
+	}
 	return err
 }
