@@ -66,8 +66,14 @@ type ReportOptions struct {
 }
 
 // Collect resolves the global and profile rules against cwd and applies the budget of maxTokens
-// (<= 0: none).
+// (<= 0: none). An empty profile means the active one.
 func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions) (*Report, error) {
+	if profile == "" {
+		var err error
+		if profile, err = s.ResolveProfile(""); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.requireProfile(profile); err != nil {
 		return nil, err
 	}
@@ -139,7 +145,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 // (DESIGN.md's exact "--- CONTEXT FILES BEGIN ---" block) followed by a blank line and userPrompt, or
 // just userPrompt when no file matches. Files over the budget of maxTokens are dropped largest first;
 // binary and non-UTF-8 files are skipped; each such event is one line of warnings, for the caller to
-// print to stderr.
+// print to stderr. An empty profile means the active one; an empty cwd, the process's.
 func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) (string, []string, error) {
 	rep, err := s.Collect(profile, cwd, maxTokens, ReportOptions{})
 	if err != nil {

@@ -1,6 +1,7 @@
 package contextfiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 )
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -130,5 +131,64 @@ func TestAddValidation(t *testing.T) {
 	_, err = s.Add(tg, []string{"a.md"}, AddOptions{Cwd: cwd})
 	if err == nil || err.Error() != "Path 'a.md' already exists in the context" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestConcurrentAdds runs twenty Adds at once, each through its own lock file handle as separate
+// processes would (the testscript context_concurrent does it with processes).
+func TestConcurrentAdds(t *testing.T) {
+	s, cwd := newTestStore(t)
+	const n = 20
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, err := s.Add(Target{Profile: DefaultProfile}, []string{fmt.Sprintf("p%02d", i)}, AddOptions{Cwd: cwd, Force: true})
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules, err := s.Rules(Target{Profile: DefaultProfile})
+	if err != nil || len(rules) != n {
+		t.Fatalf("rules = %q, %v; want %d", rules, err, n)
+	}
+}
+
+func TestProfileLifecycle(t *testing.T) {
+	s, cwd := newTestStore(t)
+	if _, err := s.Switch("work", true); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(cwd, "w.md"), "w")
+	if _, err := s.Add(Target{Profile: "work"}, []string{"w.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenameProfile("work", "job"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.Active(); a != "job" {
+		t.Fatalf("active after rename = %q", a)
+	}
+	got, _, err := s.Prompt("", cwd, 0, "q")
+	if err != nil || !strings.Contains(got, "w.md]") {
+		t.Fatalf("prompt for the renamed active profile: %q, %v", got, err)
+	}
+	if err := s.DeleteProfile("job"); output.Code(err) != output.ExitFailure {
+		t.Fatalf("deleting the active profile: %v", err)
+	}
+	if _, err := s.Switch(DefaultProfile, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteProfile("job"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := s.Profiles(); len(names) != 1 || names[0] != DefaultProfile {
+		t.Fatalf("profiles = %q", names)
+	}
+	if _, err := s.Add(Target{Profile: "job"}, []string{"w.md"}, AddOptions{Cwd: cwd}); output.Code(err) != output.ExitNotFound {
+		t.Fatalf("add to a deleted profile: %v", err)
 	}
 }
