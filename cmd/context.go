@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -43,14 +42,14 @@ are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return output.WithCode(output.ExitUsage, usageError{errors.New("Missing subcommand for qkit context. Try qkit context --help for available commands.")})
+				return seedUsageError("Missing subcommand for qkit context. Try qkit context --help for available commands.")
 			}
-			return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Unknown context subcommand: %s", args[0])})
+			return seedUsageError("Unknown context subcommand: %s", args[0])
 		},
 	}
 	c.SetFlagErrorFunc(func(sub *cobra.Command, err error) error {
 		if opt, ok := unknownOption(err); ok && sub != c {
-			return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Unknown option for qkit context %s: %s", sub.Name(), opt)})
+			return seedUsageError("Unknown option for qkit context %s: %s", sub.Name(), opt)
 		}
 		return output.WithCode(output.ExitUsage, usageError{err})
 	})
@@ -60,6 +59,12 @@ are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
 		newContextProfileCmd(a), newContextSwitchCmd(a),
 	)
 	return c
+}
+
+// seedUsageError is a usage error (exit 2, usage line printed) carrying one of seed 004's messages,
+// which are capitalised and punctuated as the seed has them.
+func seedUsageError(format string, args ...any) error {
+	return output.WithCode(output.ExitUsage, usageError{fmt.Errorf(format, args...)})
 }
 
 // unknownOption extracts the option from pflag's "unknown flag: --x" and

@@ -88,7 +88,7 @@ func runContextProfile(a *app.App, opts *contextProfileOptions, args []string) e
 		}
 	}
 	if n > 1 {
-		return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("Only one of --delete, --create, or --rename can be specified")})
+		return seedUsageError("Only one of --delete, --create, or --rename can be specified")
 	}
 	switch {
 	case opts.set("create"):

@@ -33,7 +33,7 @@ func (s *Store) homeDir() (string, error) {
 	}
 	h, err := os.UserHomeDir()
 	if err != nil || h == "" {
-		return "", errors.New("Could not determine home directory")
+		return "", errors.New("could not determine home directory")
 	}
 	return h, nil
 }
