@@ -168,6 +168,7 @@ func subcommands(a *app.App) []*cobra.Command {
 		newContextCmd(a),
 		newExecCmd(a),
 		newSettingsCmd(a),
+		newMCPCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),
 	}

@@ -1,0 +1,126 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+func newMCPCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "mcp <command>",
+		Short: "Serve qkit's tools over the Model Context Protocol",
+		Long: `Serve qkit's tools to MCP clients (Claude Code, Gemini CLI, Cursor, Q itself) and inspect them.
+
+Tools: q-developer-agent (optional: enable it with ENABLE_ADDITIONAL_TOOLS or tools.enabled),
+qkit_help, and the tools other qkit commands add.`,
+		Example: `  qkit mcp serve
+  qkit mcp tools
+  qkit mcp tools help q-developer-agent`,
+		GroupID: groupServe,
+	}
+	c.AddCommand(newMCPServeCmd(a), newMCPToolsCmd(a))
+	return c
+}
+
+func newMCPServeCmd(a *app.App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the MCP server on stdin and stdout",
+		Long: `Run the MCP server on stdio: JSON-RPC messages, one per line, on stdin and stdout. stdout carries
+the protocol only; logs go to stderr (--log-level, or the log.level setting).
+
+The server is named "qkit" and reports qkit's version. Optional tools are listed only when enabled:
+set ENABLE_ADDITIONAL_TOOLS=q-developer-agent (or all) in the server's environment, or
+qkit settings set tools.enabled q-developer-agent. AGENT_TIMEOUT and AGENT_MAX_RESPONSE_SIZE
+limit each agent run.`,
+		Example: `  # Claude Code
+  claude mcp add qkit -e ENABLE_ADDITIONAL_TOOLS=q-developer-agent -- qkit mcp serve
+
+  # Any client configured with JSON
+  {"mcpServers": {"qkit": {"command": "qkit", "args": ["mcp", "serve"],
+                           "env": {"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}}}}`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			d := &mcpserver.Deps{App: a}
+			return mcpserver.Serve(c.Context(), d, mcpserver.StdioTransport(a.IO.In, a.IO.Out))
+		},
+	}
+}
+
+func newMCPToolsCmd(a *app.App) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "tools",
+		Short: "List the MCP tools and whether each is enabled",
+		Long: `List every MCP tool qkit can serve with its state. Optional tools are served only when enabled
+through ENABLE_ADDITIONAL_TOOLS or the tools.enabled setting.
+
+On a terminal this is a table; piped, tab-separated lines (name, state, description); with --json an
+array of {name, description, optional, enabled}.`,
+		Example: `  qkit mcp tools
+  qkit mcp tools --json | jq -r '.[] | select(.enabled) | .name'
+  qkit mcp tools help q-developer-agent`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			entries, err := mcpserver.Catalog(c.Context(), &mcpserver.Deps{App: a})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return output.JSON(a.IO.Out, entries)
+			}
+			rows := make([][]string, len(entries))
+			for i, e := range entries {
+				state := "enabled"
+				if !e.Enabled {
+					state = "disabled"
+				}
+				if e.Optional {
+					state += " (optional)"
+				}
+				desc, _, _ := strings.Cut(e.Description, "\n")
+				rows[i] = []string{e.Name, state, desc}
+			}
+			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"name", "state", "description"}, rows)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{name, description, optional, enabled}]")
+	c.AddCommand(newMCPToolsHelpCmd(a))
+	return exposeRead(c)
+}
+
+func newMCPToolsHelpCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "help <tool>",
+		Short: "Print a tool's extended help: examples, common patterns, troubleshooting",
+		Long: `Print the extended help of one MCP tool, the same text the qkit_help tool gives a client:
+its state, examples with arguments, common patterns and troubleshooting.`,
+		Example: `  qkit mcp tools help q-developer-agent`,
+		Args:    cobra.ExactArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, t := range mcpserver.Registry() {
+				names = append(names, t.Name)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			text, err := mcpserver.HelpText(&mcpserver.Deps{App: a}, args[0])
+			if err != nil {
+				return output.NotFoundf("%v", err)
+			}
+			_, err = fmt.Fprint(a.IO.Out, text)
+			return err
+		},
+	}
+	return exposeRead(c)
+}

@@ -1,0 +1,98 @@
+// Package mcptest connects the MCP SDK's own client to qkit's server in memory, for tool tests.
+//
+//	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"})
+//	cs := mcptest.Connect(t, &mcpserver.Deps{App: a})
+//	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "qkit_help", Arguments: map[string]any{}})
+//
+// Both ends are closed when the test ends.
+package mcptest
+
+import (
+	"bytes"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+)
+
+// NewApp returns an App whose configuration comes only from env (plus QKIT_HOME in a temporary
+// folder, unless env sets it), with the logger writing to the test log at debug level.
+func NewApp(t testing.TB, env map[string]string) *app.App {
+	t.Helper()
+	vars := map[string]string{"QKIT_HOME": filepath.Join(t.TempDir(), "qkit")}
+	maps.Copy(vars, env)
+	streams, _, _, _ := app.Test()
+	a := app.New(streams, app.VersionInfo{Version: "test"})
+	err := a.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }}, "debug")
+	if err != nil {
+		t.Fatalf("mcptest: loading config: %v", err)
+	}
+	logs := &logBuffer{}
+	a.Logger = app.NewLogger(logs, slog.LevelDebug)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return a
+}
+
+// Connect starts mcpserver.NewServer(d) and returns a client session connected to it in memory.
+func Connect(t testing.TB, d *mcpserver.Deps) *mcp.ClientSession {
+	t.Helper()
+	return ConnectWith(t, d, nil)
+}
+
+// ConnectWith is Connect with client options (e.g. a ProgressNotificationHandler or an
+// ElicitationHandler with its capability).
+func ConnectWith(t testing.TB, d *mcpserver.Deps, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.NewServer(d).Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatalf("mcptest: server connect: %v", err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest", Version: "test"}, opts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatalf("mcptest: client connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	return cs
+}
+
+// Text joins the text contents of a result.
+func Text(res *mcp.CallToolResult) string {
+	var s string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			s += tc.Text
+		}
+	}
+	return s
+}
+
+// logBuffer collects the server's log; it is printed when the test fails. (Logging straight to
+// t.Log would panic when a server goroutine logs after the test ended.)
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}

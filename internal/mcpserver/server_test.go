@@ -1,0 +1,146 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+)
+
+func TestServerInfoAndHelpTool(t *testing.T) {
+	a := mcptest.NewApp(t, nil)
+	cs := mcptest.Connect(t, &mcpserver.Deps{App: a})
+	init := cs.InitializeResult()
+	if init.ServerInfo.Name != "qkit" || init.ServerInfo.Version != "test" || !strings.Contains(init.Instructions, "qkit_help") {
+		t.Fatalf("initialize result %+v", init)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "qkit_help", Arguments: map[string]any{"tool_name": "qkit_help"}})
+	if err != nil || res.IsError {
+		t.Fatalf("qkit_help: %v %+v", err, res)
+	}
+	if text := mcptest.Text(res); !strings.Contains(text, "# qkit_help") || !strings.Contains(text, "Troubleshooting") {
+		t.Fatalf("help text %q", text)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "qkit_help", Arguments: map[string]any{"tool_name": "nope"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("unknown tool name should be a tool error: %v %+v", err, res)
+	}
+}
+
+func TestEveryToolHasHelpAndRegistersItsName(t *testing.T) {
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "all"})
+	cs := mcptest.Connect(t, &mcpserver.Deps{App: a})
+	listed := map[string]bool{}
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed[tool.Name] = true
+		if tool.Description == "" {
+			t.Errorf("%s has no description", tool.Name)
+		}
+	}
+	for _, tool := range mcpserver.Registry() {
+		if !listed[tool.Name] {
+			t.Errorf("%s is in the registry but its Add registered another name", tool.Name)
+		}
+		if strings.TrimSpace(tool.Help) == "" {
+			t.Errorf("%s has no extended help", tool.Name)
+		}
+	}
+	if len(listed) != len(mcpserver.Registry()) {
+		t.Errorf("listed %v, registry has %d tools", listed, len(mcpserver.Registry()))
+	}
+}
+
+// TestMalformedInput sends lines that are not JSON-RPC between good requests: each gets an error
+// response and the session carries on.
+func TestMalformedInput(t *testing.T) {
+	a := mcptest.NewApp(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, mcpserver.StdioTransport(inR, outW)) }()
+	responses := bufio.NewScanner(outR)
+	send := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !responses.Scan() {
+			t.Fatalf("no response to %q", line)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(responses.Bytes(), &m); err != nil {
+			t.Fatalf("response %q is not JSON: %v", responses.Text(), err)
+		}
+		return m
+	}
+	code := func(m map[string]any) float64 {
+		e, _ := m["error"].(map[string]any)
+		c, _ := e["code"].(float64)
+		return c
+	}
+	init := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if init["result"] == nil {
+		t.Fatalf("initialize: %v", init)
+	}
+	if m := send(`{not json`); code(m) != -32700 {
+		t.Fatalf("garbage: %v", m)
+	}
+	if m := send(`{"id":7,"method":"x"}`); code(m) != -32600 || m["id"] != float64(7) {
+		t.Fatalf("no version tag: %v", m)
+	}
+	if m := send(`[]`); code(m) != -32600 {
+		t.Fatalf("empty batch: %v", m)
+	}
+	if m := send(`42`); code(m) != -32600 {
+		t.Fatalf("number: %v", m)
+	}
+	if m := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); m["result"] == nil {
+		t.Fatalf("tools/list after garbage: %v", m)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+func FuzzStdioGuard(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(`[{"jsonrpc":"2.0"}]`))
+	f.Add([]byte("\x00\xff\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out strings.Builder
+		tr := mcpserver.StdioTransport(strings.NewReader(string(data)), &lockedBuilder{b: &out})
+		// Nothing answers the requests read here, so the end of input must not wait for answers.
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		conn, err := tr.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := conn.Read(t.Context()); err != nil { // t.Context: ctx is done already
+				break
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line != "" && !json.Valid([]byte(line)) {
+				t.Fatalf("invalid error response %q", line)
+			}
+		}
+	})
+}
+
+type lockedBuilder struct{ b *strings.Builder }
+
+func (l *lockedBuilder) Write(p []byte) (int, error) { return l.b.Write(p) }

@@ -1,0 +1,239 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxLine bounds one inbound JSON-RPC message, as the SDK's own stdio transport does.
+const maxLine = mcp.DefaultMaxLineLength
+
+// StdioTransport returns the transport `qkit mcp serve` uses: newline-delimited JSON-RPC on in and
+// out, like the SDK's StdioTransport, with two differences:
+//   - a line that is not JSON, or not a JSON-RPC message, is answered with a JSON-RPC error (-32700
+//     parse error, -32600 invalid request) and skipped; the SDK alone would end the session;
+//   - at the end of input, the session ends only once every request read has been answered (or the
+//     context given to Connect is done), so `printf '...' | qkit mcp serve` gets its answers.
+func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	return &stdioTransport{in: in, out: out}
+}
+
+type stdioTransport struct {
+	in  io.Reader
+	out io.Writer
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	w := &lockedWriter{w: t.out, answered: make(chan struct{}, 1)}
+	g := &guardReader{ctx: ctx, in: bufio.NewReaderSize(t.in, 64<<10), out: w}
+	inner := &mcp.IOTransport{Reader: io.NopCloser(g), Writer: w, MaxLineLength: -1} // g bounds lines
+	return inner.Connect(ctx)
+}
+
+// lockedWriter serialises writes so that error answers never interleave with the SDK's messages
+// (each of which it writes in one call), and counts the responses written.
+type lockedWriter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	open     int // requests read and not yet answered
+	answered chan struct{}
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if isResponse(p) && l.open > 0 {
+		l.open--
+		select {
+		case l.answered <- struct{}{}:
+		default:
+		}
+	}
+	return l.w.Write(p)
+}
+
+// writeError writes one of the guard's own error answers, which answer no counted request.
+func (l *lockedWriter) writeError(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.w.Write(p)
+}
+
+func (l *lockedWriter) opened(n int) {
+	l.mu.Lock()
+	l.open += n
+	l.mu.Unlock()
+}
+
+func (l *lockedWriter) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+// isResponse reports whether an outgoing message answers a request (it has a result or an error
+// and no method). A batch counts once per response in it.
+func isResponse(p []byte) bool {
+	var m struct {
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(p, &m) != nil {
+		return false
+	}
+	return m.Method == "" && (m.Result != nil || m.Error != nil)
+}
+
+// requests counts the requests (messages with a method and an id) in a good line.
+func requests(line []byte) int {
+	var batch []json.RawMessage
+	if json.Unmarshal(line, &batch) == nil {
+		n := 0
+		for _, m := range batch {
+			n += requests(m)
+		}
+		return n
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &m) == nil && m.Method != "" && m.ID != nil && string(m.ID) != "null" {
+		return 1
+	}
+	return 0
+}
+
+func (l *lockedWriter) Close() error { return nil }
+
+// guardReader passes valid JSON-RPC lines through and answers the others itself.
+type guardReader struct {
+	ctx     context.Context
+	in      *bufio.Reader
+	out     *lockedWriter
+	pending []byte
+	err     error
+}
+
+func (g *guardReader) Read(p []byte) (int, error) {
+	for len(g.pending) == 0 {
+		if g.err != nil {
+			if errors.Is(g.err, io.EOF) {
+				g.drain()
+			}
+			return 0, g.err
+		}
+		line, err := readLine(g.in)
+		if err != nil {
+			g.err = err
+		}
+		if errors.Is(err, errLineTooLong) {
+			g.reply(jsonrpc.CodeParseError, "Parse error: message longer than 16 MiB", nil)
+			g.err = nil
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if code, msg, id := check(line); code != 0 {
+			g.reply(code, msg, id)
+			continue
+		}
+		g.out.opened(requests(line))
+		g.pending = append(line, '\n')
+	}
+	n := copy(p, g.pending)
+	g.pending = g.pending[n:]
+	return n, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line without its line break. A line over maxLine is discarded up to its end
+// and reported as errLineTooLong.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			line = nil
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && len(line) > 0 && errors.Is(err, io.EOF) {
+			return line, nil // last line without a break; EOF comes on the next read
+		}
+		return bytes.TrimRight(line, "\r\n"), err
+	}
+}
+
+// check returns a JSON-RPC error code, message and request id for a line the SDK must not see,
+// or code 0 for a good one.
+func check(line []byte) (int64, string, any) {
+	if !json.Valid(line) {
+		return jsonrpc.CodeParseError, "Parse error: the message is not valid JSON", nil
+	}
+	trimmed := bytes.TrimSpace(line)
+	if trimmed[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(trimmed, &batch); err != nil || len(batch) == 0 {
+			return jsonrpc.CodeInvalidRequest, "Invalid Request: empty batch", nil
+		}
+		for _, m := range batch {
+			if code, msg, id := check(m); code != 0 {
+				return code, msg, id
+			}
+		}
+		return 0, "", nil
+	}
+	if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
+		var probe struct {
+			ID any `json:"id"`
+		}
+		_ = json.Unmarshal(trimmed, &probe)
+		return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), probe.ID
+	}
+	return 0, "", nil
+}
+
+// drain waits until every request read has been answered, or the context is done.
+func (g *guardReader) drain() {
+	for g.out.pending() > 0 {
+		select {
+		case <-g.out.answered:
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+func (g *guardReader) reply(code int64, msg string, id any) {
+	resp := map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": code, "message": msg},
+	}
+	data, err := json.Marshal(resp)
+	if err != nil {
+		return
+	}
+	g.out.writeError(append(data, '\n'))
+}
