@@ -113,6 +113,9 @@ type walker struct {
 	warn           func(msg string)
 	stopAfterFirst bool
 	stopped        bool
+	// open opens a directory for reading; nil means os.Open (tests make folders unreadable here,
+	// since root reads every folder whatever its mode).
+	open func(name string) (*os.File, error)
 	// reals holds the real path of every directory on the current path from the base, so that a
 	// link back to any of them is recognised as a loop.
 	reals []string
@@ -144,7 +147,11 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 		w.warn(fmt.Sprintf("skipping %s: deeper than %d levels", dir, maxDepth))
 		return
 	}
-	f, err := os.Open(dir)
+	open := w.open
+	if open == nil {
+		open = os.Open
+	}
+	f, err := open(dir)
 	if err != nil {
 		w.warn(fmt.Sprintf("skipping unreadable folder %s: %v", dir, unwrapPath(err)))
 		return

@@ -2,6 +2,7 @@ package contextfiles
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -149,12 +150,34 @@ func TestSymlinkLoopsAreReportedAndSkipped(t *testing.T) {
 }
 
 func TestUnreadableFolderIsReportedAndSkipped(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every folder")
-	}
 	s, cwd := newTestStore(t)
-	tree(t, cwd, "ok/a.md", "locked/b.md")
+	tree(t, cwd, "ok/a.md", "locked/b.md", "locked/deeper/c.md")
 	locked := filepath.Join(cwd, "locked")
+	var warnings, found []string
+	w := walker{
+		onMatch: func(_ int, p string) { found = append(found, p) },
+		warn:    func(m string) { warnings = append(warnings, m) },
+		open: func(name string) (*os.File, error) {
+			if name == locked {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+			}
+			return os.Open(name)
+		},
+	}
+	r, err := s.resolve("**/*.md", cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.walkGroup(group{base: r.base, matchers: []*matcher{newMatcher(0, r.pattern)}})
+	want := "skipping unreadable folder " + locked + ": permission denied"
+	if len(found) != 1 || len(warnings) != 1 || warnings[0] != want {
+		t.Fatalf("files %q, warnings %q; want one file and %q", found, warnings, want)
+	}
+
+	// And for real, when not root.
+	if os.Geteuid() == 0 {
+		return
+	}
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
