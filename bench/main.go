@@ -40,15 +40,10 @@ func (f figure) verdict() string {
 	return "MISSED"
 }
 
-// atMost and atLeast build figures with a target.
+// atMost builds a figure with an upper target.
 func atMost(name string, v float64, unit string, limit float64) figure {
 	ok := v <= limit
 	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf("<= %g", limit), Pass: &ok}
-}
-
-func atLeast(name string, v float64, unit string, limit float64) figure {
-	ok := v >= limit
-	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf(">= %g", limit), Pass: &ok}
 }
 
 func info(name string, v float64, unit string) figure {
