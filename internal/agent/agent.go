@@ -1,0 +1,176 @@
+// Package agent runs the agent CLI (`q chat`, or `kiro-cli chat`) for every front end: `qkit ask`,
+// the q-developer-agent MCP tool and ACP prompts.
+//
+// The argv is `<agent.command> chat --no-interactive [--resume] [--agent A] [--model M]
+// [--trust-all-tools] [--trust-tools=a,b] [--verbose] <prompt>` (a prompt that starts with "-",
+// such as a context block, is preceded by "--" so the CLI does not read it as a flag). The agent runs
+// in the caller's working directory (or Request.Dir), in its own process group, with stdin closed.
+// Its stdout is ANSI-stripped and streamed to a callback as it arrives while only MaxResponseSize
+// bytes are kept (memory stays flat whatever it prints); stderr is captured separately (its last
+// 64 KiB). On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after a
+// short grace, so no grandchild outlives the run; the same sweep runs after a normal exit.
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/config"
+)
+
+// Request is one prompt and the agent flags that go with it.
+type Request struct {
+	// Prompt is the whole prompt (with any context block); it must not be blank.
+	Prompt string
+	// Resume continues the conversation saved for the working directory (--resume).
+	Resume bool
+	// Agent is the agent (context profile) to use (--agent).
+	Agent string
+	// Model is passed as --model; empty means Limits.DefaultModel, and no flag when that is empty.
+	Model string
+	// TrustAll trusts every tool (--trust-all-tools).
+	TrustAll bool
+	// TrustTools are tools to trust (--trust-tools=a,b).
+	TrustTools []string
+	// Verbose asks the agent for its logs (--verbose; q writes them to stdout).
+	Verbose bool
+	// Dir is the working directory; empty means the caller's.
+	Dir string
+}
+
+// Limits are the settings of a run, usually from LimitsFromConfig.
+type Limits struct {
+	// Command is the agent CLI (agent.command): q or kiro-cli, a name on PATH or a path.
+	Command string
+	// Timeout bounds the run; 0 means none.
+	Timeout time.Duration
+	// MaxResponseSize is how many bytes of output are kept; 0 means no limit.
+	MaxResponseSize int64
+	// StripANSI removes escape sequences from the output (q colours even pipes).
+	StripANSI bool
+	// DefaultModel is used when Request.Model is empty (agent.model).
+	DefaultModel string
+	// Models, when not empty, are the models Request.Model may name (agent.models).
+	Models []string
+	// Logger receives the run's log lines (stderr); nil discards them.
+	Logger *slog.Logger
+	// Grace is how long the process group has between SIGTERM and SIGKILL; 0 means 2 seconds.
+	Grace time.Duration
+}
+
+// LimitsFromConfig reads the agent.* settings.
+func LimitsFromConfig(c *config.Config) Limits {
+	return Limits{
+		Command:         c.String("agent.command"),
+		Timeout:         c.Duration("agent.timeout"),
+		MaxResponseSize: c.Size("agent.max_response_size"),
+		StripANSI:       c.Bool("agent.strip_ansi"),
+		DefaultModel:    c.String("agent.model"),
+		Models:          c.List("agent.models"),
+	}
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Output is the reply as a client should read it: the kept stdout followed by Notice.
+	Output string
+	// Notice is what was appended to the kept stdout (truncation and timeout messages), or "".
+	Notice string
+	// Truncated is set when the output exceeded MaxResponseSize.
+	Truncated bool
+	// OriginalSize is the size of the whole (ANSI-stripped) output in bytes.
+	OriginalSize int64
+	// TimedOut is set when the run hit Limits.Timeout.
+	TimedOut bool
+	// ExitCode is the agent's exit status (-1 when it was killed by a signal or never ran).
+	ExitCode int
+	// Stderr is the agent's stderr (its last 64 KiB).
+	Stderr string
+	// Duration is the wall time of the run.
+	Duration time.Duration
+	// Argv is what was run.
+	Argv []string
+}
+
+// Body returns the kept stdout without the notice.
+func (r Result) Body() string { return strings.TrimSuffix(r.Output, r.Notice) }
+
+// Argv returns the command line for r: the command, `chat --no-interactive`, the flags, and the
+// prompt last.
+func Argv(l Limits, r Request) []string {
+	argv := []string{l.Command, "chat", "--no-interactive"}
+	if r.Resume {
+		argv = append(argv, "--resume")
+	}
+	if r.Agent != "" {
+		argv = append(argv, "--agent", r.Agent)
+	}
+	if m := model(l, r); m != "" {
+		argv = append(argv, "--model", m)
+	}
+	if r.TrustAll {
+		argv = append(argv, "--trust-all-tools")
+	}
+	if tools := cleanList(r.TrustTools); len(tools) > 0 {
+		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
+	}
+	if r.Verbose {
+		argv = append(argv, "--verbose")
+	}
+	if strings.HasPrefix(r.Prompt, "-") {
+		argv = append(argv, "--")
+	}
+	return append(argv, r.Prompt)
+}
+
+func model(l Limits, r Request) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return l.DefaultModel
+}
+
+func cleanList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// ErrEmptyPrompt is returned for a blank prompt. Its text is the seed's.
+var ErrEmptyPrompt = fmt.Errorf("prompt is a required parameter and cannot be empty")
+
+// Validate checks r against l before anything runs: a non-blank prompt, a known model, sane
+// limits and a command.
+func Validate(l Limits, r Request) error {
+	if strings.TrimSpace(r.Prompt) == "" {
+		return ErrEmptyPrompt
+	}
+	if strings.TrimSpace(l.Command) == "" {
+		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command q (or kiro-cli)")
+	}
+	if m := model(l, r); m != "" && len(l.Models) > 0 && !slices.Contains(l.Models, m) {
+		return fmt.Errorf("unknown model %q: available models are %s (the agent.models setting lists them)", m, strings.Join(l.Models, ", "))
+	}
+	if l.Timeout < 0 {
+		return fmt.Errorf("invalid timeout %v: it must not be negative", l.Timeout)
+	}
+	if l.MaxResponseSize < 0 {
+		return fmt.Errorf("invalid max response size %d: it must not be negative", l.MaxResponseSize)
+	}
+	return nil
+}
+
+// ApprovalRequired reports whether the agent's stderr says a tool needed approval that
+// --no-interactive cannot give (the fix is --trust-all-tools or --trust-tools).
+func ApprovalRequired(stderr string) bool {
+	return strings.Contains(stderr, "Tool approval required but --no-interactive was specified")
+}

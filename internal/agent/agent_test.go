@@ -1,0 +1,432 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/qkit-cli/qkit/internal/fakeq"
+)
+
+// TestMain lets the test binary act as q: runs with FAKEQ_AS_Q=1 are the fake.
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKEQ_AS_Q") == "1" {
+		os.Exit(fakeq.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// fake sets env for the fake q (through the environment the agent inherits) and returns limits
+// that run it.
+func fake(t *testing.T, env ...string) Limits {
+	t.Helper()
+	t.Setenv("FAKEQ_AS_Q", "1")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, StripANSI: true, Grace: 500 * time.Millisecond}
+}
+
+func recorded(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var argv []string
+	if err := json.Unmarshal(bytes.TrimSpace(data), &argv); err != nil {
+		t.Fatalf("record %q: %v", data, err)
+	}
+	return argv
+}
+
+func TestArgv(t *testing.T) {
+	l := Limits{Command: "q"}
+	cases := []struct {
+		name string
+		l    Limits
+		r    Request
+		want string
+	}{
+		{"plain", l, Request{Prompt: "hi"}, "q chat --no-interactive hi"},
+		{"resume", l, Request{Prompt: "hi", Resume: true}, "q chat --no-interactive --resume hi"},
+		{"agent", l, Request{Prompt: "hi", Agent: "dev"}, "q chat --no-interactive --agent dev hi"},
+		{"model", l, Request{Prompt: "hi", Model: "claude-sonnet-4"}, "q chat --no-interactive --model claude-sonnet-4 hi"},
+		{"default model", Limits{Command: "q", DefaultModel: "m1"}, Request{Prompt: "hi"}, "q chat --no-interactive --model m1 hi"},
+		{"request model wins", Limits{Command: "q", DefaultModel: "m1"}, Request{Prompt: "hi", Model: "m2"}, "q chat --no-interactive --model m2 hi"},
+		{"yolo", l, Request{Prompt: "hi", TrustAll: true}, "q chat --no-interactive --trust-all-tools hi"},
+		{"trust tools", l, Request{Prompt: "hi", TrustTools: []string{"fs_read", " fs_write ", ""}}, "q chat --no-interactive --trust-tools=fs_read,fs_write hi"},
+		{"trust tools comma list", l, Request{Prompt: "hi", TrustTools: []string{"fs_read,execute_bash"}}, "q chat --no-interactive --trust-tools=fs_read,execute_bash hi"},
+		{"verbose", l, Request{Prompt: "hi", Verbose: true}, "q chat --no-interactive --verbose hi"},
+		{"everything", Limits{Command: "kiro-cli"}, Request{Prompt: "hi", Resume: true, Agent: "a", Model: "m", TrustAll: true, TrustTools: []string{"t"}, Verbose: true},
+			"kiro-cli chat --no-interactive --resume --agent a --model m --trust-all-tools --trust-tools=t --verbose hi"},
+		{"dash prompt", l, Request{Prompt: "--- CONTEXT"}, "q chat --no-interactive -- --- CONTEXT"},
+	}
+	for _, c := range cases {
+		got := Argv(c.l, c.r)
+		want := strings.Fields(c.want)
+		if c.name == "dash prompt" {
+			want = []string{"q", "chat", "--no-interactive", "--", "--- CONTEXT"}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, want)
+		}
+		if got[len(got)-1] != c.r.Prompt {
+			t.Errorf("%s: prompt is not the last argument", c.name)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	l := Limits{Command: "q", Models: []string{"claude-sonnet-4"}}
+	for _, p := range []string{"", "  ", "\n\t"} {
+		if err := Validate(l, Request{Prompt: p}); !errors.Is(err, ErrEmptyPrompt) {
+			t.Errorf("prompt %q: %v", p, err)
+		}
+	}
+	if err := Validate(l, Request{Prompt: "x", Model: "gpt"}); err == nil || !strings.Contains(err.Error(), `unknown model "gpt": available models are claude-sonnet-4`) {
+		t.Errorf("unknown model: %v", err)
+	}
+	if err := Validate(Limits{Command: "q", Timeout: -1}, Request{Prompt: "x"}); err == nil {
+		t.Error("negative timeout accepted")
+	}
+	if err := Validate(Limits{Command: "q", MaxResponseSize: -1}, Request{Prompt: "x"}); err == nil {
+		t.Error("negative size accepted")
+	}
+	// Nothing runs for an invalid request.
+	if _, err := Run(t.Context(), Limits{Command: "/nonexistent"}, Request{Prompt: " "}, nil); !errors.Is(err, ErrEmptyPrompt) {
+		t.Errorf("Run with empty prompt: %v", err)
+	}
+}
+
+func TestRunRecordsArgvAndReturnsOutput(t *testing.T) {
+	dir := t.TempDir()
+	l := fake(t, "FAKEQ_RECORD=argv.jsonl", `FAKEQ_OUTPUT=first\nsecond\n`)
+	res, err := Run(t.Context(), l, Request{Prompt: "do it", Resume: true, Model: "claude-sonnet-4", TrustTools: []string{"fs_read"}, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "first\nsecond\n" || res.ExitCode != 0 || res.Truncated || res.TimedOut || res.OriginalSize != 13 {
+		t.Fatalf("result %+v", res)
+	}
+	// The record is relative, so it lands in the agent's working directory: Dir is honoured.
+	got := recorded(t, filepath.Join(dir, "argv.jsonl"))
+	want := []string{"chat", "--no-interactive", "--resume", "--model", "claude-sonnet-4", "--trust-tools=fs_read", "do it"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("argv %q, want %q", got, want)
+	}
+}
+
+func TestRunInCallersDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	l := fake(t, "FAKEQ_RECORD=argv.jsonl", "FAKEQ_OUTPUT=x")
+	if _, err := Run(t.Context(), l, Request{Prompt: "p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "argv.jsonl")); err != nil {
+		t.Fatalf("agent did not run in the caller's directory: %v", err)
+	}
+	if wd, _ := os.Getwd(); wd != dir {
+		t.Fatalf("working directory changed to %s", wd)
+	}
+}
+
+// TestRunStreams cancels the run from the callback of the first line, while the agent is still
+// sleeping before its second: the line was delivered as it arrived, not at exit.
+func TestRunStreams(t *testing.T) {
+	l := fake(t, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=30s")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var got []string
+	res, err := Run(ctx, l, Request{Prompt: "p"}, func(b []byte) {
+		got = append(got, string(b))
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	if strings.Join(got, "") != "line 1\n" || res.Output != "line 1\n" {
+		t.Fatalf("chunks %q, output %q", got, res.Output)
+	}
+}
+
+func TestRunStripsANSI(t *testing.T) {
+	l := fake(t, "FAKEQ_ANSI=1", `FAKEQ_OUTPUT=hello\nworld\n`)
+	var streamed strings.Builder
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, func(b []byte) { streamed.Write(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "> hello\nworld\n" || streamed.String() != res.Output {
+		t.Fatalf("output %q streamed %q", res.Output, streamed.String())
+	}
+	l.StripANSI = false
+	res, _ = Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if !strings.Contains(res.Output, "\x1b[") {
+		t.Fatalf("strip_ansi=false stripped anyway: %q", res.Output)
+	}
+}
+
+func TestRunTruncates(t *testing.T) {
+	var logs bytes.Buffer
+	l := fake(t, "FAKEQ_BYTES=10000")
+	l.MaxResponseSize = 4096
+	l.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var streamed int
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, func(b []byte) { streamed += len(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := res.Body()
+	if !res.Truncated || res.OriginalSize != 10000 || streamed != 10000 {
+		t.Fatalf("truncated %v original %d streamed %d", res.Truncated, res.OriginalSize, streamed)
+	}
+	// 84-byte lines: the last break before 4096 is at 48*84-1 = 4031, within 100 bytes.
+	if len(body) != 4031 || strings.HasSuffix(body, "\n") {
+		t.Fatalf("body length %d", len(body))
+	}
+	want := "\n\n[RESPONSE TRUNCATED: Output exceeded 4.0KB limit. Original: 10000, Truncated: 4031]"
+	if res.Notice != want || !strings.HasSuffix(res.Output, want) {
+		t.Fatalf("notice %q", res.Notice)
+	}
+	for _, w := range []string{"level=WARN msg=\"agent response truncated\"", "level=DEBUG msg=\"agent command line\"", "level=INFO msg=\"running agent\""} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %s:\n%s", w, logs.String())
+		}
+	}
+}
+
+func TestCutPoint(t *testing.T) {
+	cases := []struct {
+		text string
+		want int
+	}{
+		{"", 0},
+		{"abc", 3},
+		{"line one\nline two", 8},
+		{"line one\r\nline two", 8},
+		{strings.Repeat("x", 200) + "\n" + strings.Repeat("y", 150), 351}, // break too far back
+		{"ab\xe2\x82", 2},     // "€" cut after two of its three bytes
+		{"ab\xe2\x82\xac", 5}, // whole "€"
+		{"ab\xf0\x9f\x98", 2}, // 4-byte emoji cut short
+		{"\xe2\x82", 0},       // nothing whole
+	}
+	for _, c := range cases {
+		if got := CutPoint([]byte(c.text)); got != c.want {
+			t.Errorf("CutPoint(%q) = %d, want %d", c.text, got, c.want)
+		}
+	}
+}
+
+func FuzzCutPoint(f *testing.F) {
+	f.Add([]byte("hello\nworld"))
+	f.Add([]byte("ab\xe2\x82"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		cut := CutPoint(text)
+		if cut < 0 || cut > len(text) {
+			t.Fatalf("cut %d of %d", cut, len(text))
+		}
+		if cut < len(text)-100 && cut < len(text)-utf8.UTFMax {
+			t.Fatalf("cut %d too far back from %d", cut, len(text))
+		}
+		if utf8.Valid(text[:len(text)-min(len(text), utf8.UTFMax)]) && utf8.Valid(text) && !utf8.Valid(text[:cut]) {
+			t.Fatalf("cut %d splits a character in %q", cut, text)
+		}
+	})
+}
+
+func TestStripper(t *testing.T) {
+	cases := map[string]string{
+		"\x1b[32mgreen\x1b[0m":                      "green",
+		"\x1b[38;5;141m> \x1b[0mreply":              "> reply",
+		"a\x1b]0;title\x07b":                        "ab",
+		"a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\": "alink",
+		"\x1b(Bplain":                               "plain",
+		"\x1b7saved\x1b8":                           "saved",
+		"tab\tand\nnewline":                         "tab\tand\nnewline",
+		"\x1b[2K\rspinner":                          "\rspinner",
+		"broken \x1b[12\nnext":                      "broken \nnext",
+		"€ and 日本":                                  "€ and 日本",
+	}
+	for in, want := range cases {
+		var s stripper
+		if got := string(s.Strip(nil, []byte(in))); got != want {
+			t.Errorf("Strip(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzStripper checks that splitting the input anywhere gives the same result as stripping it
+// whole, and that no ESC survives.
+func FuzzStripper(f *testing.F) {
+	f.Add([]byte("\x1b[32mgreen\x1b[0m"), 3)
+	f.Add([]byte("a\x1b]0;t\x1b\\b"), 4)
+	f.Fuzz(func(t *testing.T, in []byte, split int) {
+		var whole stripper
+		want := whole.Strip(nil, in)
+		if bytes.IndexByte(want, 0x1b) >= 0 {
+			t.Fatalf("ESC survived in %q", want)
+		}
+		if len(in) == 0 {
+			return
+		}
+		split = ((split % len(in)) + len(in)) % len(in)
+		var parts stripper
+		got := parts.Strip(nil, in[:split])
+		got = parts.Strip(got, in[split:])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("split at %d: %q, whole: %q", split, got, want)
+		}
+	})
+}
+
+func TestRunFailures(t *testing.T) {
+	t.Run("exit status", func(t *testing.T) {
+		l := fake(t, "FAKEQ_EXIT=3", "FAKEQ_STDERR=boom", "FAKEQ_OUTPUT=partial")
+		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+		if err == nil || !strings.Contains(err.Error(), "exited with status 3: boom") || res.ExitCode != 3 || res.Stderr != "boom" || res.Output != "partial" {
+			t.Fatalf("err %v res %+v", err, res)
+		}
+	})
+	t.Run("exit 0 with only stderr", func(t *testing.T) {
+		l := fake(t, "FAKEQ_STDERR=error: Amazon Q is having trouble responding right now")
+		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+		if err == nil || !strings.Contains(err.Error(), "printed no reply and reported an error: error: Amazon Q is having trouble") || res.ExitCode != 0 {
+			t.Fatalf("err %v res %+v", err, res)
+		}
+	})
+	t.Run("exit 0 with output and stderr is fine", func(t *testing.T) {
+		l := fake(t, "FAKEQ_STDERR=welcome banner", "FAKEQ_OUTPUT=answer")
+		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+		if err != nil || res.Stderr != "welcome banner" {
+			t.Fatalf("err %v res %+v", err, res)
+		}
+	})
+	t.Run("approval", func(t *testing.T) {
+		l := fake(t, "FAKEQ_APPROVAL=1")
+		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+		if err == nil || !ApprovalRequired(res.Stderr) || !ApprovalRequired(fakeq.ApprovalError) {
+			t.Fatalf("err %v stderr %q", err, res.Stderr)
+		}
+	})
+	t.Run("missing binary", func(t *testing.T) {
+		for _, cmd := range []string{"qkit-no-such-agent", "/nonexistent/q"} {
+			_, err := Run(t.Context(), Limits{Command: cmd}, Request{Prompt: "p"}, nil)
+			if err == nil || !strings.Contains(err.Error(), "agent.command") || !strings.Contains(err.Error(), "qkit settings set agent.command") {
+				t.Fatalf("%s: %v", cmd, err)
+			}
+		}
+	})
+}
+
+func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
+	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
+	l.Timeout = 500 * time.Millisecond
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 0.5 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
+	if !res.TimedOut || res.Output != want || res.Body() != "partial answer\n" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// gone waits until pid has exited (a zombie counts: it holds no resources and runs nothing).
+func gone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("grandchild %d still running", pid)
+}
+
+func grandchildPID(t *testing.T, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestGrandchildGone(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		env   []string
+		setup func(l *Limits) (context.Context, func())
+	}{
+		{"timeout", []string{"FAKEQ_SLEEP=60s"}, func(l *Limits) (context.Context, func()) {
+			l.Timeout = 300 * time.Millisecond
+			return context.Background(), func() {}
+		}},
+		{"cancel", []string{"FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x"}, func(l *Limits) (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+			return ctx, cancel
+		}},
+		{"normal exit", nil, func(l *Limits) (context.Context, func()) { return context.Background(), func() {} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			l := fake(t, append(c.env, "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_OUTPUT=out")...)
+			ctx, cancel := c.setup(&l)
+			defer cancel()
+			done := make(chan struct{})
+			var res Result
+			go func() { defer close(done); res, _ = Run(ctx, l, Request{Prompt: "p"}, nil) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run still waiting for the grandchild's pipes")
+			}
+			gone(t, grandchildPID(t, pidFile))
+			if c.name == "timeout" && !res.TimedOut {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+// TestRunConcurrent runs several agents at once: runs share nothing.
+func TestRunConcurrent(t *testing.T) {
+	l := fake(t, "FAKEQ_ECHO_PROMPT=1")
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := "prompt " + strconv.Itoa(i)
+			res, err := Run(context.Background(), l, Request{Prompt: p}, nil)
+			if err != nil || res.Output != p+"\n" {
+				t.Errorf("%s: %v %q", p, err, res.Output)
+			}
+		}()
+	}
+	wg.Wait()
+}
