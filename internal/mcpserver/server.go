@@ -73,6 +73,7 @@ type Tool struct {
 func registry() []Tool {
 	return []Tool{
 		helpTool(),
+		qAgentTool(),
 	}
 }
 

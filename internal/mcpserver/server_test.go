@@ -67,7 +67,9 @@ func TestMalformedInput(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, mcpserver.StdioTransport(inR, outW)) }()
+	go func() {
+		done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, mcpserver.StdioTransport(inR, outW))
+	}()
 	responses := bufio.NewScanner(outR)
 	send := func(line string) map[string]any {
 		t.Helper()

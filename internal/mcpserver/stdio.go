@@ -2,8 +2,8 @@ package mcpserver
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"

@@ -1,0 +1,152 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/config"
+)
+
+// qAgentName is the tool's name (seed 000, criterion 7.5).
+const qAgentName = "q-developer-agent"
+
+// qAgentInput is the tool's parameters. The names are the seed's.
+type qAgentInput struct {
+	Prompt        string `json:"prompt" jsonschema:"The instruction for Q Developer, passed as the prompt of q chat. File references with @ are not supported: name the files in the text instead."`
+	Resume        bool   `json:"resume,omitempty" jsonschema:"Continue the previous conversation saved for the server's working directory (--resume)."`
+	Agent         string `json:"agent,omitempty" jsonschema:"Context profile (agent) to use for the conversation (--agent)."`
+	OverrideModel string `json:"override-model,omitempty"`
+	YoloMode      bool   `json:"yolo-mode,omitempty" jsonschema:"Trust every tool Q wants to use without asking (--trust-all-tools). Without it, or trust-tools, a run that needs a tool fails."`
+	TrustTools    string `json:"trust-tools,omitempty" jsonschema:"Comma-separated list of specific tools to trust (--trust-tools), e.g. fs_read,fs_write. MCP tools need their @server/ prefix."`
+	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
+}
+
+const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text.
+Q works in the MCP server's working directory and can read and change files there, run commands and use AWS,
+within the file system permissions of the user running the server. Use it for code analysis, generation and
+AWS-specific questions. Replies over the size limit (AGENT_MAX_RESPONSE_SIZE, default 2MB) are cut at a line
+break with a notice; a run is stopped after AGENT_TIMEOUT seconds (default 180) and returns what Q printed
+so far. Call qkit_help with tool_name "q-developer-agent" for examples and troubleshooting.`
+
+const qAgentHelp = `Runs: <agent.command> chat --no-interactive [--resume] [--agent A] [--model M] [--trust-all-tools]
+[--trust-tools=a,b] [--verbose] <prompt>, in the MCP server's working directory.
+
+Examples:
+  Review code:
+    {"prompt": "Review internal/agent/run.go for error handling problems and list them"}
+    -> Q's review as plain text.
+  Continue the last conversation in this directory:
+    {"prompt": "Now apply the first fix", "resume": true, "trust-tools": "fs_read,fs_write"}
+  Pick a model and a profile:
+    {"prompt": "Explain this repository's layout", "override-model": "claude-3.7-sonnet", "agent": "reviewer"}
+  Let Q use every tool without asking:
+    {"prompt": "Run the tests and fix what fails", "yolo-mode": true}
+
+Common patterns:
+  - Ask for a review or an explanation first (no tools trusted), then resume with trust-tools to apply changes.
+  - Trust only what a task needs: fs_read for analysis, fs_read,fs_write for edits, execute_bash to run commands.
+  - Name files in the prompt: Q does not expand @file references (seed 000, 2.4).
+  - For long jobs, raise AGENT_TIMEOUT in the server's environment; the client keeps waiting while qkit sends
+    progress notifications (when it asked for them with a progress token).
+
+When not to use:
+  - For a quick fact you already have, or when file references with @ are essential.
+
+Troubleshooting:
+  - "agent command "q" not found": install the Amazon Q Developer CLI, or point agent.command at the binary
+    (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q in the server's environment).
+  - Authentication errors ("please log in with q login"): run q login as the user that runs the MCP server;
+    qkit does not handle AWS authentication.
+  - "Tool approval required but --no-interactive was specified": set yolo-mode, or list the tool in trust-tools.
+  - "q-developer-agent tool is not enabled": set ENABLE_ADDITIONAL_TOOLS=q-developer-agent (or all) in the MCP
+    server's environment, or qkit settings set tools.enabled q-developer-agent, and restart the server.
+  - "[RESPONSE TRUNCATED: ...]": the reply exceeded AGENT_MAX_RESPONSE_SIZE (bytes, default 2MB); raise it or
+    ask for a shorter answer.
+  - "[TIMED OUT: ...]": the run exceeded AGENT_TIMEOUT (seconds, default 180); the partial reply is returned.
+  - "unknown model": use one of the models in override-model's list (the agent.models setting).`
+
+func qAgentTool() Tool {
+	return Tool{
+		Name:     qAgentName,
+		Optional: true,
+		Help:     qAgentHelp,
+		Add: func(s *mcp.Server, d *Deps) {
+			mcp.AddTool(s, &mcp.Tool{
+				Name:        qAgentName,
+				Title:       "Amazon Q Developer agent",
+				Description: qAgentDescription,
+				InputSchema: qAgentSchema(d.App.Config),
+				Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
+			}, func(ctx context.Context, req *mcp.CallToolRequest, in qAgentInput) (*mcp.CallToolResult, any, error) {
+				return runQAgent(ctx, d, req, in), nil, nil
+			})
+		},
+	}
+}
+
+func qAgentSchema(c *config.Config) *jsonschema.Schema {
+	schema, err := jsonschema.For[qAgentInput](nil)
+	if err != nil {
+		panic(err) // a programming error in qAgentInput
+	}
+	models := c.List("agent.models")
+	enum := make([]any, len(models))
+	for i, m := range models {
+		enum[i] = m
+	}
+	def := c.String("agent.model")
+	if def == "" {
+		def = "claude-sonnet-4"
+	}
+	p := schema.Properties["override-model"]
+	p.Enum = enum
+	p.Description = fmt.Sprintf("Model to use (--model). Available models: %s; %s (default).",
+		strings.Join(models, ", "), def)
+	return schema
+}
+
+func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgentInput) *mcp.CallToolResult {
+	l := agent.LimitsFromConfig(d.App.Config)
+	l.Logger = d.App.Logger.With("tool", qAgentName)
+	r := agent.Request{
+		Prompt: in.Prompt, Resume: in.Resume, Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.OverrideModel),
+		TrustAll: in.YoloMode, TrustTools: []string{in.TrustTools}, Verbose: in.Verbose,
+	}
+	if err := agent.Validate(l, r); err != nil {
+		return ErrorResult(err.Error())
+	}
+	var received atomic.Int64
+	stop := StartProgress(ctx, d, req, func(elapsed time.Duration) string {
+		return fmt.Sprintf("%s has been running for %s; %s of output so far", l.Command, elapsed.Round(time.Second), config.FormatSize(received.Load()))
+	})
+	res, err := agent.Run(ctx, l, r, func(b []byte) { received.Add(int64(len(b))) })
+	stop()
+	if err != nil {
+		return ErrorResult(qAgentError(err, res))
+	}
+	return TextResult(res.Output)
+}
+
+// qAgentError words a failed run for the assistant: what happened and what to change.
+func qAgentError(err error, res agent.Result) string {
+	msg := "q Developer command failed: " + err.Error()
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
+	case agent.ApprovalRequired(res.Stderr):
+		msg += "\nQ needed approval for a tool, which --no-interactive cannot give: call again with yolo-mode true, " +
+			"or name the tool in trust-tools."
+	}
+	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
+		msg += "\n\nOutput before the failure:\n" + res.Body()
+	}
+	return msg
+}
