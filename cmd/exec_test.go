@@ -16,6 +16,13 @@ import (
 	"github.com/qkit-cli/qkit/internal/prompt"
 )
 
+// benchApp returns an App on buffers, its config not loaded (Run loads it).
+func benchApp(tb testing.TB) (*app.App, *bytes.Buffer, *bytes.Buffer) {
+	tb.Helper()
+	streams, _, out, errOut := app.Test()
+	return app.New(streams, app.VersionInfo{Version: "test"}), out, errOut
+}
+
 // testApp returns an App on buffers with QKIT_HOME in a temporary folder, its config loaded.
 func testApp(t *testing.T) (*app.App, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()

@@ -76,10 +76,23 @@ func entryFor(c *cobra.Command, access commands.Access) commands.Entry {
 			Default: f.DefValue, NoValue: f.NoOptDefVal != "", Change: change[f.Name],
 		})
 	}
-	c.LocalFlags().VisitAll(add)
+	// c.Flags() and c.PersistentFlags() rather than LocalFlags()/InheritedFlags(): those merge the
+	// persistent flags of every ancestor into each command, which costs more than the rest of the walk.
+	seen := map[string]bool{}
+	for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				add(f)
+			}
+		})
+	}
 	for _, name := range inheritedExposed {
-		if f := c.InheritedFlags().Lookup(name); f != nil {
-			add(f)
+		for p := c.Parent(); p != nil && !seen[name]; p = p.Parent() {
+			if f := p.PersistentFlags().Lookup(name); f != nil {
+				seen[name] = true
+				add(f)
+			}
 		}
 	}
 	return e
@@ -149,3 +162,7 @@ func globalArgs(a *app.App) []string {
 	}
 	return args
 }
+
+// InternalRegistry returns the internal-command registry over a fresh command tree, with a's
+// settings (a's configuration must be loaded). Servers (MCP, ACP) build one when they start.
+func InternalRegistry(a *app.App) *commands.Registry { return internalRegistry(a, nil) }
