@@ -59,6 +59,7 @@ type suite struct {
 func suites() []suite {
 	return []suite{
 		{"startup", startupSuite},
+		{"internal", internalSuite},
 		{"context", contextSuite},
 	}
 }

@@ -47,7 +47,7 @@ limit each agent run.`,
                            "env": {"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}}}}`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			d := &mcpserver.Deps{App: a}
+			d := &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
 			return mcpserver.Serve(c.Context(), d, mcpserver.StdioTransport(a.IO.In, a.IO.Out))
 		},
 	}
@@ -68,7 +68,7 @@ array of {name, description, optional, enabled}.`,
   qkit mcp tools help q-developer-agent`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			entries, err := mcpserver.Catalog(c.Context(), &mcpserver.Deps{App: a})
+			entries, err := mcpserver.Catalog(c.Context(), &mcpserver.Deps{App: a, Commands: InternalRegistry(a)})
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ its state, examples with arguments, common patterns and troubleshooting.`,
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			text, err := mcpserver.HelpText(&mcpserver.Deps{App: a}, args[0])
+			text, err := mcpserver.HelpText(&mcpserver.Deps{App: a, Commands: InternalRegistry(a)}, args[0])
 			if err != nil {
 				return output.NotFoundf("%v", err)
 			}

@@ -88,11 +88,16 @@ func (ex Example) ExampleJSON() string {
 	return strings.Join(parts, ", ")
 }
 
+// Summary is the first line of the internal_command tool's description.
+const Summary = "Run one of qkit's own commands on the user's behalf."
+
 // Describe is the description of the internal_command tool, generated from the registry: what it is
 // for, every command with its purpose, usage and whether it needs confirmation, and example mappings.
 func (r *Registry) Describe() string {
 	var b strings.Builder
-	b.WriteString(`Run one of qkit's own commands on the user's behalf: manage the context files sent with every prompt, read and change qkit's settings, look at pending questions, and more. Use it when the user asks for something a command below does, instead of telling them which command to type.
+	b.WriteString(Summary + `
+
+Use it when the user asks for something a command below does (manage the context files sent with every prompt, read or change qkit's settings, look at pending questions, and more), instead of telling them which command to type.
 
 Commands that only read run at once. Commands marked "change" need the user's confirmation: the user is asked when the client supports it; otherwise the call fails and says so (the user can list a command in the setting internal.trusted to allow it without asking). Arguments are passed as they are, never through a shell. A flag with an empty value is given bare: flags={"global": ""} means --global.
 

@@ -46,6 +46,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/commands"
 )
 
 // Deps is what tools need from the process. Tools read it; nothing writes it after NewServer.
@@ -54,6 +55,8 @@ type Deps struct {
 	App *app.App
 	// ProgressEvery is how often long calls send progress notifications; 0 means 5 seconds.
 	ProgressEvery time.Duration
+	// Commands is the internal-command registry behind internal_command (cmd.InternalRegistry).
+	Commands *commands.Registry
 }
 
 // Tool is one entry of the registry.
@@ -74,6 +77,7 @@ func registry() []Tool {
 	return []Tool{
 		helpTool(),
 		qAgentTool(),
+		internalCommandTool(),
 	}
 }
 

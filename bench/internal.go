@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// internalSuite (issue 6): `qkit exec internal context show --json` against `qkit context show
+// --json` (median of interleaved runs; target: at most 1.2x), and the internal_command tool's round
+// trip for `context show` over stdio.
+func internalSuite(b *bench) ([]figure, error) {
+	home := filepath.Join(b.dir, "internal")
+	work := filepath.Join(home, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	env := b.env(home)
+	// A realistic context: a handful of files in the profile.
+	for i := range 5 {
+		name := filepath.Join(work, fmt.Sprintf("notes-%d.md", i))
+		if err := os.WriteFile(name, bytes.Repeat([]byte("Some notes about the project.\n"), 200), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := runOnce(env, work, b.qkit, "context", "add", "notes-*.md"); err != nil {
+		return nil, err
+	}
+
+	const n = 40
+	direct, viaExec, err := interleaved(n, env, work,
+		[]string{b.qkit, "context", "show", "--json"},
+		[]string{b.qkit, "exec", "internal", "context", "show", "--flag", "json"})
+	if err != nil {
+		return nil, err
+	}
+	figs := []figure{
+		info("internal: qkit context show --json median", ms(direct), "ms"),
+		info("internal: qkit exec internal context show --json median", ms(viaExec), "ms"),
+		atMost("internal: exec internal / direct", float64(viaExec)/float64(direct), "x", 1.2),
+	}
+	rt, err := mcpRoundTrip(b, env, work, 200)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, rt...), nil
+}
+
+func runOnce(env []string, dir string, argv ...string) error {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env, c.Dir = env, dir
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, out)
+	}
+	return nil
+}
+
+// interleaved times a and b alternately n times each, so drift in the machine's load hits both
+// alike, and returns their medians.
+func interleaved(n int, env []string, dir string, a, b []string) (time.Duration, time.Duration, error) {
+	var ta, tb []time.Duration
+	for range n {
+		for _, side := range []struct {
+			argv []string
+			into *[]time.Duration
+		}{{a, &ta}, {b, &tb}} {
+			d, err := timeRuns(1, env, dir, side.argv...)
+			if err != nil {
+				return 0, 0, err
+			}
+			*side.into = append(*side.into, d)
+		}
+	}
+	return median(ta), median(tb), nil
+}
+
+// mcpRoundTrip starts `qkit mcp serve` once, then times n calls of internal_command for
+// `context show` from the Go SDK client over stdio.
+func mcpRoundTrip(b *bench, env []string, dir string, n int) ([]figure, error) {
+	ctx := context.Background()
+	c := exec.Command(b.qkit, "mcp", "serve")
+	c.Env, c.Dir = env, dir
+	start := time.Now()
+	client := mcp.NewClient(&mcp.Implementation{Name: "qkit-bench", Version: "0"}, nil)
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp serve: %w", err)
+	}
+	defer sess.Close()
+	args := map[string]any{"command": "context", "subcommand": "show"}
+	times := make([]time.Duration, 0, n)
+	for i := range n + 1 {
+		t0 := time.Now()
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "internal_command", Arguments: args})
+		if err != nil {
+			return nil, fmt.Errorf("internal_command: %w", err)
+		}
+		if res.IsError {
+			return nil, fmt.Errorf("internal_command: tool error: %v", res.Content)
+		}
+		if i == 0 {
+			times = append(times, time.Since(start)) // spawn + initialize + first call, kept apart
+			continue
+		}
+		times = append(times, time.Since(t0))
+	}
+	return []figure{
+		info("internal: mcp serve start + initialize + first internal_command", ms(times[0]), "ms"),
+		info("internal: internal_command context show round trip (stdio) median", ms(median(times[1:])), "ms"),
+	}, nil
+}
