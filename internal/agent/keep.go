@@ -2,7 +2,8 @@ package agent
 
 import (
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/qkit-cli/qkit/internal/output"
 )
 
 // keeper keeps the first limit bytes of a stream and counts the rest.
@@ -37,47 +38,13 @@ func (k *keeper) body() []byte {
 	return k.buf[:CutPoint(k.buf)]
 }
 
-// CutPoint returns where to cut text that was stopped at the size limit (len(text) is the limit):
-// at the last line break within the last 100 bytes (the break itself is dropped), otherwise at the
-// limit moved back to the start of a UTF-8 character that did not fit whole.
-func CutPoint(text []byte) int {
-	n := len(text)
-	for i := n - 1; i >= 0 && i >= n-100; i-- {
-		if text[i] == '\n' || text[i] == '\r' {
-			if text[i] == '\n' && i > 0 && text[i-1] == '\r' {
-				i-- // drop a whole "\r\n"
-			}
-			return i
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	// No line break near the limit: do not split a character.
-	i := n - 1
-	for i > 0 && n-i < utf8.UTFMax && !utf8.RuneStart(text[i]) {
-		i--
-	}
-	if !utf8.FullRune(text[i:]) {
-		return i
-	}
-	return n
-}
+// CutPoint returns where to cut text that was stopped at the size limit. It is output.CutPoint: the
+// one truncation rule shared with internal commands (see /work/notes/shared-truncation.md).
+func CutPoint(text []byte) int { return output.CutPoint(text) }
 
-// truncationNotice is appended to a truncated reply (the wording of the peer tool the seed
-// describes).
+// truncationNotice is appended to a truncated reply: output's notice, the same for every front end.
 func truncationNotice(limit, original int64, kept int) string {
-	return fmt.Sprintf("\n\n[RESPONSE TRUNCATED: Output exceeded %s limit. Original: %d, Truncated: %d]", formatLimit(limit), original, kept)
-}
-
-func formatLimit(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fMB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fKB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
+	return (&output.Truncation{Original: original, Kept: int64(kept), Limit: limit}).Notice()
 }
 
 // timeoutNotice is appended to the partial reply of a run that hit its timeout.

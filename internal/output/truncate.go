@@ -2,7 +2,6 @@ package output
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -62,28 +61,35 @@ func CapHead(head []byte, total, limit int64) (string, *Truncation) {
 	if int64(len(head)) > limit {
 		head = head[:limit]
 	}
-	cut := len(head)
-	from := max(cut-truncateWindow, 0)
-	if i := strings.LastIndexAny(string(head[from:cut]), "\n\r"); i >= 0 {
-		cut = from + i
-	} else {
-		cut = completeUTF8Prefix(head)
-	}
+	cut := CutPoint(head)
 	t := &Truncation{Original: total, Kept: int64(cut), Limit: limit}
 	return string(head[:cut]) + t.Notice(), t
 }
 
-// completeUTF8Prefix returns the length of b without a trailing incomplete UTF-8 sequence.
-func completeUTF8Prefix(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if utf8.FullRune(b[i:]) {
-				return len(b)
+// CutPoint returns where to cut text that was stopped at the size limit (len(text) is the limit): at
+// the last line break within the last 100 bytes (the break itself dropped, a "\r\n" whole), otherwise
+// at the limit moved back to the start of a UTF-8 character that did not fit whole.
+func CutPoint(text []byte) int {
+	n := len(text)
+	for i := n - 1; i >= 0 && i >= n-truncateWindow; i-- {
+		if text[i] == '\n' || text[i] == '\r' {
+			if text[i] == '\n' && i > 0 && text[i-1] == '\r' {
+				i--
 			}
 			return i
 		}
 	}
-	return len(b)
+	if n == 0 {
+		return 0
+	}
+	i := n - 1
+	for i > 0 && n-i < utf8.UTFMax && !utf8.RuneStart(text[i]) {
+		i--
+	}
+	if !utf8.FullRune(text[i:]) {
+		return i
+	}
+	return n
 }
 
 // HeadBuffer is an io.Writer that keeps the first Limit bytes written and only counts the rest, so
