@@ -169,6 +169,7 @@ func subcommands(a *app.App) []*cobra.Command {
 		newExecCmd(a),
 		newSettingsCmd(a),
 		newMCPCmd(a),
+		newAskCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),
 	}

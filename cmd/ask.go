@@ -1,0 +1,248 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kballard/go-shellquote"
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// askOptions are the flags of `qkit ask`.
+type askOptions struct {
+	resume     bool
+	agentName  string
+	model      string
+	trustAll   bool
+	trustTools []string
+	verbose    bool
+	timeout    string
+	maxSize    string
+	noContext  bool
+	dryRun     bool
+	asJSON     bool
+}
+
+func newAskCmd(a *app.App) *cobra.Command {
+	opts := &askOptions{}
+	c := &cobra.Command{
+		Use:   "ask [PROMPT | -]",
+		Short: "Send one prompt to Q (q chat --no-interactive) and print the reply",
+		Long: `Send one prompt to the agent CLI (agent.command: q, or kiro-cli) as
+q chat --no-interactive [flags] <prompt>, with the active context profile's files prepended, and print
+the reply as it arrives. The prompt is the argument, or stdin with - (or when stdin is not a terminal).
+
+The reply is ANSI-stripped and capped at --max-response-size (AGENT_MAX_RESPONSE_SIZE, default 2MB):
+past it the reply is cut at a line break and a notice goes to stderr. A run that exceeds --timeout
+(AGENT_TIMEOUT, default 180s) is stopped with everything it started; what it printed is kept.
+
+--json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
+duration_ms, stderr} (output without the notices; truncated and timed_out say what happened).
+
+Exit status: 0 ok, 1 the agent failed (its stderr is in the message), 2 empty prompt or bad flag
+value, 4 no such profile, 124 timed out (partial output still printed), 130 interrupted.`,
+		Example: `  qkit ask "Summarise the open TODOs in this repository"
+  git diff | qkit ask -
+  qkit ask --model claude-3.7-sonnet --trust-tools fs_read "Review internal/agent"
+  qkit ask --resume --yolo "Apply the first fix"
+  qkit ask --dry-run "What would you send?"
+  qkit ask --json --timeout 60s "Explain main.go" | jq -r .output`,
+		GroupID: groupCore,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runAsk(c, a, opts, args)
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&opts.resume, "resume", false, "continue the conversation saved for this directory (--resume)")
+	f.StringVar(&opts.agentName, "agent", "", "agent (context profile of q) to use (--agent)")
+	f.StringVar(&opts.model, "model", "", "model to use (--model): one of the agent.models setting (default: agent.model)")
+	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
+	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
+	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these tools, comma-separated (--trust-tools=a,b)")
+	f.BoolVar(&opts.verbose, "verbose", false, "ask the agent for its logs (--verbose; q prints them with the reply)")
+	f.StringVar(&opts.timeout, "timeout", "", "stop the run after `DURATION` (90s, 3m; a number is seconds; default: agent.timeout)")
+	f.StringVar(&opts.maxSize, "max-response-size", "", "keep at most `SIZE` of the reply (2MB, 512KB, bytes; default: agent.max_response_size)")
+	f.BoolVar(&opts.noContext, "no-context", false, "do not prepend the context files")
+	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing")
+	f.BoolVar(&opts.asJSON, "json", false, "print {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr}")
+	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		k, _ := config.LookupKey("agent.models")
+		return config.ParseList(k.Default), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = c.RegisterFlagCompletionFunc("trust-tools", cobra.FixedCompletions([]string{
+		"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate",
+	}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// askJSON is the --json object.
+type askJSON struct {
+	Output       string `json:"output"`
+	Truncated    bool   `json:"truncated"`
+	OriginalSize int64  `json:"original_size"`
+	TimedOut     bool   `json:"timed_out"`
+	ExitCode     int    `json:"exit_code"`
+	DurationMS   int64  `json:"duration_ms"`
+	Stderr       string `json:"stderr"`
+}
+
+// dryRunJSON is the --dry-run --json object.
+type dryRunJSON struct {
+	Argv   []string `json:"argv"`
+	Prompt string   `json:"prompt"`
+}
+
+func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error {
+	prompt, err := readPrompt(a, args)
+	if err != nil {
+		return err
+	}
+	if opts.timeout != "" {
+		if err := a.Config.Override("agent.timeout", opts.timeout); err != nil {
+			return output.UsageErrorf("invalid --timeout: %v", err)
+		}
+	}
+	if opts.maxSize != "" {
+		if err := a.Config.Override("agent.max_response_size", opts.maxSize); err != nil {
+			return output.UsageErrorf("invalid --max-response-size: %v", err)
+		}
+	}
+	l := agent.LimitsFromConfig(a.Config)
+	l.Logger = a.Logger
+	r := agent.Request{
+		Prompt: prompt, Resume: opts.resume, Agent: opts.agentName, Model: opts.model,
+		TrustAll: opts.trustAll, TrustTools: opts.trustTools, Verbose: opts.verbose,
+	}
+	if err := agent.Validate(l, r); err != nil {
+		if errors.Is(err, agent.ErrEmptyPrompt) {
+			return output.UsageErrorf("%v: give it as an argument, or - to read it from stdin", err)
+		}
+		return output.WithCode(output.ExitUsage, err)
+	}
+	if !opts.noContext {
+		env, err := loadContextEnv(a)
+		if err != nil {
+			return err
+		}
+		full, warnings, err := env.store.Prompt(env.profile, env.cwd, a.Config.Int("context.max_tokens"), prompt)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			a.Warnf("%s", w)
+		}
+		r.Prompt = full
+	}
+	if opts.dryRun {
+		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt)
+	}
+
+	var out *streamOut
+	var onChunk func([]byte)
+	if !opts.asJSON {
+		out = newStreamOut(a.IO.Out, l.MaxResponseSize)
+		onChunk = out.chunk
+	}
+	res, runErr := agent.Run(c.Context(), l, r, onChunk)
+	if opts.asJSON {
+		if err := output.JSON(a.IO.Out, askJSON{
+			Output: res.Body(), Truncated: res.Truncated, OriginalSize: res.OriginalSize, TimedOut: res.TimedOut,
+			ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Stderr: res.Stderr,
+		}); err != nil {
+			return err
+		}
+	} else {
+		out.finish(res.Body(), a.IO.StdoutTTY)
+	}
+	if res.Truncated {
+		a.Warnf("response truncated: the agent printed %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", res.OriginalSize, len(res.Body()))
+	}
+	switch {
+	case runErr != nil && c.Context().Err() != nil:
+		return runErr
+	case runErr != nil:
+		msg := "agent failed: " + runErr.Error()
+		if agent.ApprovalRequired(res.Stderr) {
+			msg += "\nThe agent needed approval for a tool: run again with --yolo, or name the tool in --trust-tools."
+		}
+		return output.Errorf(output.ExitFailure, "%s", msg)
+	case res.TimedOut:
+		return output.Errorf(output.ExitTimeout, "timed out after %s (--timeout, AGENT_TIMEOUT); the partial output was printed", l.Timeout.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no
+// argument and stdin is not a terminal (without its final line break).
+func readPrompt(a *app.App, args []string) (string, error) {
+	if len(args) == 1 && args[0] != "-" {
+		return args[0], nil
+	}
+	if len(args) == 0 && a.IO.StdinTTY {
+		return "", output.UsageErrorf("%v: give it as an argument, or - to read it from stdin", agent.ErrEmptyPrompt)
+	}
+	data, err := io.ReadAll(a.IO.In)
+	if err != nil {
+		return "", fmt.Errorf("reading the prompt from stdin: %w", err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil // as q does with a prompt on stdin
+}
+
+func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string) error {
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt})
+	}
+	line := shellquote.Join(argv[:len(argv)-1]...) + " <prompt>"
+	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(prompt, "\n"))
+	return err
+}
+
+// streamOut writes the reply as it arrives. Near the size limit it holds back the last bytes,
+// since the cut (at a line break within 100 bytes of the limit) is known only once more arrives;
+// finish writes the rest of the kept reply, so stdout gets exactly the kept reply.
+type streamOut struct {
+	w       io.Writer
+	room    int64 // bytes that may be written as they arrive; negative: no limit
+	written int64
+}
+
+// holdBack covers the 100-byte window of the cut, a "\r\n" and a UTF-8 character.
+const holdBack = 128
+
+func newStreamOut(w io.Writer, limit int64) *streamOut {
+	room := int64(-1)
+	if limit > 0 {
+		room = max(0, limit-holdBack)
+	}
+	return &streamOut{w: w, room: room}
+}
+
+func (s *streamOut) chunk(b []byte) {
+	if s.room >= 0 {
+		left := s.room - s.written
+		if left <= 0 {
+			return
+		}
+		b = b[:min(int64(len(b)), left)]
+	}
+	n, _ := s.w.Write(b)
+	s.written += int64(n)
+}
+
+func (s *streamOut) finish(body string, tty bool) {
+	if s.written < int64(len(body)) {
+		_, _ = io.WriteString(s.w, body[s.written:])
+	}
+	if tty && body != "" && !strings.HasSuffix(body, "\n") {
+		_, _ = io.WriteString(s.w, "\n")
+	}
+}
