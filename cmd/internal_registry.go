@@ -149,12 +149,17 @@ func (e treeExecutor) Run(ctx context.Context, argv []string, source string) com
 	return commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: code}
 }
 
-// globalArgs carries the parent's --config and --set over to an internal command.
+// globalArgs carries the parent's --config, --set and --profile over to an internal command (a
+// --profile in the request comes later in argv and wins).
 func globalArgs(a *app.App) []string {
-	if a.Config == nil {
-		return nil
+	var args []string
+	if a.ProfileFlag != "" {
+		args = append(args, "--profile="+a.ProfileFlag)
 	}
-	args := []string{"--config=" + a.Config.File}
+	if a.Config == nil {
+		return args
+	}
+	args = append(args, "--config="+a.Config.File)
 	for _, v := range a.Config.All() {
 		if v.Source == config.SourceFlag {
 			args = append(args, "--set="+v.Key.Name+"="+v.Raw)

@@ -365,3 +365,24 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// TestAuditConcurrentAppends: lines from concurrent runs never interleave or go missing.
+func TestAuditConcurrentAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "audit.log")
+	const n = 40
+	done := make(chan error, n)
+	for i := range n {
+		go func() {
+			done <- AppendAudit(path, AuditRecord{Source: "mcp", CommandLine: fmt.Sprintf("qkit context add %d-%s.md", i, strings.Repeat("x", 4000)), Access: Change})
+		}()
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := ReadAudit(path)
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+}
