@@ -426,11 +426,15 @@ func (c *Config) editFile(edit func(map[string]any) bool) error {
 	})
 }
 
+// setNested sets name (dotted) in doc, descending into the maps already there. Any other spelling
+// viper would read as the same key (another case, or a flat "agent.command: x" entry) is removed
+// first: otherwise the write would land beside it and viper could keep reading the old value.
 func setNested(doc map[string]any, name string, v any) {
+	deleteNested(doc, name)
 	parts := strings.Split(name, ".")
 	m := doc
 	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
+		next, ok := m[existingKey(m, p)].(map[string]any)
 		if !ok {
 			next = map[string]any{}
 			m[p] = next
@@ -440,23 +444,43 @@ func setNested(doc map[string]any, name string, v any) {
 	m[parts[len(parts)-1]] = v
 }
 
-func deleteNested(doc map[string]any, name string) bool {
-	parts := strings.Split(name, ".")
-	m := doc
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			return false
+// existingKey returns the key of m that viper reads as p (keys are case-insensitive), or p.
+func existingKey(m map[string]any, p string) string {
+	if _, ok := m[p]; ok {
+		return p
+	}
+	for k, v := range m {
+		if _, isMap := v.(map[string]any); isMap && strings.EqualFold(k, p) {
+			return k
 		}
-		m = next
 	}
-	last := parts[len(parts)-1]
-	if _, ok := m[last]; !ok {
-		return false
+	return p
+}
+
+// deleteNested removes every entry of doc that viper reads as name: nested or flat ("a.b"), in any
+// case. Maps left empty are removed too. It reports whether anything was removed.
+func deleteNested(doc map[string]any, name string) bool {
+	return deletePath(doc, strings.Split(name, "."))
+}
+
+func deletePath(m map[string]any, parts []string) bool {
+	changed := false
+	for k, v := range m {
+		kp := strings.Split(strings.ToLower(k), ".")
+		if len(kp) > len(parts) || strings.Join(kp, ".") != strings.Join(parts[:len(kp)], ".") {
+			continue
+		}
+		if len(kp) == len(parts) {
+			delete(m, k)
+			changed = true
+			continue
+		}
+		if sub, ok := v.(map[string]any); ok && deletePath(sub, parts[len(kp):]) {
+			changed = true
+			if len(sub) == 0 {
+				delete(m, k)
+			}
+		}
 	}
-	delete(m, last)
-	if len(m) == 0 && len(parts) > 1 {
-		delete(doc, parts[0])
-	}
-	return true
+	return changed
 }

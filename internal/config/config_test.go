@@ -188,3 +188,45 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+// TestSetResetOtherSpellings: viper reads keys in any case and flat dotted keys too, so set and
+// reset must change those entries rather than write beside them (which left the old value in force).
+func TestSetResetOtherSpellings(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(home, "config", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	orig := "Agent:\n  Command: foo\n  model: m\nagent.timeout: 5m\nLOG.LEVEL: debug\n"
+	if err := os.WriteFile(file, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func() *Config {
+		t.Helper()
+		c, err := Load(LoadOptions{LookupEnv: envOf(map[string]string{"QKIT_HOME": home})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := load()
+	if c.String("agent.command") != "foo" || c.Duration("agent.timeout") != 5*time.Minute || c.String("log.level") != "debug" {
+		t.Fatalf("read: %v %v %v", c.String("agent.command"), c.Duration("agent.timeout"), c.String("log.level"))
+	}
+	if err := c.Set("agent.command", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("agent.timeout", "7m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reset("log.level"); err != nil {
+		t.Fatal(err)
+	}
+	c = load()
+	data, _ := os.ReadFile(file)
+	if c.String("agent.command") != "bar" || c.Duration("agent.timeout") != 7*time.Minute ||
+		c.Get("log.level").Source != SourceDefault || c.String("agent.model") != "m" {
+		t.Fatalf("after set/reset: command %q timeout %v log.level %v model %q; file:\n%s",
+			c.String("agent.command"), c.Duration("agent.timeout"), c.Get("log.level").Source, c.String("agent.model"), data)
+	}
+}
