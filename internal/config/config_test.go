@@ -135,7 +135,7 @@ func TestParseSizeAndDuration(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "-1", "lots", "MB", "1e300"} {
+	for _, bad := range []string{"", "-1", "lots", "MB", "1e300", "NaN", "nanMB", "inf"} {
 		if _, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
@@ -146,7 +146,7 @@ func TestParseSizeAndDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "-5s", "-1", "soon", "1e300"} {
+	for _, bad := range []string{"", "-5s", "-1", "soon", "1e300", "NaN"} {
 		if _, err := ParseDuration(bad); err == nil {
 			t.Errorf("ParseDuration(%q) accepted", bad)
 		}
@@ -166,7 +166,7 @@ func TestSuggest(t *testing.T) {
 }
 
 func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"2MB", "512KiB", "1000", "1.5gb", "", "-1", "9999999999999GB"} {
+	for _, s := range []string{"2MB", "512KiB", "1000", "1.5gb", "", "-1", "9999999999999GB", "NaN"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

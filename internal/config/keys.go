@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +126,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	var d time.Duration
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(n) {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
 		if n > float64(1<<62)/float64(time.Second) {
 			return 0, fmt.Errorf("duration %q is too large", s)
 		}
@@ -167,7 +171,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 || n*float64(mult) > float64(1<<62) {
+	if err != nil || math.IsNaN(n) || n < 0 || n*float64(mult) > float64(1<<62) {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
 	return int64(n * float64(mult)), nil
