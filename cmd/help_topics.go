@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,4 +24,55 @@ func newExitCodesTopic() *cobra.Command {
 		Short: "Exit codes and what they mean",
 		Long:  b.String(),
 	}
+}
+
+// newHelpCmd replaces cobra's help command, which prints the root's help and exits 0 for a topic
+// that does not exist. Here an unknown topic is a usage error (exit 2) with suggestions, and
+// completion offers the help topics (exit-codes) too.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Print the help of any command or help topic, with its examples.",
+		Example: `  qkit help context add
+  qkit help exit-codes`,
+		GroupID: groupConfig,
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			parent, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []string
+			for _, sub := range parent.Commands() {
+				if (sub.IsAvailableCommand() || sub.IsAdditionalHelpTopicCommand() || sub == c) && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return unknownCommand(target, rest)
+			}
+			return target.Help()
+		},
+	}
+}
+
+// unknownCommand is the usage error for a name that is not a subcommand of parent, with the
+// nearest names as a hint.
+func unknownCommand(parent *cobra.Command, args []string) error {
+	name := ""
+	if len(args) > 0 {
+		name = args[0]
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", name, parent.CommandPath())
+	if parent.SuggestionsMinimumDistance <= 0 {
+		parent.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
+	}
+	if s := parent.SuggestionsFor(name); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return output.WithCode(output.ExitUsage, usageError{errors.New(msg)})
 }

@@ -133,7 +133,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 		&cobra.Group{ID: groupServe, Title: "Servers for assistants and editors:"},
 		&cobra.Group{ID: groupConfig, Title: "Configuration:"},
 	)
-	root.SetHelpCommandGroupID(groupConfig)
+	root.SetHelpCommand(newHelpCmd())
 	root.SetCompletionCommandGroupID(groupConfig)
 	for _, c := range subcommands(a) {
 		root.AddCommand(c)
@@ -144,11 +144,16 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 }
 
 // requireKnownSubcommands makes every command group fail on an unknown subcommand (exit 2, with
-// cobra's "unknown command" message) instead of printing its help and succeeding, and print its help
+// cobra's "unknown command" message and the nearest subcommands) instead of printing its help and succeeding, and print its help
 // when run bare.
 func requireKnownSubcommands(c *cobra.Command) {
 	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
-		c.Args = cobra.NoArgs
+		c.Args = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(c, args)
+			}
+			return nil
+		}
 		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	}
 	for _, sub := range c.Commands() {
