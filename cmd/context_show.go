@@ -156,7 +156,8 @@ dropped by the budget, binary files skipped) go to stderr.
 		Example: `  qkit context prompt "Review this change"
   git diff | qkit context prompt - > prompt.txt
   qkit context prompt --json "hi" | jq -r .prompt`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions, // a message, not a file
 		RunE: func(_ *cobra.Command, args []string) error {
 			msg := ""
 			if len(args) == 1 {

@@ -126,7 +126,8 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	pf.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
 	pf.StringVar(&a.ProfileFlag, "profile", "", "context profile to use instead of the active one")
 	_ = root.RegisterFlagCompletionFunc("profile", completeProfiles(a, nil))
-	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	logLevel, _ := config.LookupKey("log.level")
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevel.Values, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(
 		&cobra.Group{ID: groupCore, Title: "Core commands:"},
@@ -140,7 +141,19 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	}
 	root.InitDefaultCompletionCmd()
 	requireKnownSubcommands(root)
+	completeNothingWithoutArgs(root)
 	return root
+}
+
+// completeNothingWithoutArgs stops shells from offering file names for commands that take no
+// arguments (cobra's default for a command without a completion function is file names).
+func completeNothingWithoutArgs(c *cobra.Command) {
+	if c.ValidArgsFunction == nil && len(c.ValidArgs) == 0 && c.Args != nil && c.Args(c, []string{"x"}) != nil {
+		c.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	for _, sub := range c.Commands() {
+		completeNothingWithoutArgs(sub)
+	}
 }
 
 // requireKnownSubcommands makes every command group fail on an unknown subcommand (exit 2, with

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -49,15 +50,23 @@ func toSettingJSON(v config.Value) settingJSON {
 	}
 }
 
-func completeKeys(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+// completeKeys completes setting keys, leaving out those already given.
+func completeKeys(given []string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	for _, k := range config.Keys {
+		if !slices.Contains(given, k.Name) {
+			out = append(out, k.Name+"\t"+k.Help)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeOneKey completes the first argument only.
+func completeOneKey(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	out := make([]string, len(config.Keys))
-	for i, k := range config.Keys {
-		out[i] = k.Name + "\t" + k.Help
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return completeKeys(nil)
 }
 
 func lookupKey(name string) (config.Key, error) {
@@ -113,7 +122,7 @@ func newSettingsGetCmd(a *app.App) *cobra.Command {
 		Example: `  qkit settings get agent.command
   timeout=$(qkit settings get agent.timeout)`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeKeys,
+		ValidArgsFunction: completeOneKey,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if _, err := lookupKey(args[0]); err != nil {
 				return err
@@ -142,10 +151,10 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 		Args: cobra.ExactArgs(2),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) == 0 {
-				return completeKeys(nil, nil, "")
+				return completeKeys(nil)
 			}
-			if k, ok := config.LookupKey(args[0]); ok && k.Kind == config.Bool && len(args) == 1 {
-				return []string{"true", "false"}, cobra.ShellCompDirectiveNoFileComp
+			if k, ok := config.LookupKey(args[0]); ok && len(args) == 1 {
+				return k.Choices(), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
@@ -178,7 +187,12 @@ func newSettingsResetCmd(a *app.App) *cobra.Command {
 asks first on a terminal; elsewhere it needs --yes.`,
 		Example: `  qkit settings reset agent.timeout
   qkit settings reset --all --yes`,
-		ValidArgsFunction: completeKeys,
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if all {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return completeKeys(args)
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})

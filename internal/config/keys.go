@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ type Key struct {
 	// SeedEnv is the environment variable named by a requirement document that also sets this key
 	// (AGENT_TIMEOUT and friends). It wins over the file and loses to QKIT_* and flags.
 	SeedEnv string
+	// Values, when set, are the only values accepted (a String key); shells complete them.
+	Values []string
 	// Check validates a parsed value beyond its kind; nil means any value of the kind is fine.
 	Check func(v any) error
 }
@@ -57,7 +60,7 @@ var Keys = []Key{
 	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
 	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
 	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},
-	{Name: "log.level", Kind: String, Default: "warn", Help: "log level on stderr: debug, info, warn or error", Check: oneOf("debug", "info", "warn", "error")},
+	{Name: "log.level", Kind: String, Default: "warn", Help: "log level on stderr: debug, info, warn or error", Values: []string{"debug", "info", "warn", "error"}},
 }
 
 // LookupKey finds a key by name.
@@ -76,12 +79,23 @@ func (k Key) Parse(raw string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid value %q for %s: expected %s", raw, k.Name, k.expected())
 	}
+	if len(k.Values) > 0 && !slices.Contains(k.Values, v.(string)) {
+		return nil, fmt.Errorf("invalid value %q for %s: expected one of %s", raw, k.Name, strings.Join(k.Values, ", "))
+	}
 	if k.Check != nil {
 		if err := k.Check(v); err != nil {
 			return nil, fmt.Errorf("invalid value %q for %s: %v", raw, k.Name, err)
 		}
 	}
 	return v, nil
+}
+
+// Choices are the values shells offer for the key: its Values, or true and false for a Bool.
+func (k Key) Choices() []string {
+	if k.Kind == Bool {
+		return []string{"true", "false"}
+	}
+	return k.Values
 }
 
 func (k Key) expected() string {
@@ -206,17 +220,6 @@ func nonEmpty(v any) error {
 		return fmt.Errorf("must not be empty")
 	}
 	return nil
-}
-
-func oneOf(allowed ...string) func(any) error {
-	return func(v any) error {
-		for _, a := range allowed {
-			if v.(string) == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("expected one of %s", strings.Join(allowed, ", "))
-	}
 }
 
 func durationRange(lo, hi time.Duration) func(any) error {
