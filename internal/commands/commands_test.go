@@ -268,6 +268,22 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
+func TestTrustNeverCoversTheTrustList(t *testing.T) {
+	entries := append(testEntries(), Entry{Path: []string{"settings", "set"}, Short: "Set", Usage: "settings set <key> <value>", Access: Change})
+	r := New(entries, &fakeExec{}, Options{Trusted: []string{"settings"}})
+	call, err := r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"internal.trusted", "context,settings"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if call.Trusted || !call.NeedsConfirmation {
+		t.Fatalf("a trusted group changed the trust list unasked: %+v", call)
+	}
+	call, _ = r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"agent.timeout", "5m"}})
+	if !call.Trusted || call.NeedsConfirmation {
+		t.Fatalf("trusted change still asks: %+v", call)
+	}
+}
+
 func TestTrusted(t *testing.T) {
 	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: []string{" Context  Add ", "/settings"}})
 	for name, want := range map[string]bool{"context add": true, "context rm": false, "settings reset": true, "contextual": false} {

@@ -245,7 +245,9 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	}
 	call := &Call{Entry: *cur, Argv: argv, CommandLine: CommandLine(argv), Access: access}
 	if access == Change {
-		call.Trusted = r.Trusted(cur.Name)
+		// Trust never extends to changing the trust list itself: an assistant trusted with
+		// "settings" must still ask before it widens what it may do unasked.
+		call.Trusted = r.Trusted(cur.Name) && !mentions(argv, TrustSetting)
 		call.NeedsConfirmation = !call.Trusted
 	}
 	return call, nil
@@ -330,6 +332,18 @@ func (r *Registry) prepareHelp(req Request) (*Call, error) {
 	}
 	argv := append([]string{HelpName}, e.Path...)
 	return &Call{Entry: *r.byName[HelpName], Argv: argv, CommandLine: CommandLine(argv), Access: Read}, nil
+}
+
+// TrustSetting is the setting that lists the changes needing no confirmation.
+const TrustSetting = "internal.trusted"
+
+func mentions(argv []string, word string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, word) {
+			return true
+		}
+	}
+	return false
 }
 
 // CommandLine shows argv as the user would type it, quoted for a POSIX shell.
