@@ -162,3 +162,22 @@ func TestExecInternalReadNeverAsks(t *testing.T) {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
 }
+
+// TestExecutorRecoversPanics: a command that panics is a failure with its message, not a crash.
+func TestExecutorRecoversPanics(t *testing.T) {
+	a, _, _ := testApp(t)
+	withBoom := func(a *app.App) *cobra.Command {
+		root := NewRoot(a)
+		root.AddCommand(exposeRead(&cobra.Command{Use: "boom", Short: "Panic", RunE: func(*cobra.Command, []string) error { panic("kaboom") }}))
+		return root
+	}
+	reg := commands.New(internalEntries(withBoom(a)), treeExecutor{parent: a, newRoot: withBoom}, commands.Options{})
+	call, err := reg.Prepare(commands.Request{Command: "boom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceMCP})
+	if err != nil || res.ExitCode != output.ExitFailure || !strings.Contains(res.Stderr, `qkit: internal error in "boom": kaboom`) {
+		t.Fatalf("panic: %+v, %v", res, err)
+	}
+}

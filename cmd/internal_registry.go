@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -31,7 +32,7 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 		opts.MaxOutput = a.Config.Size("agent.max_response_size")
 		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
 	}
-	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)
+	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput, newRoot: NewRoot}, opts)
 }
 
 // internalEntries walks the tree for commands annotated with annExposure.
@@ -112,11 +113,12 @@ func scratchApp(parent *app.App) *app.App {
 type treeExecutor struct {
 	parent    *app.App
 	maxOutput int64
+	newRoot   func(*app.App) *cobra.Command // NewRoot; tests add commands
 }
 
 // Check parses argv's flags and arguments as the command would, without running it.
 func (e treeExecutor) Check(argv []string) error {
-	root := NewRoot(scratchApp(e.parent))
+	root := e.newRoot(scratchApp(e.parent))
 	c, rest, err := root.Find(argv)
 	if err != nil {
 		return err
@@ -139,13 +141,21 @@ func (e treeExecutor) Check(argv []string) error {
 
 // Run executes argv on a fresh tree whose streams are buffers: stdin is empty and nothing prompts.
 // The parent's config file and --set overrides carry over.
-func (e treeExecutor) Run(ctx context.Context, argv []string, source string) commands.Output {
+func (e treeExecutor) Run(ctx context.Context, argv []string, source string) (out commands.Output) {
 	stdout := output.NewHeadBuffer(e.maxOutput)
 	var stderr bytes.Buffer
 	child := scratchApp(e.parent)
 	child.IO.Out, child.IO.ErrOut = stdout, &stderr
 	child.Source = source
-	code := Run(ctx, child, append(globalArgs(e.parent), argv...))
+	defer func() {
+		// A bug in one command must not take down the server that ran it for an assistant.
+		if p := recover(); p != nil {
+			e.parent.Logger.Error("internal command panicked", "argv", argv, "panic", p)
+			fmt.Fprintf(&stderr, "qkit: internal error in %q: %v\n", strings.Join(argv, " "), p)
+			out = commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: output.ExitFailure}
+		}
+	}()
+	code := runRoot(ctx, child, e.newRoot(child), append(globalArgs(e.parent), argv...))
 	return commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: code}
 }
 

@@ -29,7 +29,11 @@ func Main(args []string) int {
 // Run executes one command line against a fresh command tree on a's streams, prints any error to
 // a's stderr as "qkit: <message>" and returns the exit code.
 func Run(ctx context.Context, a *app.App, args []string) int {
-	root := NewRoot(a)
+	return runRoot(ctx, a, NewRoot(a), args)
+}
+
+// runRoot is Run on a tree built for a (internal commands run on a fresh one each time).
+func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
