@@ -12,8 +12,13 @@ import (
 	"path/filepath"
 )
 
-// WriteAtomic replaces path with data. The directory is created (with dirPerm) when missing.
+// WriteAtomic replaces path with data. The directory is created (with dirPerm) when missing. When
+// path is a symbolic link (a config.yaml kept in a dotfiles repository), the file it points to is
+// replaced and the link kept.
 func WriteAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)

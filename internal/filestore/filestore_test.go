@@ -74,3 +74,31 @@ func TestUpdateNoChangeLeavesFile(t *testing.T) {
 		t.Fatalf("file created on ErrNoChange: %v", err)
 	}
 }
+
+// TestWriteAtomicKeepsSymlink: a file kept elsewhere (a dotfiles repository) and linked into place
+// is updated through the link; the link is not replaced by a regular file.
+func TestWriteAtomicKeepsSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "config.yaml")
+	link := filepath.Join(dir, "config", "config.yaml")
+	for _, d := range []string{filepath.Dir(target), filepath.Dir(link)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := Update(link, 0o600, 0o700, func(old []byte) ([]byte, error) { return append(old, "+new"...), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("link replaced: %v %v", fi.Mode(), err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "old+new" {
+		t.Fatalf("target = %q", got)
+	}
+}
