@@ -144,9 +144,30 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 		root.AddCommand(c)
 	}
 	root.InitDefaultCompletionCmd()
+	addCompletionExamples(root)
 	requireKnownSubcommands(root)
 	completeNothingWithoutArgs(root)
 	return root
+}
+
+// addCompletionExamples gives cobra's completion commands the examples every qkit command has.
+func addCompletionExamples(root *cobra.Command) {
+	comp, _, err := root.Find([]string{"completion"})
+	if err != nil || comp == root {
+		return
+	}
+	comp.Example = `  source <(qkit completion bash)
+  qkit completion zsh > "${fpath[1]}/_qkit"
+  qkit completion fish > ~/.config/fish/completions/qkit.fish`
+	examples := map[string]string{
+		"bash":       "  source <(qkit completion bash)\n  qkit completion bash > /etc/bash_completion.d/qkit",
+		"zsh":        "  qkit completion zsh > \"${fpath[1]}/_qkit\"",
+		"fish":       "  qkit completion fish > ~/.config/fish/completions/qkit.fish",
+		"powershell": "  qkit completion powershell | Out-String | Invoke-Expression",
+	}
+	for _, sub := range comp.Commands() {
+		sub.Example = examples[sub.Name()]
+	}
 }
 
 // completeNothingWithoutArgs stops shells from offering file names for commands that take no
