@@ -1,0 +1,153 @@
+// qkit mcp serve driven by the official TypeScript MCP client: tool listing with and without the
+// optional q-developer-agent, a call against the fake q, a disabled call, cancellation, and a raw
+// check that stdout carries nothing but JSON-RPC.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { isolatedEnv, qkitBin } from './env.js';
+
+// connect starts `qkit mcp serve` with env and returns a connected client, the errors the
+// transport reported (a non-JSON line on stdout would be one), and a cleanup function.
+// extra may be a function of the private home folder (for files the fake q writes).
+async function connect(extra = {}) {
+  const iso = isolatedEnv();
+  Object.assign(iso.env, typeof extra === 'function' ? extra(iso.home) : extra);
+  const transport = new StdioClientTransport({ command: qkitBin, args: ['mcp', 'serve'], env: iso.env, stderr: 'pipe' });
+  const errors = [];
+  const client = new Client({ name: 'qkit-interop', version: '0.0.1' });
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  return {
+    client, errors, home: iso.home,
+    close: async () => { await client.close(); iso.cleanup(); },
+  };
+}
+
+const text = (res) => res.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+
+test('server identifies itself and lists tools without the optional one', async () => {
+  const s = await connect();
+  try {
+    assert.equal(s.client.getServerVersion().name, 'qkit');
+    assert.match(s.client.getInstructions(), /qkit_help/);
+    const { tools } = await s.client.listTools();
+    const names = tools.map((t) => t.name);
+    assert.ok(names.includes('qkit_help'));
+    assert.ok(!names.includes('q-developer-agent'), `listed: ${names}`);
+    assert.deepEqual(s.errors, []);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a call to the disabled tool is a tool error saying how to enable it', async () => {
+  const s = await connect();
+  try {
+    const res = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } });
+    assert.equal(res.isError, true);
+    assert.match(text(res), /Set ENABLE_ADDITIONAL_TOOLS environment variable to include 'q-developer-agent'/);
+  } finally {
+    await s.close();
+  }
+});
+
+test('enabled, q-developer-agent is listed with its parameters and runs q', async () => {
+  const s = await connect({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'reply from q\\n', FAKEQ_ANSI: '1' });
+  try {
+    const { tools } = await s.client.listTools();
+    const tool = tools.find((t) => t.name === 'q-developer-agent');
+    assert.ok(tool, 'q-developer-agent not listed');
+    assert.deepEqual(tool.inputSchema.required, ['prompt']);
+    for (const p of ['prompt', 'resume', 'agent', 'override-model', 'yolo-mode', 'trust-tools', 'verbose']) {
+      assert.ok(tool.inputSchema.properties[p], `parameter ${p}`);
+    }
+    assert.deepEqual(tool.inputSchema.properties['override-model'].enum, ['claude-3.5-sonnet', 'claude-3.7-sonnet', 'claude-sonnet-4']);
+
+    const res = await s.client.callTool({
+      name: 'q-developer-agent',
+      arguments: { prompt: 'explain', 'override-model': 'claude-sonnet-4', 'trust-tools': 'fs_read', resume: true },
+    });
+    assert.equal(res.isError ?? false, false, text(res));
+    assert.equal(text(res), '> reply from q\n');
+
+    const bad = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: '   ' } });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /prompt is a required parameter and cannot be empty/);
+
+    const help = await s.client.callTool({ name: 'qkit_help', arguments: { tool_name: 'q-developer-agent' } });
+    assert.match(text(help), /Troubleshooting:/);
+    assert.deepEqual(s.errors, []);
+  } finally {
+    await s.close();
+  }
+});
+
+test('the agent argv follows the parameters', async () => {
+  const s = await connect((home) => ({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'ok', FAKEQ_RECORD: join(home, 'argv.jsonl') }));
+  const record = join(s.home, 'argv.jsonl');
+  try {
+    await s.client.callTool({
+      name: 'q-developer-agent',
+      arguments: { prompt: 'go', resume: true, agent: 'dev', 'override-model': 'claude-3.7-sonnet', 'yolo-mode': true, 'trust-tools': 'fs_read,fs_write', verbose: true },
+    });
+    const argv = JSON.parse(readFileSync(record, 'utf8').trim());
+    assert.deepEqual(argv, ['chat', '--no-interactive', '--resume', '--agent', 'dev', '--model', 'claude-3.7-sonnet',
+      '--trust-all-tools', '--trust-tools=fs_read,fs_write', '--verbose', 'go']);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a cancelled call stops the agent and its process group', async () => {
+  const s = await connect((home) => ({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'x', FAKEQ_SLEEP: '60s', FAKEQ_GRANDCHILD: join(home, 'grandchild.pid') }));
+  const pidFile = join(s.home, 'grandchild.pid');
+  try {
+    const ac = new AbortController();
+    const waitForPid = setInterval(() => { if (existsSync(pidFile)) { clearInterval(waitForPid); ac.abort(); } }, 20);
+    await assert.rejects(s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }, undefined, { signal: ac.signal }));
+    clearInterval(waitForPid);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    let gone = false;
+    for (let i = 0; i < 500 && !gone; i++) {
+      const stat = `/proc/${pid}/stat`;
+      gone = !existsSync(stat) || / Z /.test(readFileSync(stat, 'utf8').split(')').pop());
+      if (!gone) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(gone, `grandchild ${pid} still running`);
+  } finally {
+    await s.close();
+  }
+});
+
+test('stdout carries only JSON-RPC, and malformed input gets a parse error', async () => {
+  const { env, cleanup } = isolatedEnv({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'hello', QKIT_LOG_LEVEL: 'debug' });
+  try {
+    const child = spawn(qkitBin, ['mcp', 'serve'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      'this is not json',
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'q-developer-agent', arguments: { prompt: 'hi' } } },
+    ];
+    child.stdin.end(lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n');
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 0, err);
+    const msgs = out.trim().split('\n').map((l) => JSON.parse(l));
+    for (const m of msgs) assert.equal(m.jsonrpc, '2.0');
+    assert.ok(msgs.some((m) => m.error?.code === -32700), out);
+    const call = msgs.find((m) => m.id === 3);
+    assert.equal(call.result.content[0].text, 'hello');
+    assert.match(err, /running agent/); // logs went to stderr
+  } finally {
+    cleanup();
+  }
+});
