@@ -61,6 +61,8 @@ func suites() []suite {
 		{"startup", startupSuite},
 		{"internal", internalSuite},
 		{"context", contextSuite},
+		{"agent", agentSuite},
+		{"mcp", mcpSuite},
 	}
 }
 

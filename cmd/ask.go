@@ -1,9 +1,11 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -117,7 +119,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		}
 	}
 	l := agent.LimitsFromConfig(a.Config)
-	l.Logger = a.Logger
+	l.Logger = slog.New(belowWarn{a.Logger.Handler()})
 	r := agent.Request{
 		Prompt: prompt, Resume: opts.resume, Agent: opts.agentName, Model: opts.model,
 		TrustAll: opts.trustAll, TrustTools: opts.trustTools, Verbose: opts.verbose,
@@ -205,6 +207,20 @@ func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string) err
 	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(prompt, "\n"))
 	return err
 }
+
+// belowWarn passes the runner's debug and info lines (--log-level) and drops its warnings and
+// errors: ask reports truncation, timeouts and failures itself, once, as "qkit: ..." lines.
+type belowWarn struct{ slog.Handler }
+
+func (h belowWarn) Enabled(ctx context.Context, l slog.Level) bool {
+	return l < slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h belowWarn) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return belowWarn{h.Handler.WithAttrs(attrs)}
+}
+
+func (h belowWarn) WithGroup(name string) slog.Handler { return belowWarn{h.Handler.WithGroup(name)} }
 
 // streamOut writes the reply as it arrives. Near the size limit it holds back the last bytes,
 // since the cut (at a line break within 100 bytes of the limit) is known only once more arrives;

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// agentSuite measures `qkit ask` against the fake q:
+//   - wrapper overhead: median wall time of `qkit ask --no-context` with q printing one line, minus
+//     the fake q run directly with the same argv (target <= 5 ms);
+//   - streaming: from q writing its first line to that line reaching qkit's stdout (target <= 1 ms);
+//   - memory: q printing 200 MB; qkit's peak RSS (target <= 40 MB; the peer took ~746 MiB).
+func agentSuite(b *bench) ([]figure, error) {
+	home := filepath.Join(b.dir, "agent")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	q := filepath.Join(b.fakeq, "q")
+	env := b.env(home, "FAKEQ_OUTPUT=the answer\\n")
+	const n = 50
+	direct, err := timeRuns(n, env, home, q, "chat", "--no-interactive", "hello")
+	if err != nil {
+		return nil, err
+	}
+	ask, err := timeRuns(n, env, home, b.qkit, "ask", "--no-context", "hello")
+	if err != nil {
+		return nil, err
+	}
+	latency, err := streamLatency(b, home, 30)
+	if err != nil {
+		return nil, err
+	}
+	c := exec.Command(b.qkit, "ask", "--no-context", "hello")
+	c.Env, c.Dir = b.env(home, "FAKEQ_BYTES=200000000"), home
+	c.Stdout = io.Discard
+	var errb strings.Builder
+	c.Stderr = &errb
+	rss, err := peakRSS(c)
+	if err != nil {
+		return nil, fmt.Errorf("200 MB run: %v: %s", err, errb.String())
+	}
+	return []figure{
+		info("agent: fake q direct median", ms(direct), "ms"),
+		info("agent: qkit ask --no-context median", ms(ask), "ms"),
+		atMost("agent: ask wrapper overhead (median)", ms(ask-direct), "ms", 5),
+		atMost("agent: streaming latency q line -> qkit stdout (median)", float64(latency.Microseconds())/1000, "ms", 1),
+		atMost("agent: peak RSS, q printing 200 MB (qkit and q, max)", float64(rss)/(1<<20), "MiB", 40),
+	}, nil
+}
+
+// streamLatency runs qkit ask with q printing a line, then pausing: the fake writes the time it
+// flushed the first line to a file, and the time the line reached qkit's stdout is taken here.
+func streamLatency(b *bench, home string, n int) (time.Duration, error) {
+	stamp := filepath.Join(home, "first-stamp")
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		_ = os.Remove(stamp)
+		c := exec.Command(b.qkit, "ask", "--no-context", "hello")
+		c.Env = b.env(home, "FAKEQ_LINES=2", "FAKEQ_INTERVAL=30ms", "FAKEQ_FIRST_STAMP="+stamp)
+		c.Dir = home
+		out, err := c.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Start(); err != nil {
+			return 0, err
+		}
+		r := bufio.NewReader(out)
+		if _, err := r.ReadString('\n'); err != nil {
+			_ = c.Wait()
+			return 0, fmt.Errorf("no first line: %v", err)
+		}
+		arrived := time.Now()
+		_, _ = io.Copy(io.Discard, r)
+		if err := c.Wait(); err != nil {
+			return 0, err
+		}
+		data, err := os.ReadFile(stamp)
+		if err != nil {
+			return 0, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		lat = append(lat, arrived.Sub(time.Unix(0, ns)))
+	}
+	return median(lat), nil
+}

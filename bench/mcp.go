@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpSuite measures `qkit mcp serve` with the Go SDK's client over stdio:
+//   - a fresh connection: spawn + initialize + tools/list, median of 20 (the peer: 69-82 ms);
+//   - calls per second of a cheap tool (qkit_help) on one connection;
+//   - peak RSS of the server while q-developer-agent returns from a q that printed 200 MB
+//     (the peer: ~746 MiB);
+//   - a run that times out while q's grandchild holds its stdout: call time with AGENT_TIMEOUT=1
+//     (the peer waited the grandchild's whole minute).
+func mcpSuite(b *bench) ([]figure, error) {
+	home := filepath.Join(b.dir, "mcp")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	var conn []time.Duration
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		s, err := startServer(ctx, b, home)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.cs.ListTools(ctx, nil); err != nil {
+			return nil, err
+		}
+		conn = append(conn, time.Since(start))
+		if _, err := s.close(); err != nil {
+			return nil, err
+		}
+	}
+
+	s, err := startServer(ctx, b, home)
+	if err != nil {
+		return nil, err
+	}
+	calls, start := 0, time.Now()
+	for time.Since(start) < 2*time.Second {
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "qkit_help", Arguments: map[string]any{"tool_name": "qkit_help"}})
+		if err != nil || res.IsError {
+			return nil, fmt.Errorf("qkit_help: %v", err)
+		}
+		calls++
+	}
+	perSec := float64(calls) / time.Since(start).Seconds()
+	if _, err := s.close(); err != nil {
+		return nil, err
+	}
+
+	s, err = startServer(ctx, b, home, "FAKEQ_BYTES=200000000")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "print a lot"}})
+	if err != nil || res.IsError {
+		return nil, fmt.Errorf("200 MB call: %v %+v", err, res)
+	}
+	rss, err := s.close()
+	if err != nil {
+		return nil, err
+	}
+
+	pidFile := filepath.Join(home, "grandchild.pid")
+	s, err = startServer(ctx, b, home, "AGENT_TIMEOUT=1", "FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)
+	if err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	res, err = s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hang"}})
+	timeoutCall := time.Since(start)
+	if err != nil || res.IsError {
+		return nil, fmt.Errorf("timeout call: %v %+v", err, res)
+	}
+	if _, err := s.close(); err != nil {
+		return nil, err
+	}
+
+	return []figure{
+		info("mcp: spawn + initialize + tools/list (median of 20)", ms(median(conn)), "ms"),
+		atMost("mcp: spawn + initialize + tools/list vs peer 74 ms", ms(median(conn)), "ms", 74),
+		info("mcp: qkit_help calls per second, one connection", perSec, "calls/s"),
+		atMost("mcp: server peak RSS, q-developer-agent with 200 MB from q", float64(rss)/(1<<20), "MiB", 40),
+		atMost("mcp: call time, AGENT_TIMEOUT=1 with a grandchild holding stdout", ms(timeoutCall), "ms", 3000),
+	}, nil
+}
+
+type server struct {
+	cmd *exec.Cmd
+	cs  *mcp.ClientSession
+}
+
+func startServer(ctx context.Context, b *bench, home string, extra ...string) (*server, error) {
+	cmd := exec.Command(b.qkit, "mcp", "serve")
+	cmd.Env = b.env(home, append([]string{"ENABLE_ADDITIONAL_TOOLS=q-developer-agent"}, extra...)...)
+	cmd.Dir = home
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "qkit-bench", Version: "1"}, nil).
+		Connect(ctx, &mcp.IOTransport{Reader: out, Writer: in}, nil)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("connect: %v: %s", err, errb.String())
+	}
+	return &server{cmd: cmd, cs: cs}, nil
+}
+
+// close ends the session (which closes the server's stdin), waits for the server and returns its
+// peak RSS in bytes (the largest of the server and the agents it ran).
+func (s *server) close() (int64, error) {
+	_ = s.cs.Close()
+	if err := s.cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("qkit mcp serve: %v", err)
+	}
+	ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, fmt.Errorf("no rusage on this platform")
+	}
+	return ru.Maxrss * 1024, nil
+}

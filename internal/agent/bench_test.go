@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// BenchmarkRun is one run of the fake q printing a line through the runner; BenchmarkExecDirect
+// is the same process run with a bare exec.Cmd, the floor the runner's overhead is measured from.
+func BenchmarkRun(b *testing.B) {
+	b.Setenv("FAKEQ_AS_Q", "1")
+	b.Setenv("FAKEQ_OUTPUT", "the answer\n")
+	l := Limits{Command: os.Args[0], MaxResponseSize: 2 << 20, StripANSI: true}
+	for b.Loop() {
+		if _, err := Run(context.Background(), l, Request{Prompt: "hello"}, func([]byte) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkExecDirect(b *testing.B) {
+	b.Setenv("FAKEQ_AS_Q", "1")
+	b.Setenv("FAKEQ_OUTPUT", "the answer\n")
+	for b.Loop() {
+		c := exec.Command(os.Args[0], "chat", "--no-interactive", "hello")
+		c.Stdout = io.Discard
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStrip strips a typical coloured reply.
+func BenchmarkStrip(b *testing.B) {
+	line := []byte("\x1b[38;5;141m> \x1b[0m\x1b[32mHere is the answer to your question, with some \x1b[1mbold\x1b[0m text.\x1b[0m\n")
+	var s stripper
+	var out []byte
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		out = s.Strip(out[:0], line)
+	}
+}
