@@ -1,0 +1,79 @@
+package questions
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// AskOptions configure one Ask: who asks, how long to wait, and what to report while waiting.
+type AskOptions struct {
+	Source string // "mcp" or "cli"
+	// CallID identifies the call; empty: a new UUID. Every call gets its own session regardless.
+	CallID string
+	// Timeout is questions.timeout; 0 waits until answered or cancelled.
+	Timeout time.Duration
+	// Retention is questions.retention: finished sessions older than this are removed, in the
+	// background, on every Ask. 0 skips the cleanup.
+	Retention time.Duration
+	// Created is called once the session exists (to tell the person how to answer it).
+	Created func(*Session)
+	// Progress is called every ProgressEvery while waiting.
+	Progress      func(elapsed time.Duration, sess *Session)
+	ProgressEvery time.Duration
+	// CancelReason is recorded on the session when ctx is cancelled.
+	CancelReason string
+	Logger       *slog.Logger
+}
+
+// Ask is the whole ask_user_questions flow, shared by the MCP tool and `qkit questions ask`: start a
+// background cleanup of expired sessions, create the session, wait for the person, and return the
+// result (answered or rejected). Timeouts and abandonment are *EndedError; the session id is in the
+// returned session even then.
+func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var cleanup sync.WaitGroup
+	if opts.Retention > 0 {
+		cleanup.Go(func() {
+			n, err := s.Cleanup(opts.Retention)
+			if err != nil {
+				log.Warn("cleanup of expired question sessions failed", "error", err)
+			}
+			if n > 0 {
+				log.Info("removed expired question sessions", "count", n)
+			}
+		})
+	}
+	// The cleanup never delays the question; it is only joined so no goroutine outlives the call.
+	defer cleanup.Wait()
+
+	sess, err := s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout})
+	if err != nil {
+		log.Warn("Session failed", "error", err)
+		return nil, nil, err
+	}
+	log.Info("question set pending", "sessionId", sess.ID, "callId", sess.Status.CallID, "questions", len(set.Questions))
+	if opts.Created != nil {
+		opts.Created(sess)
+	}
+	wopts := WaitOptions{Timeout: opts.Timeout, ProgressEvery: opts.ProgressEvery, CancelReason: opts.CancelReason}
+	if opts.Progress != nil {
+		wopts.Progress = func(d time.Duration) { opts.Progress(d, sess) }
+	}
+	done, err := s.Wait(ctx, sess.ID, wopts)
+	if err != nil {
+		log.Warn("Session failed", "sessionId", sess.ID, "callId", sess.Status.CallID, "error", err)
+		return nil, sess, err
+	}
+	res := ResultOf(done)
+	if done.Status.Status == Rejected {
+		log.Info("Session rejected by the user", "sessionId", sess.ID, "callId", res.CallID, "reason", res.RejectionReason)
+	} else {
+		log.Info("Session completed successfully", "sessionId", sess.ID, "callId", res.CallID)
+	}
+	return res, done, nil
+}

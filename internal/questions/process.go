@@ -1,0 +1,70 @@
+package questions
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Process identifies the process that owns a session (the one waiting for its answer) or claims it
+// (a `questions wait` terminal walking the person through it). Start guards against a reused PID.
+type Process struct {
+	PID   int    `json:"pid"`
+	Start string `json:"start,omitempty"`
+	Host  string `json:"host,omitempty"`
+}
+
+// Self describes the running process.
+func Self() Process {
+	pid := os.Getpid()
+	host, _ := os.Hostname()
+	return Process{PID: pid, Start: processStart(pid), Host: host}
+}
+
+// Gone reports whether the process has certainly exited. A process on another host, or one recorded
+// without a PID, is never reported gone: qkit cannot know.
+func (p Process) Gone() bool {
+	if p.PID <= 0 {
+		return false
+	}
+	if host, _ := os.Hostname(); p.Host != "" && host != "" && p.Host != host {
+		return false
+	}
+	if !processAlive(p.PID) {
+		return true
+	}
+	state, start := procStat(p.PID)
+	if state == "Z" || state == "X" {
+		return true // exited, not yet reaped
+	}
+	if p.Start != "" && start != "" && start != p.Start {
+		return true // the PID now belongs to another process
+	}
+	return false
+}
+
+// processStart returns the start time of pid in clock ticks since boot (Linux), or "" elsewhere.
+func processStart(pid int) string {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat reads the state and start time of pid from /proc (Linux); both are "" elsewhere.
+func procStat(pid int) (state, start string) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", ""
+	}
+	s := string(data)
+	// The command name (field 2) may hold spaces and parentheses; fields resume after the last ')'.
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", ""
+	}
+	fields := strings.Fields(s[i+1:])
+	// Field 3 (state) is the first after the command name, field 22 (starttime) the 20th.
+	if len(fields) < 20 {
+		return "", ""
+	}
+	return fields[0], fields[19]
+}

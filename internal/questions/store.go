@@ -1,0 +1,630 @@
+package questions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
+)
+
+// State is a session's status.
+type State string
+
+// The statuses of a session. Only pending and in-progress sessions can still be answered.
+const (
+	Pending    State = "pending"
+	InProgress State = "in-progress"
+	Completed  State = "completed"
+	Rejected   State = "rejected"
+	TimedOut   State = "timed_out"
+	Abandoned  State = "abandoned"
+)
+
+// Open reports whether the session can still be answered.
+func (s State) Open() bool { return s == Pending || s == InProgress }
+
+// Files of a session directory, and their permissions.
+const (
+	RequestFile = "request.json"
+	StatusFile  = "status.json"
+	AnswersFile = "answers.json"
+	dirPerm     = 0o700
+	filePerm    = 0o600
+)
+
+// Request is request.json: what was asked, by whom, and until when.
+type Request struct {
+	SessionID string     `json:"sessionId"`
+	CallID    string     `json:"callId"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Source    string     `json:"source"`
+	Owner     Process    `json:"owner"`
+	Questions []Question `json:"questions"`
+}
+
+// Status is status.json.
+type Status struct {
+	SessionID       string    `json:"sessionId"`
+	CallID          string    `json:"callId"`
+	Status          State     `json:"status"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+	TotalQuestions  int       `json:"totalQuestions"`
+	RejectionReason string    `json:"rejectionReason,omitempty"`
+	// Reason says why a session timed out or was abandoned.
+	Reason string `json:"reason,omitempty"`
+	// Claim is set while a `questions wait` terminal walks the person through the set.
+	Claim *Claim `json:"claim,omitempty"`
+}
+
+// Claim marks a session as being answered in one terminal, so a second terminal leaves it alone.
+type Claim struct {
+	Token string    `json:"token"`
+	By    Process   `json:"by"`
+	Since time.Time `json:"since"`
+}
+
+// Answers is answers.json.
+type Answers struct {
+	SessionID  string    `json:"sessionId"`
+	CallID     string    `json:"callId"`
+	AnsweredAt time.Time `json:"answeredAt"`
+	Answers    []Answer  `json:"answers"`
+}
+
+// Session is one session as read from disk. Request or Answers is nil when its file is absent or
+// malformed; Problem then says what is wrong.
+type Session struct {
+	ID      string
+	Request *Request
+	Status  Status
+	Answers *Answers
+	Problem string
+}
+
+// Set returns the session's question set (empty when request.json is unreadable).
+func (s *Session) Set() *QuestionSet {
+	if s.Request == nil {
+		return &QuestionSet{}
+	}
+	return &QuestionSet{Questions: s.Request.Questions}
+}
+
+// ShortID is the first 8 characters of the id, as shown in tables.
+func (s *Session) ShortID() string { return s.ID[:8] }
+
+// Errors of the store. Callers map them to exit codes with errors.Is / errors.As.
+var (
+	// ErrNotFound: no session has that id or prefix.
+	ErrNotFound = errors.New("no such question set")
+	// ErrClaimed: another terminal is walking the person through this session.
+	ErrClaimed = errors.New("is being answered in another terminal")
+)
+
+// InvalidIDError is a session id or prefix that is not (part of) a UUID; it never becomes a path.
+type InvalidIDError struct{ ID string }
+
+func (e *InvalidIDError) Error() string {
+	return fmt.Sprintf("invalid question set id %q: expected a UUID or a prefix of one (hex digits and dashes)", e.ID)
+}
+
+// AmbiguousError is a prefix that matches several sessions.
+type AmbiguousError struct {
+	Prefix string
+	IDs    []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("question set id %q is ambiguous: it matches %s; give more characters", e.Prefix, strings.Join(e.IDs, ", "))
+}
+
+// ClosedError says a session can no longer be answered, and why.
+type ClosedError struct {
+	ID     string
+	Status State
+	Reason string
+}
+
+func (e *ClosedError) Error() string {
+	msg := fmt.Sprintf("question set %s is no longer pending (%s)", e.ID, e.Status)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Store keeps sessions under one directory (<state>/questions). It is safe for concurrent use by
+// goroutines and processes: every change to a session happens under that session's lock.
+type Store struct {
+	dir    string
+	now    func() time.Time
+	poll   time.Duration
+	logger *slog.Logger
+
+	mu  sync.Mutex
+	hub *hub
+}
+
+// Options tune a Store; zero values take the defaults.
+type Options struct {
+	// Now is the clock.
+	Now func() time.Time
+	// Poll is the fallback poll interval while waiting. The default is 10s when file events work (a
+	// safety net for filesystems that drop them) and 1s when they cannot be had at all.
+	Poll time.Duration
+	// Logger receives warnings about malformed sessions; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewStore opens the store in dir, creating it 0700 when missing and tightening it when it is not.
+func NewStore(dir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("question sessions %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(dir, dirPerm)
+	}
+	s := &Store{dir: dir, now: opts.Now, poll: opts.Poll, logger: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Dir is the directory that holds the sessions.
+func (s *Store) Dir() string { return s.dir }
+
+// Close stops the file watcher, if one was started.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hub != nil {
+		s.hub.close()
+		s.hub = nil
+	}
+	return nil
+}
+
+// ValidID reports whether id is a session id: a UUID in canonical lower-case form.
+func ValidID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && len(id) == 36 && u.String() == id
+}
+
+func validPrefix(p string) bool {
+	if p == "" || len(p) > 36 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) path(id, file string) string { return filepath.Join(s.dir, id, file) }
+
+// CreateOptions describe a new session.
+type CreateOptions struct {
+	Source  string        // "mcp" or "cli"
+	CallID  string        // empty: a new UUID
+	Timeout time.Duration // 0: no expiry recorded
+}
+
+// Create writes a new pending session. The directory is built under a temporary name and renamed
+// into place, so no reader ever sees half a session.
+func (s *Store) Create(set *QuestionSet, opts CreateOptions) (*Session, error) {
+	id := uuid.NewString()
+	callID := opts.CallID
+	if callID == "" {
+		callID = uuid.NewString()
+	}
+	now := s.now().UTC()
+	req := &Request{SessionID: id, CallID: callID, CreatedAt: now, Source: opts.Source, Owner: Self(), Questions: set.Questions}
+	if opts.Timeout > 0 {
+		exp := now.Add(opts.Timeout)
+		req.ExpiresAt = &exp
+	}
+	st := Status{SessionID: id, CallID: callID, Status: Pending, CreatedAt: now, UpdatedAt: now, TotalQuestions: len(set.Questions)}
+	staging := filepath.Join(s.dir, ".new-"+id)
+	if err := os.Mkdir(staging, dirPerm); err != nil {
+		return nil, fmt.Errorf("create question set: %w", err)
+	}
+	for name, v := range map[string]any{RequestFile: req, StatusFile: st} {
+		if err := writeJSON(filepath.Join(staging, name), v); err != nil {
+			_ = os.RemoveAll(staging)
+			return nil, err
+		}
+	}
+	if err := os.Rename(staging, filepath.Join(s.dir, id)); err != nil {
+		_ = os.RemoveAll(staging)
+		return nil, fmt.Errorf("create question set %s: %w", id, err)
+	}
+	return &Session{ID: id, Request: req, Status: st}, nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return filestore.WriteAtomic(path, append(data, '\n'), filePerm, dirPerm)
+}
+
+// Resolve turns an id or unambiguous prefix into a full session id.
+func (s *Store) Resolve(prefix string) (string, error) {
+	p := strings.ToLower(strings.TrimSpace(prefix))
+	if !validPrefix(p) {
+		return "", &InvalidIDError{ID: prefix}
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, id := range ids {
+		if id == p {
+			return id, nil
+		}
+		if strings.HasPrefix(id, p) {
+			match = append(match, id)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", fmt.Errorf("question set %q: %w", prefix, ErrNotFound)
+	case 1:
+		return match[0], nil
+	}
+	return "", &AmbiguousError{Prefix: prefix, IDs: match}
+}
+
+// ids lists the session directories; anything not named by a UUID is ignored.
+func (s *Store) ids() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("question sessions %s: %w", s.dir, err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && ValidID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// read loads a session without changing it. A missing directory is ErrNotFound; malformed files are
+// reported in Problem.
+func (s *Store) read(id string) (*Session, error) {
+	if !ValidID(id) {
+		return nil, &InvalidIDError{ID: id}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, id)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
+		}
+		return nil, err
+	}
+	sess := &Session{ID: id}
+	var problems []string
+	var req Request
+	switch err := readJSON(s.path(id, RequestFile), &req); {
+	case err != nil:
+		problems = append(problems, err.Error())
+	default:
+		if _, verr := QuestionSetFrom(roundTrip(req.Questions)); verr != nil || req.SessionID != id {
+			if verr == nil {
+				verr = fmt.Errorf("sessionId %q does not match the directory", req.SessionID)
+			}
+			problems = append(problems, fmt.Sprintf("%s: %v", RequestFile, verr))
+		} else {
+			sess.Request = &req
+		}
+	}
+	if err := readJSON(s.path(id, StatusFile), &sess.Status); err != nil {
+		problems = append(problems, err.Error())
+		sess.Status = Status{Status: Pending}
+	} else if !knownState(sess.Status.Status) {
+		problems = append(problems, fmt.Sprintf("%s: unknown status %q", StatusFile, sess.Status.Status))
+		sess.Status.Status = Pending
+	}
+	sess.Status.SessionID = id
+	if sess.Request != nil {
+		sess.Status.CallID = sess.Request.CallID
+		sess.Status.TotalQuestions = len(sess.Request.Questions)
+		if sess.Status.CreatedAt.IsZero() {
+			sess.Status.CreatedAt = sess.Request.CreatedAt
+		}
+	}
+	var ans Answers
+	switch err := readJSON(s.path(id, AnswersFile), &ans); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		problems = append(problems, err.Error())
+	default:
+		sess.Answers = &ans
+	}
+	sess.Problem = strings.Join(problems, "; ")
+	return sess, nil
+}
+
+func knownState(s State) bool {
+	switch s {
+	case Pending, InProgress, Completed, Rejected, TimedOut, Abandoned:
+		return true
+	}
+	return false
+}
+
+func roundTrip(qs []Question) any {
+	data, _ := json.Marshal(map[string]any{"questions": qs})
+	var v any
+	_ = json.Unmarshal(data, &v)
+	return v
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s is missing: %w", filepath.Base(path), err)
+		}
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s is malformed: %v", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// transition runs fn on the session under its lock and writes what fn changed. fn returns whether to
+// write status.json (and answers.json when answers is non-nil).
+func (s *Store) transition(id string, fn func(sess *Session) (answers *Answers, write bool, err error)) (*Session, error) {
+	if !ValidID(id) {
+		return nil, &InvalidIDError{ID: id}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, id)); err != nil {
+		return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
+	}
+	lock, err := filestore.LockFor(s.path(id, StatusFile), dirPerm)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	sess, err := s.read(id)
+	if err != nil {
+		return nil, err
+	}
+	answers, write, err := fn(sess)
+	if err != nil || !write {
+		return sess, err
+	}
+	sess.Status.UpdatedAt = s.now().UTC()
+	if answers != nil {
+		if err := writeJSON(s.path(id, AnswersFile), answers); err != nil {
+			return nil, err
+		}
+		sess.Answers = answers
+	}
+	if err := writeJSON(s.path(id, StatusFile), sess.Status); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// openCheck refuses a change to a session that is closed or claimed by another live terminal.
+func openCheck(sess *Session, claim string) error {
+	if !sess.Status.Status.Open() {
+		return &ClosedError{ID: sess.ID, Status: sess.Status.Status, Reason: sess.Status.Reason}
+	}
+	if sess.Request == nil {
+		return &ClosedError{ID: sess.ID, Status: Abandoned, Reason: sess.Problem}
+	}
+	if c := sess.Status.Claim; c != nil && claim != "" && c.Token != claim && !c.By.Gone() {
+		return fmt.Errorf("question set %s %w (pid %d)", sess.ID, ErrClaimed, c.By.PID)
+	}
+	return nil
+}
+
+// Answer records the person's answers and completes the session. claim is the token from Claim when
+// the answers come from a terminal that claimed the session, else empty. Exactly one of Answer,
+// Reject, a timeout or an abandonment wins; the others get a ClosedError.
+func (s *Store) Answer(id string, answers []Answer, claim string) (*Session, error) {
+	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if err := openCheck(sess, claim); err != nil {
+			return nil, false, err
+		}
+		checked, err := CheckAnswers(sess.Set(), answers)
+		if err != nil {
+			return nil, false, err
+		}
+		sess.Status.Status, sess.Status.Claim = Completed, nil
+		return &Answers{SessionID: sess.ID, CallID: sess.Status.CallID, AnsweredAt: s.now().UTC(), Answers: checked}, true, nil
+	})
+}
+
+// Reject closes the session as rejected by the person, with an optional reason.
+func (s *Store) Reject(id, reason, claim string) (*Session, error) {
+	reason = strings.TrimSpace(reason)
+	if len([]rune(reason)) > MaxReasonLen {
+		return nil, fmt.Errorf("the reason is too long: at most %d characters", MaxReasonLen)
+	}
+	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if err := openCheck(sess, claim); err != nil {
+			return nil, false, err
+		}
+		sess.Status.Status, sess.Status.Claim, sess.Status.RejectionReason = Rejected, nil, reason
+		return nil, true, nil
+	})
+}
+
+// Claim marks a pending session as in progress in this terminal and returns the claim's token.
+func (s *Store) Claim(id string) (string, *Session, error) {
+	token := uuid.NewString()
+	sess, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if err := openCheck(sess, token); err != nil {
+			return nil, false, err
+		}
+		sess.Status.Status = InProgress
+		sess.Status.Claim = &Claim{Token: token, By: Self(), Since: s.now().UTC()}
+		return nil, true, nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return token, sess, nil
+}
+
+// Release hands a claimed session back (pending) when the terminal stops without answering.
+func (s *Store) Release(id, token string) error {
+	_, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if sess.Status.Status != InProgress || sess.Status.Claim == nil || sess.Status.Claim.Token != token {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim = Pending, nil
+		return nil, true, nil
+	})
+	return err
+}
+
+// Abandon closes an open session as abandoned with a reason. A closed session is left as it is.
+func (s *Store) Abandon(id, reason string) (*Session, error) {
+	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if !sess.Status.Status.Open() {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, reason
+		return nil, true, nil
+	})
+}
+
+// expire closes an open session as timed out. A session answered meanwhile keeps its answer.
+func (s *Store) expire(id string, after time.Duration) (*Session, error) {
+	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if ans, write, done := adopt(sess, s.now); done {
+			return ans, write, nil
+		}
+		if !sess.Status.Status.Open() {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim = TimedOut, nil
+		sess.Status.Reason = fmt.Sprintf("no answer within %s", after)
+		return nil, true, nil
+	})
+}
+
+// adopt settles an open session whose files say more than its status: malformed files abandon it,
+// and an answers.json written by another tool (without going through Answer) completes it when the
+// answers are valid. done reports that the session was settled.
+func adopt(sess *Session, now func() time.Time) (answers *Answers, write, done bool) {
+	if !sess.Status.Status.Open() {
+		return nil, false, false
+	}
+	if sess.Problem != "" {
+		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, sess.Problem
+		return nil, true, true
+	}
+	if sess.Answers == nil {
+		return nil, false, false
+	}
+	checked, err := CheckAnswers(sess.Set(), sess.Answers.Answers)
+	if err != nil {
+		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, "answers.json is invalid: "+err.Error()
+		return nil, true, true
+	}
+	ans := *sess.Answers
+	ans.Answers, ans.SessionID, ans.CallID = checked, sess.ID, sess.Status.CallID
+	if ans.AnsweredAt.IsZero() {
+		ans.AnsweredAt = now().UTC()
+	}
+	sess.Status.Status, sess.Status.Claim = Completed, nil
+	return &ans, true, true
+}
+
+// reconcile settles what reading alone reveals: malformed files and answers written by other tools,
+// owners that have exited (abandoned, never deleted unseen) and claims whose terminal has gone.
+func (s *Store) reconcile(sess *Session) (*Session, error) {
+	needs := sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil ||
+		sess.Request != nil && sess.Request.Owner.Gone() ||
+		sess.Status.Claim != nil && sess.Status.Claim.By.Gone())
+	if !needs {
+		return sess, nil
+	}
+	return s.transition(sess.ID, func(cur *Session) (*Answers, bool, error) {
+		if ans, write, done := adopt(cur, s.now); done {
+			if cur.Status.Status == Abandoned {
+				s.logger.Warn("question set abandoned: malformed files", "sessionId", cur.ID, "problem", cur.Status.Reason)
+			}
+			return ans, write, nil
+		}
+		if !cur.Status.Status.Open() {
+			return nil, false, nil
+		}
+		if cur.Request != nil && cur.Request.Owner.Gone() {
+			cur.Status.Status, cur.Status.Claim = Abandoned, nil
+			cur.Status.Reason = fmt.Sprintf("the process that asked (pid %d) has exited", cur.Request.Owner.PID)
+			return nil, true, nil
+		}
+		if c := cur.Status.Claim; c != nil && c.By.Gone() {
+			cur.Status.Status, cur.Status.Claim = Pending, nil
+			return nil, true, nil
+		}
+		return nil, false, nil
+	})
+}
+
+// Get loads one session by full id, settling it first (see reconcile).
+func (s *Store) Get(id string) (*Session, error) {
+	sess, err := s.read(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.reconcile(sess)
+}
+
+// List returns every session, oldest first, each settled (see reconcile).
+func (s *Store) List() ([]*Session, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Session, 0, len(ids))
+	for _, id := range ids {
+		sess, err := s.Get(id)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sess)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Status.CreatedAt, out[j].Status.CreatedAt
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}

@@ -1,0 +1,326 @@
+package questions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// hub shares one fsnotify watcher among every wait of a Store: a server waiting on a hundred
+// sessions holds one inotify instance (the default per-user limit is 128), not a hundred.
+type hub struct {
+	w    *fsnotify.Watcher // nil when file events are unavailable
+	mu   sync.Mutex
+	subs map[string]map[*sub]struct{} // watched directory -> subscribers
+	done chan struct{}
+}
+
+type sub struct {
+	dir string
+	c   chan struct{}
+}
+
+func newHub() *hub {
+	h := &hub{subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		close(h.done)
+		return h
+	}
+	h.w = w
+	go h.run()
+	return h
+}
+
+func (h *hub) run() {
+	defer close(h.done)
+	for {
+		select {
+		case ev, ok := <-h.w.Events:
+			if !ok {
+				return
+			}
+			h.notify(filepath.Dir(ev.Name))
+			h.notify(ev.Name) // the watched directory itself was removed or renamed
+		case _, ok := <-h.w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow loses events: wake everyone to re-check.
+			h.notifyAll()
+		}
+	}
+}
+
+func (h *hub) notify(dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[dir] {
+		select {
+		case s.c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *hub) notifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.subs {
+		for s := range m {
+			select {
+			case s.c <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// subscribe wakes the returned sub on every change inside dir. watching is false when no events can
+// be had for dir; the caller then relies on polling.
+func (h *hub) subscribe(dir string) (s *sub, watching bool) {
+	s = &sub{dir: dir, c: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.subs[dir]
+	if m == nil {
+		if h.w == nil || h.w.Add(dir) != nil {
+			m = map[*sub]struct{}{}
+			h.subs[dir] = m
+			m[s] = struct{}{}
+			return s, false
+		}
+		m = map[*sub]struct{}{}
+		h.subs[dir] = m
+	}
+	m[s] = struct{}{}
+	return s, h.w != nil && watched(h.w, dir)
+}
+
+func watched(w *fsnotify.Watcher, dir string) bool {
+	for _, d := range w.WatchList() {
+		if d == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *hub) unsubscribe(s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.subs[s.dir]
+	delete(m, s)
+	if len(m) == 0 {
+		delete(h.subs, s.dir)
+		if h.w != nil {
+			_ = h.w.Remove(s.dir)
+		}
+	}
+}
+
+func (h *hub) close() {
+	if h.w != nil {
+		_ = h.w.Close()
+	}
+	<-h.done
+}
+
+func (s *Store) watch(dir string) (*sub, time.Duration) {
+	s.mu.Lock()
+	if s.hub == nil {
+		s.hub = newHub()
+	}
+	h := s.hub
+	s.mu.Unlock()
+	sb, watching := h.subscribe(dir)
+	poll := s.poll
+	if poll <= 0 {
+		poll = 10 * time.Second
+		if !watching {
+			poll = time.Second
+		}
+	}
+	return sb, poll
+}
+
+func (s *Store) unwatch(sb *sub) {
+	s.mu.Lock()
+	h := s.hub
+	s.mu.Unlock()
+	if h != nil {
+		h.unsubscribe(sb)
+	}
+}
+
+// EndedError is how a wait ends without an answer: the session timed out or was abandoned.
+type EndedError struct {
+	ID     string
+	Status State
+	Reason string
+}
+
+func (e *EndedError) Error() string {
+	switch e.Status {
+	case TimedOut:
+		return fmt.Sprintf("question set %s timed out waiting for the user's answer (%s)", e.ID, e.Reason)
+	default:
+		return fmt.Sprintf("question set %s was %s: %s", e.ID, e.Status, e.Reason)
+	}
+}
+
+// ErrTimedOut matches an EndedError for a timed-out session (errors.Is).
+var ErrTimedOut = errors.New("timed out")
+
+// Is makes errors.Is(err, ErrTimedOut) true for timeouts.
+func (e *EndedError) Is(target error) bool { return target == ErrTimedOut && e.Status == TimedOut }
+
+// WaitOptions tune Wait.
+type WaitOptions struct {
+	// Timeout ends the wait and marks the session timed_out; 0 waits until answered or cancelled.
+	Timeout time.Duration
+	// Progress, when set, is called every ProgressEvery (default 10s) while waiting.
+	Progress      func(elapsed time.Duration)
+	ProgressEvery time.Duration
+	// CancelReason is recorded when ctx is cancelled (default: "the caller cancelled the wait").
+	CancelReason string
+}
+
+// Wait blocks until the session is answered or rejected and returns it. It is woken by file events,
+// with a slow poll as a safety net. On timeout the session becomes timed_out and the error is an
+// *EndedError; when ctx is cancelled (the caller went away) the session becomes abandoned and the
+// error is ctx's.
+func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
+	sb, poll := s.watch(filepath.Join(s.dir, id))
+	defer s.unwatch(sb)
+	pollT := time.NewTicker(poll)
+	defer pollT.Stop()
+	var deadline <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var progress <-chan time.Time
+	if opts.Progress != nil {
+		every := opts.ProgressEvery
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		progress = t.C
+	}
+	start := time.Now()
+	for {
+		sess, done, err := s.settled(id)
+		if done || err != nil {
+			return sess, err
+		}
+		select {
+		case <-ctx.Done():
+			reason := opts.CancelReason
+			if reason == "" {
+				reason = "the caller cancelled the wait"
+			}
+			if _, err := s.Abandon(id, reason); err != nil {
+				s.logger.Warn("could not mark question set abandoned", "sessionId", id, "error", err)
+			}
+			return nil, ctx.Err()
+		case <-deadline:
+			if _, err := s.expire(id, opts.Timeout); err != nil {
+				return nil, err
+			}
+			// Fall through to settled: an answer that won the race is still returned.
+		case <-sb.c:
+		case <-pollT.C:
+		case <-progress:
+			opts.Progress(time.Since(start))
+		}
+	}
+}
+
+// settled reads the session and reports whether the wait is over: answered (returned), rejected
+// (returned) or ended without an answer (EndedError).
+func (s *Store) settled(id string) (*Session, bool, error) {
+	sess, err := s.Get(id)
+	if err != nil {
+		return nil, true, err
+	}
+	switch sess.Status.Status {
+	case Completed:
+		if sess.Answers == nil || sess.Request == nil {
+			reason := "answers.json is missing or malformed"
+			if sess.Problem != "" {
+				reason = sess.Problem
+			}
+			if _, err := s.corrupt(id, reason); err != nil {
+				return nil, true, err
+			}
+			return nil, true, &EndedError{ID: id, Status: Abandoned, Reason: reason}
+		}
+		return sess, true, nil
+	case Rejected:
+		return sess, true, nil
+	case TimedOut, Abandoned:
+		return nil, true, &EndedError{ID: id, Status: sess.Status.Status, Reason: sess.Status.Reason}
+	}
+	return sess, false, nil
+}
+
+// corrupt marks a completed session whose answers cannot be read as abandoned.
+func (s *Store) corrupt(id, reason string) (*Session, error) {
+	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		if sess.Status.Status != Completed || sess.Answers != nil && sess.Request != nil {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Reason = Abandoned, reason
+		s.logger.Warn("question set abandoned: malformed files", "sessionId", id, "problem", reason)
+		return nil, true, nil
+	})
+}
+
+// WaitPendingOptions tune WaitPending.
+type WaitPendingOptions struct {
+	// Timeout ends the wait with context.DeadlineExceeded; 0 waits until cancelled.
+	Timeout time.Duration
+	// Skip leaves out sessions the caller has already seen.
+	Skip func(id string) bool
+}
+
+// WaitPending blocks until an open, unclaimed session exists and returns the oldest one.
+func (s *Store) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	sb, poll := s.watch(s.dir)
+	defer s.unwatch(sb)
+	// Claims that lapse are only seen by reading, so poll a little faster than a session wait does.
+	poll = min(poll, 2*time.Second)
+	pollT := time.NewTicker(poll)
+	defer pollT.Stop()
+	for {
+		all, err := s.List()
+		if err != nil {
+			return nil, err
+		}
+		for _, sess := range all {
+			if sess.Status.Status == Pending && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+				return sess, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-sb.c:
+		case <-pollT.C:
+		}
+	}
+}
