@@ -213,6 +213,7 @@ func subcommands(a *app.App) []*cobra.Command {
 		newSettingsCmd(a),
 		newMCPCmd(a),
 		newAskCmd(a),
+		newQuestionsCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),
 	}

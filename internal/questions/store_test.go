@@ -390,7 +390,7 @@ func TestAskFlow(t *testing.T) {
 	var progress int
 	res, sess, err := s.Ask(context.Background(), mustSet(t, langSet), AskOptions{
 		Source: "test", CallID: "call-1", Timeout: time.Minute, Retention: time.Hour,
-		Created: func(s *Session) { created <- s },
+		Created:  func(s *Session) { created <- s },
 		Progress: func(time.Duration, *Session) { progress++ }, ProgressEvery: time.Hour,
 	})
 	if err != nil {

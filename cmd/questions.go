@@ -1,0 +1,252 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+func newQuestionsCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "questions <command>",
+		Short: "Answer the questions an assistant asks through ask_user_questions",
+		Long: `The human's side of the ask_user_questions MCP tool. When an assistant asks, a question set
+waits in qkit's state folder until someone answers or rejects it: in a terminal with
+'qkit questions wait', or from a script with 'qkit questions answer'. 'qkit questions ask' poses a
+set from a script, the same way the tool does.
+
+Question sets are named by their id (a UUID); any unambiguous prefix works, as in git. Where the id
+is optional, the only pending set is meant.`,
+		Example: `  # Answer questions in this terminal as they arrive
+  qkit questions wait
+
+  # Script: take the next pending set and answer it
+  id=$(qkit questions wait --json | jq -r .id)
+  qkit questions answer "$id" --answer 1=Go --answer 2=Lint,Docs
+
+  # Ask from a script and read the answers
+  qkit questions ask --file questions.json --json`,
+		GroupID: groupCore,
+	}
+	c.AddCommand(newQuestionsListCmd(a), newQuestionsShowCmd(a), newQuestionsWaitCmd(a),
+		newQuestionsAnswerCmd(a), newQuestionsRejectCmd(a), newQuestionsAskCmd(a))
+	return c
+}
+
+// openQuestions opens the session store under the state folder.
+func openQuestions(a *app.App) (*questions.Store, error) {
+	return questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{Now: a.Now, Logger: a.Logger})
+}
+
+// questionsErr maps the core's errors to exit codes.
+func questionsErr(err error) error {
+	var (
+		ve    *questions.ValidationError
+		inv   *questions.InvalidIDError
+		amb   *questions.AmbiguousError
+		clo   *questions.ClosedError
+		ended *questions.EndedError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ve), errors.As(err, &inv), errors.As(err, &amb):
+		return output.WithCode(output.ExitUsage, err)
+	case errors.Is(err, questions.ErrNotFound), errors.As(err, &clo), errors.Is(err, questions.ErrClaimed):
+		return output.WithCode(output.ExitNotFound, err)
+	case errors.As(err, &ended) && ended.Status == questions.TimedOut:
+		return output.WithCode(output.ExitTimeout, err)
+	}
+	return err
+}
+
+// resolveSession turns the optional ID argument into a session. Without one, the only open session
+// is meant; several are an error that lists them.
+func resolveSession(st *questions.Store, args []string) (*questions.Session, error) {
+	if len(args) == 1 {
+		id, err := st.Resolve(args[0])
+		if err != nil {
+			return nil, questionsErr(err)
+		}
+		s, err := st.Get(id)
+		return s, questionsErr(err)
+	}
+	all, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	var open []*questions.Session
+	for _, s := range all {
+		if s.Status.Status.Open() {
+			open = append(open, s)
+		}
+	}
+	switch len(open) {
+	case 0:
+		return nil, output.NotFoundf("no question set is pending")
+	case 1:
+		return open[0], nil
+	}
+	ids := make([]string, len(open))
+	for i, s := range open {
+		ids[i] = s.ShortID()
+	}
+	return nil, output.UsageErrorf("%d question sets are pending (%s): give an ID", len(open), strings.Join(ids, ", "))
+}
+
+// completeSessions completes session ids: open ones only, or all of them.
+func completeSessions(a *app.App, all bool) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		if a.Config == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		st, err := openQuestions(a)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer st.Close()
+		sessions, _ := st.List()
+		var out []string
+		for _, s := range sessions {
+			if all || s.Status.Status.Open() {
+				out = append(out, s.ID+"\t"+string(s.Status.Status)+": "+firstHeader(s))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func firstHeader(s *questions.Session) string {
+	if qs := s.Set().Questions; len(qs) > 0 {
+		return qs[0].Header
+	}
+	return ""
+}
+
+// sessionJSON is one question set in --json output.
+type sessionJSON struct {
+	ID              string                       `json:"id"`
+	ShortID         string                       `json:"shortId"`
+	CallID          string                       `json:"callId"`
+	Status          questions.State              `json:"status"`
+	Source          string                       `json:"source,omitempty"`
+	CreatedAt       time.Time                    `json:"createdAt"`
+	UpdatedAt       time.Time                    `json:"updatedAt"`
+	ExpiresAt       *time.Time                   `json:"expiresAt,omitempty"`
+	AgeSeconds      int64                        `json:"ageSeconds"`
+	QuestionCount   int                          `json:"questionCount"`
+	Header          string                       `json:"header"`
+	Questions       []questions.Question         `json:"questions,omitempty"`
+	Answers         []questions.AnsweredQuestion `json:"answers,omitempty"`
+	RejectionReason string                       `json:"rejectionReason,omitempty"`
+	Reason          string                       `json:"reason,omitempty"`
+}
+
+func toSessionJSON(a *app.App, s *questions.Session, full bool) sessionJSON {
+	j := sessionJSON{
+		ID: s.ID, ShortID: s.ShortID(), CallID: s.Status.CallID, Status: s.Status.Status,
+		CreatedAt: s.Status.CreatedAt, UpdatedAt: s.Status.UpdatedAt,
+		AgeSeconds: int64(a.Now().Sub(s.Status.CreatedAt).Seconds()), QuestionCount: len(s.Set().Questions),
+		Header: firstHeader(s), RejectionReason: s.Status.RejectionReason, Reason: s.Status.Reason,
+	}
+	if s.Request != nil {
+		j.Source, j.ExpiresAt = s.Request.Source, s.Request.ExpiresAt
+	}
+	if full {
+		j.Questions = s.Set().Questions
+		if s.Status.Status == questions.Completed && s.Answers != nil {
+			j.Answers = questions.ResultOf(s).Answers
+		}
+	}
+	return j
+}
+
+// age prints a duration the short way tables do: 45s, 12m, 3h, 2d.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// printSession writes one session in full, for people.
+func printSession(w io.Writer, a *app.App, s *questions.Session) {
+	fmt.Fprintf(w, "Question set %s\n", s.ID)
+	fmt.Fprintf(w, "Status:  %s", s.Status.Status)
+	if s.Status.Reason != "" {
+		fmt.Fprintf(w, " (%s)", s.Status.Reason)
+	}
+	fmt.Fprintln(w)
+	from := "unknown"
+	if s.Request != nil {
+		from = s.Request.Source
+	}
+	fmt.Fprintf(w, "Asked:   %s ago by %s (call %s)\n", age(a.Now().Sub(s.Status.CreatedAt)), from, s.Status.CallID)
+	if s.Status.Status == questions.Rejected {
+		reason := s.Status.RejectionReason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		fmt.Fprintf(w, "Rejected: %s\n", reason)
+	}
+	var res *questions.Result
+	if s.Status.Status == questions.Completed && s.Answers != nil {
+		res = questions.ResultOf(s)
+	}
+	for i, q := range s.Set().Questions {
+		kind := "single choice"
+		if q.MultiSelect {
+			kind = "multiple choice"
+		}
+		fmt.Fprintf(w, "\n%d. [%s] %s (%s)\n", i+1, q.Header, q.Question, kind)
+		for _, o := range q.Options {
+			line := "   - " + o.Label
+			if o.Description != "" {
+				line += " — " + o.Description
+			}
+			fmt.Fprintln(w, line)
+		}
+		if res != nil {
+			aq := res.Answers[i]
+			for _, l := range aq.Selected {
+				fmt.Fprintf(w, "   → %s\n", l)
+			}
+			if aq.Other != "" {
+				fmt.Fprintf(w, "   → Other: %q\n", aq.Other)
+			}
+			if len(aq.Selected) == 0 && aq.Other == "" {
+				fmt.Fprintln(w, "   → (no selection)")
+			}
+		}
+	}
+}
+
+// readInput reads a file argument, with "-" meaning stdin.
+func readInput(a *app.App, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(a.IO.In)
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, output.WithCode(output.ExitUsage, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,254 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/prompt"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+func newQuestionsListCmd(a *app.App) *cobra.Command {
+	var all, asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List pending question sets",
+		Long: `List the question sets waiting for an answer, oldest first: short id, age, status, number of
+questions and the first question's header. --all adds answered, rejected, timed-out and abandoned
+sets (kept for questions.retention).
+
+A pending set whose asking process has exited is marked abandoned here, never silently deleted.`,
+		Example: `  qkit questions list
+  qkit questions list --all
+  qkit questions list --json | jq -r '.[0].id'`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			st, err := openQuestions(a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			sessions, err := st.List()
+			if err != nil {
+				return err
+			}
+			rows := [][]string{}
+			out := []sessionJSON{}
+			for _, s := range sessions {
+				if !all && !s.Status.Status.Open() {
+					continue
+				}
+				out = append(out, toSessionJSON(a, s, false))
+				rows = append(rows, []string{s.ShortID(), age(a.Now().Sub(s.Status.CreatedAt)), string(s.Status.Status),
+					fmt.Sprint(len(s.Set().Questions)), firstHeader(s)})
+			}
+			if asJSON {
+				return output.JSON(a.IO.Out, out)
+			}
+			if len(rows) == 0 && a.IO.StdoutTTY {
+				fmt.Fprintln(a.IO.ErrOut, "No question set is pending.")
+				return nil
+			}
+			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "include answered, rejected, timed-out and abandoned sets")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds, questionCount, header, rejectionReason, reason}]")
+	return exposeRead(c)
+}
+
+func newQuestionsShowCmd(a *app.App) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show [ID]",
+		Short: "Show one question set in full, with its answers",
+		Long: `Show a question set: status, who asked and when, every question with its options, and the
+answers or the rejection reason once there are any. ID may be any unambiguous prefix; without it,
+the only pending set is shown.`,
+		Example: `  qkit questions show 1a2b3c4d
+  qkit questions show --json | jq '.questions[].header'`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeSessions(a, true),
+		RunE: func(_ *cobra.Command, args []string) error {
+			st, err := openQuestions(a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := resolveSession(st, args)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+			}
+			printSession(a.IO.Out, a, s)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: the list fields plus questions and answers [{questionIndex, header, question, selected, other}]")
+	return exposeRead(c)
+}
+
+type answerOptions struct {
+	answers, others []string
+	file            string
+	asJSON          bool
+}
+
+func newQuestionsAnswerCmd(a *app.App) *cobra.Command {
+	opts := &answerOptions{}
+	c := &cobra.Command{
+		Use:   "answer [ID] [--answer N=LABEL[,LABEL...]]... [--other N=TEXT]... [--answers-file F|-]",
+		Short: "Answer a pending question set",
+		Long: `Answer a pending question set from a script, or interactively on a terminal when no answers are
+given. N is the question's number (from 1) or its header. Labels are matched exactly, then ignoring
+case; a label that holds a comma may be given whole, or with the comma written \,. A
+multiple-choice question takes several labels, comma-separated, or none (N=). --other gives free
+text instead of (or, for multiple choice, as well as) a label.
+
+--answers-file reads {"answers":[{"questionIndex":0,"selected":["Go"],"other":"..."}]} (questionIndex
+from 0, as in the JSON of show and wait).
+
+An unknown label lists the valid ones; several labels on a single-choice question, a question out of
+range or a missing answer exit 2; a set that is no longer pending exits 4.`,
+		Example: `  qkit questions answer 1a2b --answer 1=Go --answer Extras=Lint,Docs
+  qkit questions answer 1a2b --answer 1=Go --other 2="nightly CI only"
+  echo '{"answers":[{"questionIndex":0,"selected":["Go"]}]}' | qkit questions answer 1a2b --answers-file -
+  qkit questions answer            # the only pending set, interactively`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeSessions(a, false),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runQuestionsAnswer(a, opts, args)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&opts.answers, "answer", nil, "answer question N with labels, as `N=LABEL[,LABEL...]` (repeatable)")
+	f.StringArrayVar(&opts.others, "other", nil, "give free text for question N, as `N=TEXT` (repeatable)")
+	f.StringVar(&opts.file, "answers-file", "", "read the answers as JSON from `FILE` (- for stdin)")
+	f.BoolVar(&opts.asJSON, "json", false, "print the answered set as JSON (as show --json)")
+	c.MarkFlagsMutuallyExclusive("answers-file", "answer")
+	c.MarkFlagsMutuallyExclusive("answers-file", "other")
+	return c
+}
+
+func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := resolveSession(st, args)
+	if err != nil {
+		return err
+	}
+	if !s.Status.Status.Open() {
+		return questionsErr(&questions.ClosedError{ID: s.ID, Status: s.Status.Status, Reason: s.Status.Reason})
+	}
+	var answers []questions.Answer
+	switch {
+	case opts.file != "":
+		data, err := readInput(a, opts.file)
+		if err != nil {
+			return err
+		}
+		if answers, err = questions.ParseAnswersFile(data); err != nil {
+			return output.WithCode(output.ExitUsage, err)
+		}
+	case len(opts.answers) > 0 || len(opts.others) > 0:
+		if answers, err = questions.AnswersFromSpecs(s.Set(), opts.answers, opts.others); err != nil {
+			return output.WithCode(output.ExitUsage, err)
+		}
+	default:
+		p, err := a.Prompt("--answer")
+		if err != nil {
+			return err
+		}
+		return answerInteractively(a, st, p, s, opts.asJSON)
+	}
+	done, err := st.Answer(s.ID, answers, "")
+	if err != nil {
+		return questionsErr(err)
+	}
+	return reportDone(a, done, opts.asJSON)
+}
+
+func reportDone(a *app.App, s *questions.Session, asJSON bool) error {
+	if asJSON {
+		return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+	}
+	if a.IO.StderrTTY {
+		verb := "Answers sent"
+		if s.Status.Status == questions.Rejected {
+			verb = "Rejected"
+		}
+		fmt.Fprintf(a.IO.ErrOut, "✓ %s: question set %s\n", verb, s.ShortID())
+	}
+	return nil
+}
+
+// answerInteractively claims the session, walks the person through it and submits their decision.
+// Ctrl-C hands the session back as pending.
+func answerInteractively(a *app.App, st *questions.Store, p prompt.Prompter, s *questions.Session, asJSON bool) error {
+	token, s, err := st.Claim(s.ID)
+	if err != nil {
+		return questionsErr(err)
+	}
+	d, err := questions.Walk(p, a.IO.Out, s)
+	if err != nil {
+		_ = st.Release(s.ID, token)
+		if errors.Is(err, prompt.ErrInterrupted) {
+			return output.WithCode(output.ExitInterrupted, fmt.Errorf("question set %s left pending", s.ShortID()))
+		}
+		return err
+	}
+	var done *questions.Session
+	if d.Rejected {
+		done, err = st.Reject(s.ID, d.Reason, token)
+	} else {
+		done, err = st.Answer(s.ID, d.Answers, token)
+	}
+	if err != nil {
+		_ = st.Release(s.ID, token)
+		return questionsErr(err)
+	}
+	return reportDone(a, done, asJSON)
+}
+
+func newQuestionsRejectCmd(a *app.App) *cobra.Command {
+	var reason string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "reject [ID] [--reason TEXT]",
+		Short: "Reject a pending question set",
+		Long: `Reject a pending question set. The assistant is told the user rejected it, with the reason when
+one is given. A set that is no longer pending exits 4.`,
+		Example: `  qkit questions reject 1a2b
+  qkit questions reject 1a2b --reason "Ask me after the release"`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeSessions(a, false),
+		RunE: func(_ *cobra.Command, args []string) error {
+			st, err := openQuestions(a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := resolveSession(st, args)
+			if err != nil {
+				return err
+			}
+			done, err := st.Reject(s.ID, reason, "")
+			if err != nil {
+				return questionsErr(err)
+			}
+			return reportDone(a, done, asJSON)
+		},
+	}
+	c.Flags().StringVar(&reason, "reason", "", "tell the assistant why, as `TEXT`")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the rejected set as JSON (as show --json)")
+	return c
+}

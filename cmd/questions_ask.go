@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+func newQuestionsAskCmd(a *app.App) *cobra.Command {
+	var file, timeout string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "ask [--file F|-] [--timeout D]",
+		Short: "Pose a question set from a script and wait for the answers",
+		Long: `Pose a question set, exactly as the ask_user_questions tool does, and block until someone answers
+it (qkit questions wait, or qkit questions answer). The set is JSON:
+
+  {"questions":[{"question":"Which language should we use?","header":"Language",
+    "options":[{"label":"Go","description":"static binary"},{"label":"TypeScript"}],
+    "multiSelect":false}]}
+
+1 to 4 questions, each with 2 to 4 options; free text ("Other") is always allowed. It is read from
+--file, or from stdin when stdin is not a terminal.
+
+Prints the answers as the assistant would get them, or with --json as {sessionId, callId, status,
+answers:[{questionIndex, header, question, selected, other}], rejectionReason}. Exits 3 when the set is
+rejected (the rejection is printed too) and 124 when --timeout (default: questions.timeout) passes.`,
+		Example: `  qkit questions ask --file questions.json
+  qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			limit := a.Config.Duration("questions.timeout")
+			if timeout != "" {
+				d, err := config.ParseDuration(timeout)
+				if err != nil {
+					return output.UsageErrorf("invalid --timeout %q: %v", timeout, err)
+				}
+				limit = d
+			}
+			if file == "" {
+				if a.IO.StdinTTY {
+					return output.UsageErrorf("no question set: pass --file F, or pipe the JSON on stdin (--file -)")
+				}
+				file = "-"
+			}
+			data, err := readInput(a, file)
+			if err != nil {
+				return err
+			}
+			set, err := questions.ParseQuestionSet(data)
+			if err != nil {
+				return output.WithCode(output.ExitUsage, err)
+			}
+			st, err := openQuestions(a)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, _, err := st.Ask(c.Context(), set, questions.AskOptions{
+				Source: "cli", Timeout: limit, Retention: a.Config.Duration("questions.retention"),
+				Logger: a.Logger, CancelReason: "qkit questions ask was interrupted",
+				Created: func(s *questions.Session) {
+					if a.IO.StderrTTY {
+						fmt.Fprintf(a.IO.ErrOut, "Waiting for an answer to question set %s (qkit questions wait, or qkit questions answer %s)…\n", s.ShortID(), s.ShortID())
+					}
+				},
+			})
+			if err != nil {
+				return questionsErr(err)
+			}
+			if asJSON {
+				err = output.JSON(a.IO.Out, res)
+			} else {
+				_, err = fmt.Fprintln(a.IO.Out, res.Text())
+			}
+			if err != nil {
+				return err
+			}
+			if res.Status == questions.Rejected {
+				return output.Errorf(output.ExitRejected, "question set %s was rejected", res.SessionID)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&file, "file", "", "read the question set from `F` (- for stdin)")
+	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (0 = never): exit 124 (default: questions.timeout)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {sessionId, callId, status, answers, rejectionReason}")
+	return c
+}

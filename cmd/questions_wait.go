@@ -1,0 +1,104 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+type waitOptions struct {
+	once    bool
+	timeout time.Duration
+	asJSON  bool
+}
+
+func newQuestionsWaitCmd(a *app.App) *cobra.Command {
+	opts := &waitOptions{}
+	var timeout string
+	c := &cobra.Command{
+		Use:   "wait [--once] [--timeout D]",
+		Short: "Wait for a question set and answer it (interactive on a terminal)",
+		Long: `Block until a question set is pending.
+
+On a terminal, walk through it: single choice, multiple choice, free text through "Other", a
+review before submitting, or rejecting the set with an optional reason. Then wait for the next one,
+unless --once. Two terminals never both answer one set: the first to take it holds it until it is
+answered, or handed back with Ctrl-C.
+
+Piped, or with --json, print the oldest pending set as JSON (as show --json) and exit 0, so a script
+can answer it with 'qkit questions answer'. With --timeout, exit 124 when no set arrives in time.`,
+		Example: `  qkit questions wait
+  qkit questions wait --once --timeout 10m
+  id=$(qkit questions wait --json --timeout 1h | jq -r .id)`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if timeout != "" {
+				d, err := config.ParseDuration(timeout)
+				if err != nil {
+					return output.UsageErrorf("invalid --timeout %q: %v", timeout, err)
+				}
+				opts.timeout = d
+			}
+			return runQuestionsWait(c.Context(), a, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.once, "once", false, "answer one question set, then exit")
+	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (90s, 10m, 1h) without a pending set: exit 124")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print the pending set as JSON and exit (as show --json)")
+	return c
+}
+
+func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error {
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	interactive := !opts.asJSON && a.IO.CanPrompt()
+	if !interactive {
+		s, err := waitPending(ctx, a, st, opts, false)
+		if err != nil {
+			return err
+		}
+		return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+	}
+	p, err := a.Prompt("--json")
+	if err != nil {
+		return err
+	}
+	for {
+		s, err := waitPending(ctx, a, st, opts, true)
+		if err != nil {
+			return err
+		}
+		err = answerInteractively(a, st, p, s, false)
+		switch {
+		case errors.Is(err, questions.ErrClaimed), output.Code(err) == output.ExitNotFound:
+			continue // another terminal took it, or it ended meanwhile
+		case err != nil:
+			return err
+		}
+		if opts.once {
+			return nil
+		}
+	}
+}
+
+func waitPending(ctx context.Context, a *app.App, st *questions.Store, opts *waitOptions, say bool) (*questions.Session, error) {
+	if say && a.IO.StderrTTY {
+		fmt.Fprintln(a.IO.ErrOut, "Waiting for questions… (Ctrl-C to stop)")
+	}
+	s, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: opts.timeout})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, output.Errorf(output.ExitTimeout, "no question set arrived within %s", opts.timeout)
+	}
+	return s, err
+}
