@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -61,9 +62,15 @@ rejected (the rejection is printed too) and 124 when --timeout (default: questio
 				return err
 			}
 			defer st.Close()
+			// The session log lines are for servers; a script sees the error itself, so they
+			// appear here only when asked for with --log-level info or debug.
+			var logger *slog.Logger
+			if a.Logger.Enabled(c.Context(), slog.LevelInfo) {
+				logger = a.Logger
+			}
 			res, _, err := st.Ask(c.Context(), set, questions.AskOptions{
 				Source: "cli", Timeout: limit, Retention: a.Config.Duration("questions.retention"),
-				Logger: a.Logger, CancelReason: "qkit questions ask was interrupted",
+				Logger: logger, CancelReason: "qkit questions ask was interrupted",
 				Created: func(s *questions.Session) {
 					if a.IO.StderrTTY {
 						fmt.Fprintf(a.IO.ErrOut, "Waiting for an answer to question set %s (qkit questions wait, or qkit questions answer %s)…\n", s.ShortID(), s.ShortID())
