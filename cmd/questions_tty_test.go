@@ -1,0 +1,253 @@
+//go:build unix
+
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+// term drives a program on a pseudo-terminal the way expect does: wait for text, then type.
+type term struct {
+	t    *testing.T
+	ptmx *os.File
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen int // bytes of buf already matched
+	done chan struct{}
+}
+
+func newTerm(t *testing.T) (*term, *os.File) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	_ = pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 160})
+	tm := &term{t: t, ptmx: ptmx, done: make(chan struct{})}
+	go func() {
+		defer close(tm.done)
+		b := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(b)
+			if n > 0 {
+				chunk := b[:n]
+				if bytes.Contains(chunk, []byte("\x1b[6n")) { // cursor position query
+					_, _ = ptmx.Write([]byte("\x1b[1;1R"))
+				}
+				tm.mu.Lock()
+				tm.buf.Write(chunk)
+				tm.mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = tty.Close(); _ = ptmx.Close() })
+	return tm, tty
+}
+
+var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[A-Za-z]|[78])`)
+
+// expect waits until text appears after what was matched before.
+func (tm *term) expect(text string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		tm.mu.Lock()
+		rest := ansi.ReplaceAllString(tm.buf.String(), "")[tm.seen:]
+		if i := strings.Index(rest, text); i >= 0 {
+			tm.seen += i + len(text)
+			tm.mu.Unlock()
+			return
+		}
+		tm.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.t.Fatalf("terminal never showed %q; it showed:\n%s", text, ansi.ReplaceAllString(tm.buf.String(), "")[tm.seen:])
+}
+
+// send types keys once the prompt has drawn (survey redraws after each key).
+func (tm *term) send(keys string) {
+	tm.t.Helper()
+	time.Sleep(30 * time.Millisecond)
+	if _, err := tm.ptmx.Write([]byte(keys)); err != nil {
+		tm.t.Fatal(err)
+	}
+}
+
+const ttySet = `{"questions":[
+ {"question":"Which language should we use?","header":"Language","options":[{"label":"Go","description":"static binary"},{"label":"TypeScript","description":"node runtime"}]},
+ {"question":"Which extras?","header":"Extras","multiSelect":true,"options":[{"label":"Lint"},{"label":"Docs"}]}
+]}`
+
+// ttyApp returns an App whose streams are the terminal, with its state under a temporary QKIT_HOME,
+// and the store behind it.
+func ttyApp(t *testing.T, tty *os.File) (*app.App, *questions.Store) {
+	home := t.TempDir()
+	t.Setenv("QKIT_HOME", home)
+	for _, v := range []string{"QKIT_CONFIG", "QKIT_LOG_LEVEL", "QKIT_QUESTIONS_TIMEOUT"} {
+		t.Setenv(v, "")
+	}
+	s := &app.Streams{In: tty, Out: tty, ErrOut: tty, StdinTTY: true, StdoutTTY: true, StderrTTY: true, NoColor: true}
+	st, err := questions.NewStore(filepath.Join(home, "state", "questions"), questions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return app.New(s, app.VersionInfo{}), st
+}
+
+type askResult struct {
+	res *questions.Result
+	err error
+}
+
+func askInBackground(t *testing.T, st *questions.Store) <-chan askResult {
+	set, err := questions.ParseQuestionSet([]byte(ttySet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan askResult, 1)
+	go func() {
+		res, _, err := st.Ask(context.Background(), set, questions.AskOptions{Source: "test", Timeout: time.Minute})
+		out <- askResult{res, err}
+	}()
+	return out
+}
+
+func runInBackground(a *app.App, args ...string) <-chan int {
+	code := make(chan int, 1)
+	go func() { code <- Run(context.Background(), a, args) }()
+	return code
+}
+
+const (
+	keyDown  = "\x1b[B"
+	keyEnter = "\r"
+)
+
+// The whole interactive walk through survey on a real terminal: single choice, multiple choice with
+// "Other" free text, the review, changing an answer, and submitting.
+func TestQuestionsWaitWalksThroughASetOnATerminal(t *testing.T) {
+	tm, tty := newTerm(t)
+	a, st := ttyApp(t, tty)
+	asked := askInBackground(t, st)
+	code := runInBackground(a, "questions", "wait", "--once")
+
+	tm.expect("[1/2 Language] Which language should we use?")
+	tm.expect("Reject this question set…")
+	tm.send(keyDown)
+	tm.expect("> TypeScript — node runtime")
+	tm.send(keyEnter)
+	tm.expect("[2/2 Extras] Which extras?")
+	tm.expect("Other (type your own answer)")
+	tm.send(" ") // Lint
+	tm.expect("[x]  Lint")
+	tm.send(keyDown + keyDown)
+	tm.expect("> [ ]  Other")
+	tm.send(" ")
+	tm.expect("[x]  Other")
+	tm.send(keyEnter)
+	tm.expect("Your answer to Extras:")
+	tm.send("nightly" + keyEnter)
+	tm.expect(`2. [Extras] Lint, Other: "nightly"`)
+	tm.expect("Submit these answers")
+	tm.send(keyDown)
+	tm.expect("> Change an answer")
+	tm.send(keyEnter)
+	tm.expect("Which question?")
+	tm.send(keyEnter)
+	tm.expect("[1/2 Language] Which language should we use?")
+	tm.expect("Reject this question set…")
+	tm.send(keyEnter) // Go
+	tm.expect("1. [Language] Go")
+	tm.expect("Reject this question set")
+	tm.send(keyEnter)
+	tm.expect("✓ Answers sent: question set")
+
+	if c := <-code; c != 0 {
+		t.Fatalf("wait exited %d", c)
+	}
+	r := <-asked
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := "Here are the user's answers:\n\n1. [Language] Which language should we use?\n→ Go — static binary\n\n2. [Extras] Which extras?\n→ Lint\n→ Other: \"nightly\""
+	if got := r.res.Text(); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Rejecting from a question, changing one's mind once, then rejecting with a reason.
+func TestQuestionsAnswerRejectsOnATerminal(t *testing.T) {
+	tm, tty := newTerm(t)
+	a, st := ttyApp(t, tty)
+	asked := askInBackground(t, st)
+	pendingSet(t, st)
+	code := runInBackground(a, "questions", "answer")
+
+	tm.expect("Reject this question set…")
+	tm.send(keyDown + keyDown + keyDown)
+	tm.expect("> Reject this question set…")
+	tm.send(keyEnter)
+	tm.expect("Reject this question set? The assistant is told you declined")
+	tm.send("n" + keyEnter)
+	tm.expect("[1/2 Language] Which language should we use?")
+	tm.expect("Reject this question set…")
+	tm.send(keyDown + keyDown + keyDown)
+	tm.expect("> Reject this question set…")
+	tm.send(keyEnter)
+	tm.expect("The assistant is told you declined")
+	tm.send("y" + keyEnter)
+	tm.expect("Why?")
+	tm.send("not today" + keyEnter)
+	tm.expect("✓ Rejected: question set")
+	if c := <-code; c != 0 {
+		t.Fatalf("answer exited %d", c)
+	}
+	r := <-asked
+	if r.err != nil || r.res.Status != questions.Rejected || r.res.RejectionReason != "not today" {
+		t.Fatalf("%+v %v", r.res, r.err)
+	}
+}
+
+// Ctrl-C in the middle of a set hands it back: still pending, exit 130.
+func TestQuestionsWaitInterruptedOnATerminal(t *testing.T) {
+	tm, tty := newTerm(t)
+	a, st := ttyApp(t, tty)
+	askInBackground(t, st)
+	code := runInBackground(a, "questions", "wait", "--once")
+	tm.expect("Reject this question set…")
+	tm.send("\x03")
+	if c := <-code; c != 130 {
+		t.Fatalf("wait exited %d, want 130", c)
+	}
+	s := pendingSet(t, st)
+	if s.Status.Status != questions.Pending || s.Status.Claim != nil {
+		t.Fatalf("status %+v", s.Status)
+	}
+}
+
+func pendingSet(t *testing.T, st *questions.Store) *questions.Session {
+	t.Helper()
+	s, err := st.WaitPending(context.Background(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
