@@ -78,6 +78,7 @@ func registry() []Tool {
 		helpTool(),
 		qAgentTool(),
 		internalCommandTool(),
+		questionsTool(),
 	}
 }
 

@@ -153,8 +153,9 @@ type Store struct {
 	poll   time.Duration
 	logger *slog.Logger
 
-	mu  sync.Mutex
-	hub *hub
+	mu    sync.Mutex
+	hub   *hub // started by the first wait, stopped when the last one ends
+	users int
 }
 
 // Options tune a Store; zero values take the defaults.
@@ -189,13 +190,14 @@ func NewStore(dir string, opts Options) (*Store, error) {
 // Dir is the directory that holds the sessions.
 func (s *Store) Dir() string { return s.dir }
 
-// Close stops the file watcher, if one was started.
+// Close releases the store. The file watcher stops by itself when the last wait ends, so Close
+// only matters for code that abandons waits; it is safe to call more than once.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hub != nil {
 		s.hub.close()
-		s.hub = nil
+		s.hub, s.users = nil, 0
 	}
 	return nil
 }

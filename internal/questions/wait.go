@@ -137,6 +137,7 @@ func (s *Store) watch(dir string) (*sub, time.Duration) {
 		s.hub = newHub()
 	}
 	h := s.hub
+	s.users++
 	s.mu.Unlock()
 	sb, watching := h.subscribe(dir)
 	poll := s.poll
@@ -151,10 +152,14 @@ func (s *Store) watch(dir string) (*sub, time.Duration) {
 
 func (s *Store) unwatch(sb *sub) {
 	s.mu.Lock()
-	h := s.hub
-	s.mu.Unlock()
-	if h != nil {
-		h.unsubscribe(sb)
+	defer s.mu.Unlock()
+	if s.hub == nil {
+		return
+	}
+	s.hub.unsubscribe(sb)
+	if s.users--; s.users == 0 {
+		s.hub.close()
+		s.hub = nil
 	}
 }
 

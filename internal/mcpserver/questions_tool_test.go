@@ -1,0 +1,300 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// questionsServer connects a client to a server with the given settings and returns the session
+// store the human side uses, and the server's log.
+func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.Store, *syncBuffer) {
+	t.Helper()
+	a := mcptest.NewApp(t, env)
+	logs := &syncBuffer{}
+	a.Logger = app.NewLogger(logs, slog.LevelDebug)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	d := &mcpserver.Deps{App: a, ProgressEvery: 20 * time.Millisecond}
+	st, err := questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return mcptest.ConnectWith(t, d, opts), st, logs
+}
+
+var langArgs = map[string]any{"questions": []any{
+	map[string]any{"question": "Which language should we use?", "header": "Language", "multiSelect": false,
+		"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}}},
+	map[string]any{"question": "Which extras?", "header": "Extras", "multiSelect": true,
+		"options": []any{map[string]any{"label": "Lint"}, map[string]any{"label": "Docs"}}},
+}}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func askAsync(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolParams) <-chan callResult {
+	out := make(chan callResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, params)
+		out <- callResult{res, err}
+	}()
+	return out
+}
+
+func nextPending(t *testing.T, st *questions.Store) *questions.Session {
+	t.Helper()
+	s, err := st.WaitPending(t.Context(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestQuestionsToolListed(t *testing.T) {
+	cs, _, _ := questionsServer(t, nil, nil)
+	tool := listed(t, cs)["ask_user_questions"]
+	if tool == nil {
+		t.Fatal("ask_user_questions is not listed")
+	}
+	an := tool.Annotations
+	if an == nil || an.OpenWorldHint == nil || !*an.OpenWorldHint || an.ReadOnlyHint || !an.IdempotentHint {
+		t.Fatalf("annotations %+v", an)
+	}
+	if !strings.Contains(tool.Description, "Asks the user 1 to 4 multiple-choice questions") || tool.OutputSchema == nil {
+		t.Fatalf("tool %+v", tool)
+	}
+	schema, _ := json.Marshal(tool.InputSchema)
+	if !strings.Contains(string(schema), `"maxItems":4`) || !strings.Contains(string(schema), `"header"`) {
+		t.Fatalf("input schema %s", schema)
+	}
+}
+
+func TestQuestionsToolValidation(t *testing.T) {
+	cs, _, _ := questionsServer(t, nil, nil)
+	for _, tt := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"questions": []any{}}, "At least one question is required"},
+		{map[string]any{}, "At least one question is required"},
+		{map[string]any{"questions": []any{map[string]any{"question": "q", "header": "h", "options": []any{map[string]any{"label": "a"}}}}},
+			"questions[0].options: at least 2 options are required"},
+		{map[string]any{"questions": []any{map[string]any{"prompt": "q", "title": "h", "options": []any{"a", "b"}}}},
+			`questions[0].prompt: unknown field (did you mean "question"?)`},
+	} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: tt.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := mcptest.Text(res); !res.IsError || !strings.HasPrefix(text, tt.want) {
+			t.Errorf("%v: got %v %q", tt.args, res.IsError, text)
+		}
+	}
+}
+
+// The client calls the tool while another goroutine answers it, as `qkit questions answer` would.
+func TestQuestionsToolAnswered(t *testing.T) {
+	var mu sync.Mutex
+	var progress []string
+	cs, st, logs := questionsServer(t, nil, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Message)
+			mu.Unlock()
+		},
+	})
+	params := &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs}
+	params.SetProgressToken("tok")
+	done := askAsync(t.Context(), cs, params)
+	s := nextPending(t, st)
+	if s.Request.Source != "mcp" || len(s.Request.Questions) != 2 {
+		t.Fatalf("session %+v", s.Request)
+	}
+	time.Sleep(100 * time.Millisecond) // long enough for a few progress notifications
+	if _, err := st.Answer(s.ID, []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}}, {QuestionIndex: 1, Selected: []string{"Docs"}, Other: "and CI"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("%v %+v", r.err, r.res)
+	}
+	want := "Here are the user's answers:\n\n1. [Language] Which language should we use?\n→ Go — static binary\n\n2. [Extras] Which extras?\n→ Docs\n→ Other: \"and CI\""
+	if got := mcptest.Text(r.res); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	var sc questions.Result
+	data, _ := json.Marshal(r.res.StructuredContent)
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.SessionID != s.ID || sc.CallID != s.Status.CallID || sc.Status != questions.Completed || sc.Answers[1].Other != "and CI" || sc.Answers[0].Selected[0] != "Go" {
+		t.Fatalf("structured %s", data)
+	}
+	mu.Lock()
+	n := len(progress)
+	first := ""
+	if n > 0 {
+		first = progress[0]
+	}
+	mu.Unlock()
+	if n == 0 || !strings.Contains(first, "Waiting for the user to answer 2 question(s) (question set "+s.ID[:8]) {
+		t.Fatalf("progress %d %q", n, first)
+	}
+	if !strings.Contains(logs.String(), `msg="Session completed successfully" tool=ask_user_questions sessionId=`+s.ID+" callId="+s.Status.CallID) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+
+	// A second identical call is a new session with its own callId.
+	done = askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s2 := nextPending(t, st)
+	if s2.ID == s.ID || s2.Status.CallID == s.Status.CallID {
+		t.Fatal("ids reused")
+	}
+	if _, err := st.Reject(s2.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
+
+func TestQuestionsToolRejected(t *testing.T) {
+	cs, st, _ := questionsServer(t, nil, nil)
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	if _, err := st.Reject(s.ID, "Ask me after the release", ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("%v %+v", r.err, r.res)
+	}
+	if got := mcptest.Text(r.res); got != "User rejected this question set.\n\nRejection reason: \"Ask me after the release\"" {
+		t.Fatalf("got %q", got)
+	}
+	data, _ := json.Marshal(r.res.StructuredContent)
+	if !strings.Contains(string(data), `"status":"rejected"`) || !strings.Contains(string(data), `"rejectionReason":"Ask me after the release"`) {
+		t.Fatalf("structured %s", data)
+	}
+}
+
+func TestQuestionsToolTimeout(t *testing.T) {
+	cs, st, logs := questionsServer(t, map[string]string{"QKIT_QUESTIONS_TIMEOUT": "200ms"}, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := mcptest.Text(res)
+	if !res.IsError || !strings.Contains(text, "timed out waiting for the user's answer (no answer within 200ms)") {
+		t.Fatalf("%v %q", res.IsError, text)
+	}
+	all, _ := st.List()
+	if len(all) != 1 || all[0].Status.Status != questions.TimedOut {
+		t.Fatalf("sessions %+v", all)
+	}
+	if !strings.Contains(logs.String(), `msg="Session failed"`) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+func TestQuestionsToolCancelled(t *testing.T) {
+	cs, st, _ := questionsServer(t, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := askAsync(ctx, cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	cancel()
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := st.Get(s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Status == questions.Abandoned {
+			if got.Status.Reason != "the assistant cancelled the call" {
+				t.Fatalf("reason %q", got.Status.Reason)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the cancelled call's session was not marked abandoned")
+}
+
+// A malformed answers.json written by hand abandons the session and fails the call cleanly.
+func TestQuestionsToolMalformedAnswers(t *testing.T) {
+	cs, st, _ := questionsServer(t, nil, nil)
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	if err := writeQuestionsFile(filepath.Join(st.Dir(), s.ID, questions.AnswersFile), `{"answers":[{"questionIn`); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.res.IsError || !strings.Contains(mcptest.Text(r.res), "was abandoned: answers.json is malformed") {
+		t.Fatalf("%v %+v", r.err, r.res)
+	}
+	// The server still serves.
+	if _, ok := listed(t, cs)["ask_user_questions"]; !ok {
+		t.Fatal("server gone")
+	}
+}
+
+// Every call starts a cleanup of finished sessions older than questions.retention and logs the count.
+func TestQuestionsToolCleansUp(t *testing.T) {
+	cs, st, logs := questionsServer(t, map[string]string{"QKIT_QUESTIONS_RETENTION": "1m"}, nil)
+	old, err := st.Create(&questions.QuestionSet{Questions: []questions.Question{{Question: "q?", Header: "h", Options: []questions.Option{{Label: "a"}, {Label: "b"}}}}}, questions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Reject(old.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	stale := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	if err := writeQuestionsFile(filepath.Join(st.Dir(), old.ID, questions.StatusFile),
+		`{"status":"rejected","createdAt":"`+stale+`","updatedAt":"`+stale+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	_, _ = st.Reject(s.ID, "", "")
+	<-done
+	if !strings.Contains(logs.String(), `msg="removed expired question sessions" tool=ask_user_questions count=1`) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+	if _, err := st.Get(old.ID); err == nil {
+		t.Fatal("expired session kept")
+	}
+}
+
+func writeQuestionsFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
