@@ -17,16 +17,22 @@ import (
 
 // ptyCmd is the testscript command
 //
-//	pty INPUT PROG [ARGS...]
+//	pty [-exit N] INPUT PROG [ARGS...]
 //
 // It runs PROG with stdin, stdout and stderr on a pseudo-terminal, so the program sees a real
 // terminal (tables, colour decisions, survey prompts). INPUT is a file whose lines are Go string
 // literal bodies ("y\r", "\x1b[B\r"), typed one at a time once the program has gone quiet. Cursor
 // position queries are answered the way a terminal would. What the terminal showed becomes stdout;
-// a non-zero exit fails the command unless negated.
+// a non-zero exit fails the command unless negated. With -exit N, the exit status must be N.
 func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) < 2 {
-		ts.Fatalf("usage: pty INPUT PROG [ARGS...]")
+	wantExit := -1
+	if len(args) > 2 && args[0] == "-exit" {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		wantExit, args = n, args[2:]
+	}
+	if len(args) < 2 || neg && wantExit >= 0 {
+		ts.Fatalf("usage: pty [-exit N] INPUT PROG [ARGS...]")
 	}
 	var keys []string
 	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
@@ -109,6 +115,12 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
 		ts.Fatalf("%s: %v", args[1], werr)
+	}
+	if wantExit >= 0 {
+		if got := c.ProcessState.ExitCode(); got != wantExit {
+			ts.Fatalf("%s exited %d, want %d", args[1], got, wantExit)
+		}
+		return
 	}
 	if (werr != nil) != neg {
 		ts.Fatalf("%s: unexpected exit status: %v", args[1], werr)

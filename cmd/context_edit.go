@@ -199,11 +199,7 @@ func runContextClear(a *app.App, opts *contextClearOptions) error {
 		what = fmt.Sprintf("profile '%s'", t.Profile)
 	}
 	if !opts.yes {
-		p, err := a.Prompt("--yes")
-		if err != nil {
-			return err
-		}
-		ok, err := p.Confirm(fmt.Sprintf("Remove every path from the context for %s?", what), false)
+		ok, err := a.Confirm("--yes", fmt.Sprintf("Remove every path from the context for %s?", what))
 		if err != nil {
 			return err
 		}

@@ -203,11 +203,7 @@ asks first on a terminal; elsewhere it needs --yes.`,
 				}
 			}
 			if all && !yes {
-				p, err := a.Prompt("--yes")
-				if err != nil {
-					return err
-				}
-				ok, err := p.Confirm("Reset every setting in "+a.Config.File+"?", false)
+				ok, err := a.Confirm("--yes", "Reset every setting in "+a.Config.File+"?")
 				if err != nil {
 					return err
 				}

@@ -110,6 +110,16 @@ func (a *App) Prompt(flag string) (prompt.Prompter, error) {
 	return prompt.NewSurvey(prompt.Stdio{In: in, Out: out, Err: a.IO.ErrOut}), nil
 }
 
+// Confirm asks a yes/no question whose default is no, or fails like Prompt, naming flag, when no
+// question may be asked here.
+func (a *App) Confirm(flag, question string) (bool, error) {
+	p, err := a.Prompt(flag)
+	if err != nil {
+		return false, err
+	}
+	return p.Confirm(question, false)
+}
+
 // Palette returns the colours for stdout.
 func (a *App) Palette() output.Palette { return output.Palette{Enabled: a.IO.ColorEnabled()} }
 

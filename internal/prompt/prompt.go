@@ -9,10 +9,13 @@ import (
 
 	"github.com/AlecAivazis/survey/v2"
 	"github.com/AlecAivazis/survey/v2/terminal"
+
+	"github.com/qkit-cli/qkit/internal/output"
 )
 
-// ErrInterrupted is returned when the person pressed Ctrl-C or Esc at a prompt.
-var ErrInterrupted = errors.New("interrupted")
+// ErrInterrupted is returned when the person pressed Ctrl-C at a prompt. It exits 130, as an
+// interrupt does anywhere else.
+var ErrInterrupted = output.WithCode(output.ExitInterrupted, errors.New("interrupted"))
 
 // Prompter asks questions. Indexes refer to the options passed in.
 type Prompter interface {
