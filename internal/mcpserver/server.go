@@ -128,14 +128,32 @@ func newServer(d *Deps, all bool) *mcp.Server {
 	return s
 }
 
-// Serve runs the server on t until the client disconnects or ctx is done.
+// Serve runs the server on t until the client disconnects or ctx is done. When ctx is done (SIGTERM,
+// Ctrl-C), calls still running are cancelled (an agent run stops its process group) and Serve returns
+// once they have.
 func Serve(ctx context.Context, d *Deps, t mcp.Transport) error {
 	d.App.Logger.Info("mcp server starting", "version", d.App.Version.Version, "tools", strings.Join(enabledNames(d), ","))
-	err := NewServer(d).Run(ctx, t)
+	s := NewServer(d)
+	s.AddReceivingMiddleware(cancelWith(ctx))
+	err := s.Run(ctx, t)
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// cancelWith cancels every request handler when ctx is done. (The SDK's handler contexts outlive the
+// context given to Run, and Run waits for the handlers.)
+func cancelWith(ctx context.Context) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(hctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			hctx, cancel := context.WithCancel(hctx)
+			defer cancel()
+			stop := context.AfterFunc(ctx, cancel)
+			defer stop()
+			return next(hctx, method, req)
+		}
+	}
 }
 
 func enabledNames(d *Deps) []string {
