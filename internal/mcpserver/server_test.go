@@ -103,6 +103,9 @@ func TestMalformedInput(t *testing.T) {
 	if m := send(`[]`); code(m) != -32600 {
 		t.Fatalf("empty batch: %v", m)
 	}
+	if m := send(`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`); code(m) != -32600 {
+		t.Fatalf("batch: %v", m)
+	}
 	if m := send(`42`); code(m) != -32600 {
 		t.Fatalf("number: %v", m)
 	}

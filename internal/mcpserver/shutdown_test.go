@@ -53,11 +53,18 @@ func TestServeStopsRunningAgents(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+	// The group was signalled before Serve returned; the grandchild may still be exiting.
 	data, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(string(data))
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err == nil && !strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-		t.Fatalf("grandchild %d still running after Serve returned", pid)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d still running after Serve returned", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	inW.Close()
 	outR.Close()

@@ -79,30 +79,35 @@ func (l *lockedWriter) pending() int {
 	return l.open
 }
 
-// isResponse reports whether an outgoing message answers a request (it has a result or an error
-// and no method). A batch counts once per response in it.
+// isResponse reports whether an outgoing message answers a request. The SDK writes "jsonrpc", "id",
+// then "method" for requests and notifications, or "result"/"error" for responses; only those first
+// keys are read, so a large result is not parsed again.
 func isResponse(p []byte) bool {
-	var m struct {
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(p, &m) != nil {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return false
 	}
-	return m.Method == "" && (m.Result != nil || m.Error != nil)
+	for range 3 {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch k {
+		case "result", "error":
+			return true
+		case "method":
+			return false
+		}
+		v, err := dec.Token()
+		if _, nested := v.(json.Delim); err != nil || nested {
+			return false
+		}
+	}
+	return false
 }
 
-// requests counts the requests (messages with a method and an id) in a good line.
+// requests counts the requests (messages with a method and an id) in a good line: 0 or 1.
 func requests(line []byte) int {
-	var batch []json.RawMessage
-	if json.Unmarshal(line, &batch) == nil {
-		n := 0
-		for _, m := range batch {
-			n += requests(m)
-		}
-		return n
-	}
 	var m struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
@@ -193,16 +198,8 @@ func check(line []byte) (int64, string, any) {
 	}
 	trimmed := bytes.TrimSpace(line)
 	if trimmed[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(trimmed, &batch); err != nil || len(batch) == 0 {
-			return jsonrpc.CodeInvalidRequest, "Invalid Request: empty batch", nil
-		}
-		for _, m := range batch {
-			if code, msg, id := check(m); code != 0 {
-				return code, msg, id
-			}
-		}
-		return 0, "", nil
+		// Batches were removed from MCP in 2025-06-18, and the SDK ends the session on one.
+		return jsonrpc.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported; send one message per line", nil
 	}
 	if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
 		var probe struct {
