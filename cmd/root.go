@@ -241,6 +241,9 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, u := range a.Config.Unknown {
+		a.Warnf("%s: ignored: %v", a.Config.File, u)
+	}
 	if len(a.Config.Problems) > 0 && lenient(c) {
 		for _, p := range a.Config.Problems {
 			a.Warnf("%v (the default is used)", p)

@@ -65,8 +65,11 @@ type Config struct {
 	// Problems are values in the file or environment that did not parse; the defaults stand in
 	// for them. Commands other than `settings` refuse to run while there are any.
 	Problems []error
-	values   map[string]Value
-	env      func(string) (string, bool)
+	// Unknown are keys in the config file that are not settings (a typo such as agent.timout);
+	// they are ignored, and commands warn about them.
+	Unknown []UnknownKeyError
+	values  map[string]Value
+	env     func(string) (string, bool)
 }
 
 // ResolvePaths derives qkit's directories from QKIT_HOME or the XDG variables.
@@ -134,6 +137,12 @@ func Load(opts LoadOptions) (*Config, error) {
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(err))
 		}
+		for _, name := range v.AllKeys() {
+			if _, ok := LookupKey(name); !ok {
+				c.Unknown = append(c.Unknown, UnknownKeyError(name))
+			}
+		}
+		sort.Slice(c.Unknown, func(i, j int) bool { return c.Unknown[i] < c.Unknown[j] })
 	}
 
 	for _, k := range Keys {
