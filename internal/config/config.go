@@ -16,8 +16,6 @@ import (
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // Source says where a setting's value came from.
@@ -383,9 +381,8 @@ func (c *Config) Set(name, raw string) error {
 	case Bool, Int, List:
 		stored = parsed
 	}
-	return c.editFile(func(doc map[string]any) bool {
-		setNested(doc, name, stored)
-		return true
+	return c.editFile(func(root *yaml.Node) (bool, error) {
+		return true, setNode(root, name, stored)
 	})
 }
 
@@ -402,94 +399,11 @@ func (c *Config) Reset(names ...string) error {
 			names = append(names, k.Name)
 		}
 	}
-	return c.editFile(func(doc map[string]any) bool {
+	return c.editFile(func(root *yaml.Node) (bool, error) {
 		changed := false
 		for _, n := range names {
-			changed = deleteNested(doc, n) || changed
+			changed = deleteNode(root, strings.Split(n, "."), nil) || changed
 		}
-		return changed
+		return changed, nil
 	})
-}
-
-func (c *Config) editFile(edit func(map[string]any) bool) error {
-	return filestore.Update(c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
-		doc := map[string]any{}
-		if len(bytes.TrimSpace(old)) > 0 {
-			if err := yaml.Unmarshal(old, &doc); err != nil {
-				return nil, fmt.Errorf("config file %s: %v (left unchanged)", c.File, unwrapYAML(err))
-			}
-			if doc == nil {
-				doc = map[string]any{}
-			}
-		}
-		if !edit(doc) {
-			return nil, filestore.ErrNoChange
-		}
-		var buf bytes.Buffer
-		enc := yaml.NewEncoder(&buf)
-		enc.SetIndent(2)
-		if err := enc.Encode(doc); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
-	})
-}
-
-// setNested sets name (dotted) in doc, descending into the maps already there. Any other spelling
-// viper would read as the same key (another case, or a flat "agent.command: x" entry) is removed
-// first: otherwise the write would land beside it and viper could keep reading the old value.
-func setNested(doc map[string]any, name string, v any) {
-	deleteNested(doc, name)
-	parts := strings.Split(name, ".")
-	m := doc
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[existingKey(m, p)].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
-	}
-	m[parts[len(parts)-1]] = v
-}
-
-// existingKey returns the key of m that viper reads as p (keys are case-insensitive), or p.
-func existingKey(m map[string]any, p string) string {
-	if _, ok := m[p]; ok {
-		return p
-	}
-	for k, v := range m {
-		if _, isMap := v.(map[string]any); isMap && strings.EqualFold(k, p) {
-			return k
-		}
-	}
-	return p
-}
-
-// deleteNested removes every entry of doc that viper reads as name: nested or flat ("a.b"), in any
-// case. Maps left empty are removed too. It reports whether anything was removed.
-func deleteNested(doc map[string]any, name string) bool {
-	return deletePath(doc, strings.Split(name, "."))
-}
-
-func deletePath(m map[string]any, parts []string) bool {
-	changed := false
-	for k, v := range m {
-		kp := strings.Split(strings.ToLower(k), ".")
-		if len(kp) > len(parts) || strings.Join(kp, ".") != strings.Join(parts[:len(kp)], ".") {
-			continue
-		}
-		if len(kp) == len(parts) {
-			delete(m, k)
-			changed = true
-			continue
-		}
-		if sub, ok := v.(map[string]any); ok && deletePath(sub, parts[len(kp):]) {
-			changed = true
-			if len(sub) == 0 {
-				delete(m, k)
-			}
-		}
-	}
-	return changed
 }
