@@ -12,7 +12,8 @@
 //	FAKEQ_ANSI=1           colour every stdout line and prefix the reply with q's green "> "
 //	FAKEQ_STDERR=text      print text to stderr
 //	FAKEQ_APPROVAL=1       fail as q does when a tool needs approval in --no-interactive mode
-//	FAKEQ_APPROVAL_TOOL=t  the same, but only unless t is trusted (--trust-all-tools or --trust-tools)
+//	FAKEQ_APPROVAL_TOOL=t  the same, but only unless t is trusted (--trust-all-tools or --trust-tools);
+//	                       first prints q's "Using tool: t" line on stdout, naming the tool
 //	FAKEQ_GRANDCHILD=file  start a grandchild process that sleeps for a minute; write its PID to file
 //	FAKEQ_SLEEP=d          sleep d after printing, before exiting
 //	FAKEQ_EXIT=n           exit with status n (default 0)
@@ -73,6 +74,9 @@ func Run(args []string) int {
 		}
 	}
 	if needsApproval(args) {
+		if tool := os.Getenv("FAKEQ_APPROVAL_TOOL"); tool != "" && os.Getenv("FAKEQ_APPROVAL") == "" {
+			fmt.Println("Using tool: " + tool)
+		}
 		fmt.Fprintln(os.Stderr, "error: "+ApprovalError)
 		return 1
 	}

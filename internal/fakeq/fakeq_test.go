@@ -58,9 +58,12 @@ func TestBytesAndAnsi(t *testing.T) {
 }
 
 func TestApprovalAndWhoami(t *testing.T) {
-	_, errOut, code := runFake(t, []string{"FAKEQ_APPROVAL_TOOL=fs_write"}, "chat", "--no-interactive", "x")
+	out, errOut, code := runFake(t, []string{"FAKEQ_APPROVAL_TOOL=fs_write"}, "chat", "--no-interactive", "x")
 	if code != 1 || !strings.Contains(errOut, ApprovalError) {
 		t.Fatalf("code %d stderr %q", code, errOut)
+	}
+	if out != "Using tool: fs_write\n" {
+		t.Fatalf("stdout %q, want the tool named", out)
 	}
 	_, _, code = runFake(t, []string{"FAKEQ_APPROVAL_TOOL=fs_write"}, "chat", "--trust-tools=fs_read,fs_write", "x")
 	if code != 0 {

@@ -1,0 +1,420 @@
+package acpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
+)
+
+// adapter implements the SDK's Agent interface (pinned v0.13.0: the interface changes between
+// patch releases). Each method checks its input, then hands the work to the server or session
+// actors; it holds no mutable state of its own.
+type adapter struct {
+	opts  Options
+	srv   *server
+	watch *responseWatcher
+	conn  *acp.AgentSideConnection
+	// ctx lives as long as the connection; updates and agent runs hang off it, not off a request.
+	ctx   context.Context
+	turns atomic.Uint64 // turn ids, unique within the connection
+}
+
+var (
+	_ acp.Agent       = (*adapter)(nil)
+	_ acp.AgentLoader = (*adapter)(nil)
+)
+
+// Protocol errors with messages that say what to do. The SDK's constructors carry generic
+// messages only.
+func invalidParams(format string, args ...any) error {
+	return &acp.RequestError{Code: -32602, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &acp.RequestError{Code: -32002, Message: fmt.Sprintf(format, args...)}
+}
+
+func internalError(err error) error {
+	return &acp.RequestError{Code: -32603, Message: err.Error()}
+}
+
+func (a *adapter) authRequired() error {
+	return &acp.RequestError{Code: -32000, Message: fmt.Sprintf("Authentication required: run '%s login' in a terminal, then authenticate with method \"cli\"", a.agentName())}
+}
+
+// Initialize answers with protocol version 1 and the capabilities; authMethods is empty when the
+// agent CLI says someone is logged in.
+func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	loggedIn := a.whoami(ctx) == nil
+	a.srv.setAuthenticated(loggedIn)
+	resp := acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: acp.SessionCapabilities{
+				List:   &acp.SessionListCapabilities{},
+				Resume: &acp.SessionResumeCapabilities{},
+				Close:  &acp.SessionCloseCapabilities{},
+			},
+		},
+		AgentInfo:   &acp.Implementation{Name: "qkit", Title: acp.Ptr("qkit (Amazon Q Developer CLI)"), Version: a.opts.Version},
+		AuthMethods: []acp.AuthMethod{},
+	}
+	if !loggedIn {
+		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{
+			Id: "cli", Name: "CLI Login", Description: acp.Ptr(fmt.Sprintf("Run '%s login' to authenticate", a.agentName())),
+		}}}
+	}
+	return resp, nil
+}
+
+// whoami runs `<agent.command> whoami`; success means someone is logged in.
+func (a *adapter) whoami(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, a.opts.Limits.Command, "whoami").CombinedOutput()
+	if err != nil {
+		a.opts.Logger.Info("not logged in", "command", a.opts.Limits.Command+" whoami", "err", err, "output", string(out))
+	}
+	return err
+}
+
+// Authenticate with method "cli" checks the login again: the login itself happens in a terminal.
+func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	if p.MethodId != "cli" {
+		return acp.AuthenticateResponse{}, invalidParams("unknown authentication method %q: the only method is \"cli\"", p.MethodId)
+	}
+	if err := a.whoami(ctx); err != nil {
+		a.srv.setAuthenticated(false)
+		return acp.AuthenticateResponse{}, a.authRequired()
+	}
+	a.srv.setAuthenticated(true)
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *adapter) requireAuth() error {
+	if !a.srv.authenticated() {
+		return a.authRequired()
+	}
+	return nil
+}
+
+// checkCwd requires an absolute path to an existing folder.
+func checkCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return "", invalidParams("cwd is required: pass the absolute path of the project folder")
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", invalidParams("cwd %q is not an absolute path", cwd)
+	}
+	st, err := os.Stat(cwd)
+	if err != nil {
+		return "", invalidParams("cwd %q does not exist", cwd)
+	}
+	if !st.IsDir() {
+		return "", invalidParams("cwd %q is not a folder", cwd)
+	}
+	return filepath.Clean(cwd), nil
+}
+
+// NewSession creates a session in the database and starts its actor. The available commands go
+// out only once the response has been written: editors drop updates for unknown sessions.
+func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if err := a.requireAuth(); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	cwd, err := checkCwd(p.Cwd)
+	if err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	mcp, err := json.Marshal(p.McpServers)
+	if err != nil {
+		return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
+	}
+	now := a.opts.Now()
+	rec := SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, CreatedAt: now, UpdatedAt: now}
+	if err := a.opts.Store.Create(ctx, rec); err != nil {
+		return acp.NewSessionResponse{}, internalError(err)
+	}
+	a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
+	a.announceCommands(rec.ID)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec.Model)}, nil
+}
+
+// reopen checks a session/load or session/resume request and opens the session's actor.
+func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (SessionRecord, *sessionHandle, error) {
+	if err := a.requireAuth(); err != nil {
+		return SessionRecord{}, nil, err
+	}
+	if _, err := checkCwd(cwd); err != nil {
+		return SessionRecord{}, nil, err
+	}
+	rec, err := a.opts.Store.Get(ctx, string(id))
+	if errors.Is(err, ErrSessionNotFound) {
+		return rec, nil, notFound("session %q not found", id)
+	}
+	if err != nil {
+		return rec, nil, internalError(err)
+	}
+	h := a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
+	return rec, h, nil
+}
+
+// LoadSession replays the whole transcript as session/update notifications, in order, and only
+// then answers (the SDK client waits for the notifications before it sees the response).
+func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	rec, h, err := a.reopen(ctx, p.SessionId, p.Cwd)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	msgs, err := a.opts.Store.Messages(ctx, rec.ID)
+	if err != nil {
+		return acp.LoadSessionResponse{}, internalError(err)
+	}
+	for _, m := range msgs {
+		if m.Text == "" {
+			continue
+		}
+		u := acp.UpdateAgentMessageText(m.Text)
+		if m.Role == RoleUser {
+			u = acp.UpdateUserMessageText(m.Text)
+		}
+		if err := a.conn.SessionUpdate(a.ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+			return acp.LoadSessionResponse{}, internalError(fmt.Errorf("replaying session %s: %w", rec.ID, err))
+		}
+	}
+	opts, err := a.sessionConfig(h)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	a.announceCommands(rec.ID)
+	// _meta names the session so the response watcher can tell this response apart.
+	return acp.LoadSessionResponse{ConfigOptions: opts, Meta: map[string]any{"sessionId": rec.ID}}, nil
+}
+
+// ResumeSession opens a stored session without replaying it.
+func (a *adapter) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	rec, h, err := a.reopen(ctx, p.SessionId, p.Cwd)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	opts, err := a.sessionConfig(h)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	a.announceCommands(rec.ID)
+	return acp.ResumeSessionResponse{ConfigOptions: opts, Meta: map[string]any{"sessionId": rec.ID}}, nil
+}
+
+// sessionConfig asks an open session for its config options.
+func (a *adapter) sessionConfig(h *sessionHandle) ([]acp.SessionConfigOption, error) {
+	reply := make(chan []acp.SessionConfigOption, 1)
+	if _, err := a.srv.route(h.id, msgConfig{reply: reply}); err != nil {
+		return nil, a.routeError(h.id, err)
+	}
+	select {
+	case opts := <-reply:
+		return opts, nil
+	case <-h.done:
+		return nil, invalidParams("session %q was closed", h.id)
+	}
+}
+
+// routeError explains why a session could not be reached.
+func (a *adapter) routeError(id string, err error) error {
+	if errors.Is(err, errBusy) {
+		return &acp.RequestError{Code: -32603, Message: fmt.Sprintf("session %q is busy: too many requests queued (at most %d)", id, inboxSize)}
+	}
+	if _, gerr := a.opts.Store.Get(a.ctx, id); errors.Is(gerr, ErrSessionNotFound) {
+		return notFound("session %q not found", id)
+	}
+	return invalidParams("session %q is not open in this connection (closed, or from an earlier run): call session/load or session/resume first", id)
+}
+
+// ListSessions lists stored sessions, newest first, optionally only those in cwd.
+func (a *adapter) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	if err := a.requireAuth(); err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	cwd, after := "", ""
+	if p.Cwd != nil && *p.Cwd != "" {
+		if !filepath.IsAbs(*p.Cwd) {
+			return acp.ListSessionsResponse{}, invalidParams("cwd %q is not an absolute path", *p.Cwd)
+		}
+		cwd = filepath.Clean(*p.Cwd)
+	}
+	if p.Cursor != nil {
+		after = *p.Cursor
+	}
+	const page = 100
+	recs, err := a.opts.Store.List(ctx, cwd, after, page+1)
+	if err != nil {
+		return acp.ListSessionsResponse{}, internalError(err)
+	}
+	resp := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
+	if len(recs) > page {
+		recs = recs[:page]
+		resp.NextCursor = acp.Ptr(recs[page-1].ID)
+	}
+	for _, r := range recs {
+		info := acp.SessionInfo{SessionId: acp.SessionId(r.ID), Cwd: r.Cwd, UpdatedAt: acp.Ptr(r.UpdatedAt.Format(time.RFC3339Nano))}
+		if r.Title != "" {
+			info.Title = acp.Ptr(r.Title)
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	return resp, nil
+}
+
+// Prompt runs one turn. It never returns the request context's error: a cancelled turn answers
+// stopReason "cancelled" (the SDK would turn context.Canceled into error -32800).
+func (a *adapter) Prompt(reqCtx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	if err := a.requireAuth(); err != nil {
+		return acp.PromptResponse{}, err
+	}
+	text, err := PromptText(p.Prompt)
+	if err != nil {
+		return acp.PromptResponse{}, invalidParams("%v", err)
+	}
+	id := string(p.SessionId)
+	t := &turn{id: a.turns.Add(1), text: text, reply: make(chan turnResult, 1)}
+	h, err := a.srv.route(id, msgPrompt{t: t})
+	if err != nil {
+		return acp.PromptResponse{}, a.routeError(id, err)
+	}
+	var res turnResult
+	select {
+	case res = <-t.reply:
+	case <-reqCtx.Done():
+		// session/cancel, a newer prompt in this session, $/cancel_request or a disconnect.
+		if _, err := a.srv.route(id, msgCancel{id: t.id}); err != nil {
+			a.opts.Logger.Debug("cancel not delivered", "session", id, "err", err)
+		}
+		select {
+		case res = <-t.reply:
+		case <-h.done:
+			res = turnResult{stop: acp.StopReasonCancelled}
+		}
+	case <-h.done:
+		res = turnResult{stop: acp.StopReasonCancelled}
+	}
+	if res.err != nil {
+		return acp.PromptResponse{}, internalError(res.err)
+	}
+	return acp.PromptResponse{StopReason: res.stop}, nil
+}
+
+// Cancel stops the session's running turn: its process group is killed, a pending permission
+// request is withdrawn, and the prompt answers "cancelled".
+func (a *adapter) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	if _, err := a.srv.route(string(p.SessionId), msgCancel{}); err != nil {
+		a.opts.Logger.Debug("session/cancel for a session that is not open", "session", p.SessionId, "err", err)
+	}
+	return nil
+}
+
+// CloseSession cancels the session's work, waits for it to end and frees the actor.
+func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	id := string(p.SessionId)
+	reply := make(chan struct{}, 1)
+	h, err := a.srv.route(id, msgClose{reply: reply})
+	if err != nil {
+		if _, gerr := a.opts.Store.Get(ctx, id); errors.Is(gerr, ErrSessionNotFound) {
+			return acp.CloseSessionResponse{}, notFound("session %q not found", id)
+		}
+		if errors.Is(err, errBusy) {
+			return acp.CloseSessionResponse{}, a.routeError(id, err)
+		}
+		return acp.CloseSessionResponse{}, nil // stored but not open here: nothing to free
+	}
+	select {
+	case <-reply:
+	case <-h.done:
+	}
+	<-h.done
+	return acp.CloseSessionResponse{}, nil
+}
+
+// SetSessionMode is not supported: seed 001 decides there are no modes (the agent profile is
+// fixed for the server's life), so it answers method-not-found.
+func (a *adapter) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, &acp.RequestError{Code: -32601, Message: "session/set_mode is not supported: qkit has no session modes (choose the agent profile with `qkit acp serve --agent`)", Data: map[string]any{"method": acp.AgentMethodSessionSetMode}}
+}
+
+// configModel is the id of the model config option.
+const configModel = "model"
+
+// defaultModel is the option value meaning "let q choose" (no --model).
+const defaultModel = "default"
+
+// configOptions is the model selector, of category "model".
+func (a *adapter) configOptions(current string) []acp.SessionConfigOption {
+	models := a.models()
+	if current == "" {
+		current = defaultModel
+	}
+	opts := acp.SessionConfigSelectOptionsUngrouped{{Value: defaultModel, Name: "Default", Description: acp.Ptr("the agent's default model")}}
+	for _, m := range models {
+		opts = append(opts, acp.SessionConfigSelectOption{Value: acp.SessionConfigValueId(m), Name: m})
+	}
+	o := acp.NewSessionConfigOptionSelect(acp.SessionConfigValueId(current), acp.SessionConfigSelectOptions{Ungrouped: &opts})
+	o.Select.Id = configModel
+	o.Select.Name = "Model"
+	o.Select.Category = acp.Ptr(acp.SessionConfigOptionCategoryModel)
+	o.Select.Description = acp.Ptr("the model q uses for this session's prompts")
+	return []acp.SessionConfigOption{o}
+}
+
+func (a *adapter) models() []string {
+	models := slices.Clone(a.opts.Models)
+	if a.opts.Model != "" && !slices.Contains(models, a.opts.Model) {
+		models = append(models, a.opts.Model)
+	}
+	return models
+}
+
+// SetSessionConfigOption sets the session's model.
+func (a *adapter) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	if err := a.requireAuth(); err != nil {
+		return acp.SetSessionConfigOptionResponse{}, err
+	}
+	v := p.ValueId
+	if v == nil {
+		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown config option: the only option is %q, a select", configModel)
+	}
+	if v.ConfigId != configModel {
+		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown config option %q: the only option is %q", v.ConfigId, configModel)
+	}
+	model := string(v.Value)
+	if model == defaultModel {
+		model = ""
+	} else if !slices.Contains(a.models(), model) {
+		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown model %q: choose one of %q (setting agent.models)", v.Value, append([]string{defaultModel}, a.models()...))
+	}
+	id := string(v.SessionId)
+	reply := make(chan setModelReply, 1)
+	h, err := a.srv.route(id, msgSetModel{model: model, reply: reply})
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, a.routeError(id, err)
+	}
+	select {
+	case r := <-reply:
+		if r.err != nil {
+			return acp.SetSessionConfigOptionResponse{}, internalError(r.err)
+		}
+		return acp.SetSessionConfigOptionResponse{ConfigOptions: r.options}, nil
+	case <-h.done:
+		return acp.SetSessionConfigOptionResponse{}, invalidParams("session %q was closed", id)
+	}
+}

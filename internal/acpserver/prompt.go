@@ -1,0 +1,88 @@
+package acpserver
+
+import (
+	"fmt"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// PromptText turns a session/prompt's content blocks into the text q receives: text as is, a
+// resource link as <resource uri="..."/>, an embedded text resource as
+// <resource uri="..." mime-type="...">content</resource>. Images, audio and binary resources are
+// refused (the agent advertises neither image nor audio), as is a prompt with nothing in it.
+func PromptText(blocks []acp.ContentBlock) (string, error) {
+	var b strings.Builder
+	for i, c := range blocks {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		switch {
+		case c.Text != nil:
+			b.WriteString(c.Text.Text)
+		case c.ResourceLink != nil:
+			fmt.Fprintf(&b, `<resource uri="%s"/>`, xmlAttr(c.ResourceLink.Uri))
+		case c.Resource != nil && c.Resource.Resource.TextResourceContents != nil:
+			r := c.Resource.Resource.TextResourceContents
+			fmt.Fprintf(&b, `<resource uri="%s"`, xmlAttr(r.Uri))
+			if r.MimeType != nil && *r.MimeType != "" {
+				fmt.Fprintf(&b, ` mime-type="%s"`, xmlAttr(*r.MimeType))
+			}
+			fmt.Fprintf(&b, ">%s</resource>", r.Text)
+		case c.Resource != nil:
+			return "", fmt.Errorf("prompt block %d: binary embedded resources are not supported; embed text or send a resource_link", i+1)
+		case c.Image != nil:
+			return "", fmt.Errorf("prompt block %d: images are not supported (promptCapabilities.image is false)", i+1)
+		case c.Audio != nil:
+			return "", fmt.Errorf("prompt block %d: audio is not supported (promptCapabilities.audio is false)", i+1)
+		default:
+			return "", fmt.Errorf("prompt block %d: unknown content type", i+1)
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return "", fmt.Errorf("prompt is empty")
+	}
+	return b.String(), nil
+}
+
+// xmlAttr escapes s for a double-quoted attribute. The content of an embedded resource is left as
+// the client sent it: q reads it as text, and escaping would change code samples.
+func xmlAttr(s string) string {
+	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;").Replace(s)
+}
+
+// WithHistory puts the session's earlier turns before prompt, so q (which keeps one conversation per
+// folder, not per ACP session) sees this session's conversation. Oldest messages are dropped first
+// to keep the history within budget bytes; it returns the text and the number of messages kept.
+func WithHistory(history []Message, prompt string, budget int) (string, int) {
+	start, size := len(history), 0
+	for start > 0 {
+		m := history[start-1]
+		n := len(m.Text) + 16
+		if size+n > budget {
+			break
+		}
+		size += n
+		start--
+	}
+	// Keep whole turns: a reply without its question confuses more than it helps.
+	if start < len(history) && history[start].Role == RoleAgent {
+		start++
+	}
+	kept := history[start:]
+	if len(kept) == 0 {
+		return prompt, 0
+	}
+	var b strings.Builder
+	b.WriteString("--- CONVERSATION SO FAR ---\n")
+	for _, m := range kept {
+		who := "User"
+		if m.Role == RoleAgent {
+			who = "Assistant"
+		}
+		fmt.Fprintf(&b, "%s: %s\n\n", who, strings.TrimRight(m.Text, "\n"))
+	}
+	b.WriteString("--- END OF CONVERSATION SO FAR ---\n\n")
+	b.WriteString(prompt)
+	return b.String(), len(kept)
+}

@@ -1,0 +1,188 @@
+// Package acpserver is qkit's Agent Client Protocol agent (seed 001): editors such as Zed and Neovim
+// drive Q through it over stdio. It is a thin adapter over the core packages, built as actors:
+//
+//   - the adapter (adapter.go) implements the SDK's Agent interface and turns each call into a
+//     message;
+//   - one server goroutine (server.go) owns the session table and the authentication state, and
+//     routes messages to sessions;
+//   - each open session is a goroutine (session.go) that owns the session's state, fed through a
+//     bounded channel of 32 messages; its prompt turns run in a worker it owns (turn.go), so a
+//     session stays responsive to session/cancel while q runs.
+//
+// Nothing mutable is shared between sessions; prompts in different sessions run in parallel.
+// Sessions and their transcripts live in SQLite (store.go), so session/load works after a restart.
+package acpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+// inboxSize bounds each session's channel (seed 001: mpsc::channel(32)).
+const inboxSize = 32
+
+// ContextFunc prepends the active profile's context block to prompt for a session in cwd, with the
+// files kept within maxTokens. It returns the prompt to send and warnings to log.
+type ContextFunc func(cwd string, maxTokens int, prompt string) (string, []string, error)
+
+// Options configure the agent. Everything here is read-only once Serve starts.
+type Options struct {
+	Store *Store
+	// Limits and the agent profile and default model are passed to every run.
+	Limits agent.Limits
+	Agent  string
+	Model  string
+	// Models are offered in the session config option of category "model".
+	Models []string
+	// MaxTokens is the context budget (context.max_tokens): context files plus earlier turns.
+	MaxTokens int
+	// Context builds the context block; nil sends prompts without one.
+	Context ContextFunc
+	// Commands is the internal-command registry for slash commands; nil offers none.
+	Commands Commands
+	Logger   *slog.Logger
+	Version  string
+	Now      func() time.Time
+}
+
+// Serve runs the agent on in/out (stdin/stdout) until the client disconnects or ctx ends. Before it
+// returns, every running prompt is cancelled and its agent process group stopped.
+func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	if opts.Store == nil {
+		return errors.New("acp serve: no session store")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := newResponseWatcher(out)
+	srv := newServer()
+	a := &adapter{opts: opts, srv: srv, watch: watch, ctx: ctx}
+	conn := acp.NewAgentSideConnection(a, watch, in)
+	conn.SetLogger(opts.Logger)
+	a.conn = conn
+	go srv.loop(ctx)
+	select {
+	case <-conn.Done():
+	case <-ctx.Done():
+	}
+	srv.shutdown()
+	return nil
+}
+
+// server is the actor that owns the session table. Its state is touched only by its goroutine,
+// which runs the closures sent to calls one at a time; none of them blocks.
+type server struct {
+	calls chan func(*serverState)
+	done  chan struct{}
+}
+
+type serverState struct {
+	authenticated bool
+	sessions      map[string]*sessionHandle
+}
+
+func newServer() *server {
+	return &server{calls: make(chan func(*serverState)), done: make(chan struct{})}
+}
+
+func (s *server) loop(ctx context.Context) {
+	defer close(s.done)
+	st := &serverState{sessions: map[string]*sessionHandle{}}
+	for {
+		select {
+		case f := <-s.calls:
+			f(st)
+		case <-ctx.Done():
+			// Every session ends on the same context; wait for them (and their workers), so no
+			// agent process outlives the server.
+			for _, h := range st.sessions {
+				<-h.done
+			}
+			return
+		}
+	}
+}
+
+// do runs f on the server's goroutine and waits for it. After shutdown it reports false.
+func (s *server) do(f func(*serverState)) bool {
+	done := make(chan struct{})
+	select {
+	case s.calls <- func(st *serverState) { f(st); close(done) }:
+		<-done
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// shutdown waits for the loop (whose context the caller has cancelled) to close every session.
+func (s *server) shutdown() { <-s.done }
+
+func (s *server) setAuthenticated(ok bool) {
+	s.do(func(st *serverState) { st.authenticated = ok })
+}
+
+func (s *server) authenticated() bool {
+	var ok bool
+	s.do(func(st *serverState) { ok = st.authenticated })
+	return ok
+}
+
+// open returns the live session id, starting its actor with start when it is not open yet.
+func (s *server) open(id string, start func() *sessionHandle) *sessionHandle {
+	var h *sessionHandle
+	s.do(func(st *serverState) {
+		if h = st.sessions[id]; h == nil {
+			h = start()
+			st.sessions[id] = h
+			go func() {
+				<-h.done
+				s.do(func(st *serverState) {
+					if st.sessions[id] == h {
+						delete(st.sessions, id)
+					}
+				})
+			}()
+		}
+	})
+	return h
+}
+
+// errNotOpen and errBusy are routing failures; the adapter turns them into protocol errors.
+var (
+	errNotOpen = errors.New("session not open")
+	errBusy    = errors.New("session busy")
+)
+
+// route delivers msg to the open session id without blocking the server: a session whose inbox
+// (32 messages) is full answers errBusy, the back-pressure the bounded channel exists for.
+func (s *server) route(id string, msg sessionMsg) (*sessionHandle, error) {
+	var h *sessionHandle
+	err := errNotOpen
+	s.do(func(st *serverState) {
+		if h = st.sessions[id]; h == nil {
+			return
+		}
+		if h.send(msg) {
+			err = nil
+		} else {
+			err = errBusy
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}

@@ -1,0 +1,303 @@
+package acpserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+)
+
+// ErrSessionNotFound is returned for a session id the database does not hold.
+var ErrSessionNotFound = errors.New("session not found")
+
+// Role says who wrote a transcript message.
+type Role string
+
+// The roles of a transcript.
+const (
+	RoleUser  Role = "user"
+	RoleAgent Role = "agent"
+)
+
+// Message is one entry of a session's transcript.
+type Message struct {
+	Role Role
+	Text string
+}
+
+// SessionRecord is a session as the database keeps it.
+type SessionRecord struct {
+	ID  string
+	Cwd string
+	// MCPServers is the client's list from session/new, as JSON (stored, see the README).
+	MCPServers   json.RawMessage
+	Model        string
+	TrustedTools []string
+	Title        string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Store keeps ACP sessions and their transcripts in SQLite. It is safe for concurrent use, also
+// by several processes on the same file (two editor windows): WAL lets readers run beside the one
+// writer, and the busy timeout makes writers wait for each other instead of failing.
+type Store struct {
+	db *sql.DB
+}
+
+// migrations are applied in order; the database's user_version says how many have run. Never
+// edit one that has shipped: append a new one.
+var migrations = []string{
+	`CREATE TABLE sessions (
+		id            TEXT PRIMARY KEY,
+		cwd           TEXT NOT NULL,
+		mcp_servers   TEXT NOT NULL DEFAULT '[]',
+		model         TEXT NOT NULL DEFAULT '',
+		trusted_tools TEXT NOT NULL DEFAULT '[]',
+		title         TEXT NOT NULL DEFAULT '',
+		created_at    INTEGER NOT NULL,
+		updated_at    INTEGER NOT NULL
+	);
+	CREATE INDEX sessions_cwd ON sessions(cwd, updated_at);
+	CREATE TABLE messages (
+		session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+		seq        INTEGER NOT NULL,
+		role       TEXT NOT NULL CHECK (role IN ('user', 'agent')),
+		text       TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		PRIMARY KEY (session_id, seq)
+	);`,
+}
+
+// OpenStore opens (creating it and its folder when needed) the database at path and brings its
+// schema up to date.
+func OpenStore(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("session database %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("session database %s: %w", path, err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("session database %s: %w", path, err)
+	}
+	_ = os.Chmod(path, 0o600)
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil) // immediate: two processes starting at once migrate one after the other
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this qkit knows (%d): upgrade qkit", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if version < len(migrations) {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Create inserts a new session.
+func (s *Store) Create(ctx context.Context, r SessionRecord) error {
+	tools, _ := json.Marshal(nonNil(r.TrustedTools))
+	mcp := r.MCPServers
+	if len(mcp) == 0 {
+		mcp = json.RawMessage("[]")
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title,
+		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+	if err != nil {
+		return fmt.Errorf("session %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+const sessionColumns = `id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanSession(row scanner) (SessionRecord, error) {
+	var r SessionRecord
+	var mcp, tools string
+	var created, updated int64
+	if err := row.Scan(&r.ID, &r.Cwd, &mcp, &r.Model, &tools, &r.Title, &created, &updated); err != nil {
+		return r, err
+	}
+	r.MCPServers = json.RawMessage(mcp)
+	_ = json.Unmarshal([]byte(tools), &r.TrustedTools)
+	r.CreatedAt, r.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return r, nil
+}
+
+// Get returns one session, or an error wrapping ErrSessionNotFound.
+func (s *Store) Get(ctx context.Context, id string) (SessionRecord, error) {
+	r, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("session %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// List returns sessions, most recently updated first; cwd, when not empty, keeps only those in it.
+// Pages hold at most limit sessions; after is the id of the last session of the previous page.
+func (s *Store) List(ctx context.Context, cwd string, after string, limit int) ([]SessionRecord, error) {
+	query := `SELECT ` + sessionColumns + ` FROM sessions`
+	var where []string
+	var args []any
+	if cwd != "" {
+		where = append(where, "cwd = ?")
+		args = append(args, cwd)
+	}
+	if after != "" {
+		where = append(where, "(updated_at, id) < (SELECT updated_at, id FROM sessions WHERE id = ?)")
+		args = append(args, after)
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []SessionRecord
+	for rows.Next() {
+		r, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing sessions: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SetModel records the session's model.
+func (s *Store) SetModel(ctx context.Context, id, model string, now time.Time) error {
+	return s.update(ctx, id, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now.UnixNano(), id)
+}
+
+// SetTrustedTools records the tools the user allowed for the whole session.
+func (s *Store) SetTrustedTools(ctx context.Context, id string, tools []string, now time.Time) error {
+	b, _ := json.Marshal(nonNil(tools))
+	return s.update(ctx, id, `UPDATE sessions SET trusted_tools = ?, updated_at = ? WHERE id = ?`, string(b), now.UnixNano(), id)
+}
+
+func (s *Store) update(ctx context.Context, id, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	}
+	return nil
+}
+
+// AppendTurn adds one prompt and its reply to the transcript in a single transaction, so a crash
+// keeps either the whole turn or none of it. The first prompt's first line becomes the title.
+func (s *Store) AppendTurn(ctx context.Context, id, user, agent string, now time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	var next int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, id).Scan(&next); err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	for i, m := range []Message{{RoleUser, user}, {RoleAgent, agent}} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, created_at) VALUES (?, ?, ?, ?, ?)`,
+			id, next+int64(i), string(m.Role), m.Text, now.UnixNano()); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`,
+		now.UnixNano(), Title(user), id)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	}
+	return tx.Commit()
+}
+
+// Messages returns the session's transcript in order.
+func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT role, text FROM messages WHERE session_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		if err := rows.Scan(&m.Role, &m.Text); err != nil {
+			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Title is a session's title: the first non-blank line of its first prompt, at most 80 runes.
+func Title(prompt string) string {
+	for _, line := range strings.Split(prompt, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if r := []rune(line); len(r) > 80 {
+			line = string(r[:79]) + "…"
+		}
+		return line
+	}
+	return ""
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
