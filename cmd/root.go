@@ -214,6 +214,7 @@ func subcommands(a *app.App) []*cobra.Command {
 		newMCPCmd(a),
 		newAskCmd(a),
 		newQuestionsCmd(a),
+		newACPCmd(a),
 		newVersionCmd(a),
 		newExitCodesTopic(),
 	}

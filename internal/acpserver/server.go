@@ -77,6 +77,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	case <-conn.Done():
 	case <-ctx.Done():
 	}
+	cancel() // ends every session; their turns' process groups are stopped
 	srv.shutdown()
 	return nil
 }

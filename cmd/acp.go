@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/acpserver"
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
+	"github.com/qkit-cli/qkit/internal/output"
+)
+
+// acpDisabled is seed 001's feature-gate message, word for word.
+const acpDisabled = "ACP is disabled. Enable it with: qkit settings set acp.enabled true"
+
+func newACPCmd(a *app.App) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "acp <command>",
+		Short: "Serve Q to editors over the Agent Client Protocol",
+		Long: `Serve the Amazon Q Developer CLI to editors (Zed, Neovim, ...) as an Agent Client Protocol agent.
+
+The editor starts 'qkit acp serve' and talks JSON-RPC to it over stdin and stdout.`,
+		Example: `  qkit settings set acp.enabled true
+  qkit acp serve --agent my-profile`,
+		GroupID: groupServe,
+		Args:    cobra.NoArgs,
+	}
+	c.AddCommand(newACPServeCmd(a))
+	return c
+}
+
+type acpServeOptions struct {
+	agent string
+	model string
+}
+
+func newACPServeCmd(a *app.App) *cobra.Command {
+	opts := &acpServeOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the ACP agent on stdin and stdout",
+		Long: `Run qkit as an Agent Client Protocol (version 1) agent on stdin and stdout, for an editor to start.
+
+Each ACP session is its own conversation with q, kept in <data>/qkit.db with its transcript, so
+an editor can list, load and resume sessions after a restart. Prompts run through the agent CLI
+(agent.command) with your context files prepended. Stdout carries the protocol only; logs go to
+stderr. Requires the setting acp.enabled (a feature gate).`,
+		Example: `  # Enable the feature once
+  qkit settings set acp.enabled true
+
+  # Zed: settings.json
+  #   "agent_servers": { "Q": { "command": "qkit", "args": ["acp", "serve"] } }
+
+  # Use an agent profile and a model for every session
+  qkit acp serve --agent my-profile --model claude-sonnet-4`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runACPServe(c, a, opts)
+		},
+	}
+	c.Flags().StringVar(&opts.agent, "agent", "", "q agent profile (`NAME`) to run every prompt with")
+	c.Flags().StringVar(&opts.model, "model", "", "default `MODEL` of new sessions (default: setting agent.model)")
+	_ = c.RegisterFlagCompletionFunc("agent", cobra.NoFileCompletions)
+	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		if a.Config == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return a.Config.List("agent.models"), cobra.ShellCompDirectiveNoFileComp
+	})
+	return c
+}
+
+func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
+	if !a.Config.Bool("acp.enabled") {
+		return output.Errorf(output.ExitFailure, "%s", acpDisabled)
+	}
+	model := opts.model
+	if model == "" {
+		model = a.Config.String("agent.model")
+	}
+	if model != "" && !slices.Contains(a.Config.List("agent.models"), model) {
+		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models)", model, a.Config.List("agent.models"))
+	}
+	ctx := c.Context()
+	store, err := acpserver.OpenStore(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	files := contextfiles.NewStore(a.Config.Paths.Config)
+	profile, err := files.ResolveProfile(a.ProfileFlag)
+	if err != nil {
+		return err
+	}
+	return acpserver.Serve(ctx, acpserver.Options{
+		Store:     store,
+		Limits:    agent.LimitsFromConfig(a.Config),
+		Agent:     opts.agent,
+		Model:     model,
+		Models:    a.Config.List("agent.models"),
+		MaxTokens: int(a.Config.Int("context.max_tokens")),
+		Context: func(cwd string, maxTokens int, prompt string) (string, []string, error) {
+			return files.Prompt(profile, cwd, maxTokens, prompt)
+		},
+		Logger:  a.Logger,
+		Version: a.Version.Version,
+		Now:     a.Now,
+	}, a.IO.In, a.IO.Out)
+}

@@ -1,0 +1,957 @@
+package acpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/fakeq"
+)
+
+// The test binary doubles as the fake q (ACPTEST_AS_Q) and as a standalone `acp serve`
+// (ACPTEST_SERVE_DB) for the kill -9 test.
+func TestMain(m *testing.M) {
+	if os.Getenv("ACPTEST_AS_Q") == "1" {
+		os.Exit(fakeq.Main())
+	}
+	if db := os.Getenv("ACPTEST_SERVE_DB"); db != "" {
+		os.Setenv("ACPTEST_SERVE_DB", "")
+		os.Setenv("ACPTEST_AS_Q", "1")
+		os.Exit(serveForTest(db))
+	}
+	os.Setenv("ACPTEST_AS_Q", "1") // every agent run below re-executes this binary as q
+	os.Exit(m.Run())
+}
+
+func serveForTest(db string) int {
+	store, err := OpenStore(context.Background(), db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer store.Close()
+	if err := Serve(context.Background(), testOptions(store), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func testOptions(store *Store) Options {
+	return Options{
+		Store:     store,
+		Limits:    agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, StripANSI: true},
+		Models:    []string{"claude-3.7-sonnet", "claude-sonnet-4"},
+		MaxTokens: 150000,
+		Version:   "test",
+	}
+}
+
+// testClient is the editor: it records every session/update and answers permission requests
+// with answer (default: allow once).
+type testClient struct {
+	mu      sync.Mutex
+	updates []acp.SessionNotification
+	changed chan struct{} // receives (without blocking) on every update
+	asked   chan acp.RequestPermissionRequest
+	answer  func(ctx context.Context, r acp.RequestPermissionRequest) acp.RequestPermissionResponse
+}
+
+func newTestClient() *testClient {
+	return &testClient{changed: make(chan struct{}, 1), asked: make(chan acp.RequestPermissionRequest, 16)}
+}
+
+func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *testClient) RequestPermission(ctx context.Context, r acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.asked <- r
+	c.mu.Lock()
+	answer := c.answer
+	c.mu.Unlock()
+	if answer == nil {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(optAllowOnce)}, nil
+	}
+	return answer(ctx, r), nil
+}
+
+func (c *testClient) setAnswer(f func(ctx context.Context, r acp.RequestPermissionRequest) acp.RequestPermissionResponse) {
+	c.mu.Lock()
+	c.answer = f
+	c.mu.Unlock()
+}
+
+func selected(id string) func(context.Context, acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	return func(context.Context, acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(id))}
+	}
+}
+
+var errNoFS = errors.New("the test client has no file system or terminal")
+
+func (c *testClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, errNoFS
+}
+func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, errNoFS
+}
+func (c *testClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, errNoFS
+}
+func (c *testClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, errNoFS
+}
+func (c *testClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, errNoFS
+}
+func (c *testClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, errNoFS
+}
+func (c *testClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, errNoFS
+}
+
+// chunks returns the session's message chunks as "user: text" / "agent: text", merged per run.
+func (c *testClient) transcript(id acp.SessionId) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, n := range c.updates {
+		if n.SessionId != id {
+			continue
+		}
+		var role, text string
+		switch u := n.Update; {
+		case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
+			role, text = "user", u.UserMessageChunk.Content.Text.Text
+		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+			role, text = "agent", u.AgentMessageChunk.Content.Text.Text
+		default:
+			continue
+		}
+		if len(out) > 0 && strings.HasPrefix(out[len(out)-1], role+": ") {
+			out[len(out)-1] += text
+		} else {
+			out = append(out, role+": "+text)
+		}
+	}
+	return out
+}
+
+// agentText is everything the agent said in the session.
+func (c *testClient) agentText(id acp.SessionId) string {
+	var b strings.Builder
+	for _, line := range c.transcript(id) {
+		if s, ok := strings.CutPrefix(line, "agent: "); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+func (c *testClient) count(id acp.SessionId, match func(acp.SessionUpdate) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, u := range c.updates {
+		if u.SessionId == id && match(u.Update) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until cond holds, re-checking on every update; it fails the test after a minute.
+func (c *testClient) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-c.changed:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// harness is one `acp serve` on pipes, driven by the SDK's client side.
+type harness struct {
+	t      *testing.T
+	db     string
+	store  *Store
+	tc     *testClient
+	conn   *acp.ClientSideConnection
+	toSrv  *io.PipeWriter
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func start(t *testing.T, db string) *harness {
+	t.Helper()
+	if db == "" {
+		db = filepath.Join(t.TempDir(), "qkit.db")
+	}
+	store, err := OpenStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, db: db, store: store, tc: newTestClient(), toSrv: c2sW, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		if err := Serve(ctx, testOptions(store), c2sR, s2cW); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		s2cW.Close()
+	}()
+	h.conn = acp.NewClientSideConnection(h.tc, c2sW, s2cR)
+	h.conn.SetLogger(slog.New(slog.DiscardHandler))
+	t.Cleanup(h.stop)
+	return h
+}
+
+// stop disconnects the client and waits for the server to finish (every turn cancelled).
+func (h *harness) stop() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	h.toSrv.Close()
+	<-h.done
+	h.cancel()
+	h.store.Close()
+}
+
+func (h *harness) initialize() acp.InitializeResponse {
+	h.t.Helper()
+	resp, err := h.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	if err != nil {
+		h.t.Fatalf("initialize: %v", err)
+	}
+	return resp
+}
+
+func (h *harness) newSession(cwd string) acp.SessionId {
+	h.t.Helper()
+	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		h.t.Fatalf("session/new: %v", err)
+	}
+	return resp.SessionId
+}
+
+func (h *harness) prompt(id acp.SessionId, blocks ...acp.ContentBlock) (acp.StopReason, error) {
+	resp, err := h.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: id, Prompt: blocks})
+	return resp.StopReason, err
+}
+
+func (h *harness) mustPrompt(id acp.SessionId, text string, want acp.StopReason) {
+	h.t.Helper()
+	got, err := h.prompt(id, acp.TextBlock(text))
+	if err != nil {
+		h.t.Fatalf("prompt %q: %v", text, err)
+	}
+	if got != want {
+		h.t.Fatalf("prompt %q: stopReason %q, want %q", text, got, want)
+	}
+}
+
+func errCode(err error) int {
+	var re *acp.RequestError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
+}
+
+func wantCode(t *testing.T, what string, err error, code int, msg string) {
+	t.Helper()
+	if errCode(err) != code {
+		t.Fatalf("%s: error %v, want code %d", what, err, code)
+	}
+	var re *acp.RequestError
+	errors.As(err, &re)
+	if !strings.Contains(re.Message, msg) {
+		t.Fatalf("%s: message %q does not say %q", what, re.Message, msg)
+	}
+}
+
+// record makes fakeq append each run's argv to a file and returns a reader of the runs.
+func record(t *testing.T) func() [][]string {
+	f := filepath.Join(t.TempDir(), "argv")
+	t.Setenv("FAKEQ_RECORD", f)
+	return func() [][]string {
+		data, _ := os.ReadFile(f)
+		var runs [][]string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if line == "" {
+				continue
+			}
+			var argv []string
+			if err := json.Unmarshal([]byte(line), &argv); err != nil {
+				t.Fatal(err)
+			}
+			if argv[0] == "chat" { // not whoami
+				runs = append(runs, argv)
+			}
+		}
+		return runs
+	}
+}
+
+func TestInitializeAndAuth(t *testing.T) {
+	h := start(t, "")
+	resp := h.initialize()
+	if resp.ProtocolVersion != 1 || !resp.AgentCapabilities.LoadSession || !resp.AgentCapabilities.PromptCapabilities.EmbeddedContext ||
+		resp.AgentCapabilities.PromptCapabilities.Image || resp.AgentCapabilities.PromptCapabilities.Audio {
+		t.Fatalf("capabilities: %+v", resp)
+	}
+	sc := resp.AgentCapabilities.SessionCapabilities
+	if sc.List == nil || sc.Resume == nil || sc.Close == nil {
+		t.Fatalf("session capabilities: %+v", sc)
+	}
+	if len(resp.AuthMethods) != 0 {
+		t.Fatalf("logged in, yet authMethods %+v", resp.AuthMethods)
+	}
+
+	t.Setenv("FAKEQ_LOGGED_OUT", "1")
+	resp = h.initialize()
+	if len(resp.AuthMethods) != 1 || resp.AuthMethods[0].Agent == nil || resp.AuthMethods[0].Agent.Id != "cli" ||
+		resp.AuthMethods[0].Agent.Name != "CLI Login" || *resp.AuthMethods[0].Agent.Description != "Run '"+filepath.Base(os.Args[0])+" login' to authenticate" {
+		t.Fatalf("logged out: authMethods %+v", resp.AuthMethods)
+	}
+	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new before auth", err, -32000, "login")
+	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
+	wantCode(t, "session/list before auth", err, -32000, "Authentication required")
+	_, err = h.conn.Authenticate(context.Background(), acp.AuthenticateRequest{MethodId: "cli"})
+	wantCode(t, "authenticate while logged out", err, -32000, "login")
+	_, err = h.conn.Authenticate(context.Background(), acp.AuthenticateRequest{MethodId: "oauth"})
+	wantCode(t, "authenticate with an unknown method", err, -32602, `unknown authentication method "oauth"`)
+
+	t.Setenv("FAKEQ_LOGGED_OUT", "")
+	if _, err := h.conn.Authenticate(context.Background(), acp.AuthenticateRequest{MethodId: "cli"}); err != nil {
+		t.Fatalf("authenticate after login: %v", err)
+	}
+	h.newSession(t.TempDir())
+}
+
+func TestPromptStreamsChunksInOrder(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_LINES", "50")
+	t.Setenv("FAKEQ_INTERVAL", "1ms")
+	h := start(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "count to fifty", acp.StopReasonEndTurn)
+	var want strings.Builder
+	for i := 1; i <= 50; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if got := h.tc.agentText(id); got != want.String() {
+		t.Fatalf("streamed reply %q, want %q", got, want.String())
+	}
+	if n := h.tc.count(id, func(u acp.SessionUpdate) bool { return u.AgentMessageChunk != nil }); n < 2 {
+		t.Fatalf("the reply came in %d chunk(s); it should stream", n)
+	}
+	argv := runs()[0]
+	if argv[0] != "chat" || argv[1] != "--no-interactive" || argv[len(argv)-1] != "count to fifty" {
+		t.Fatalf("argv %q", argv)
+	}
+	for _, a := range argv {
+		if a == "--resume" || a == "-r" {
+			t.Fatalf("argv %q uses --resume: each ACP session is its own conversation", argv)
+		}
+	}
+}
+
+func TestEarlierTurnsArePassed(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_OUTPUT", "Paris.")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "What is the capital of France?", acp.StopReasonEndTurn)
+	h.mustPrompt(id, "And its population?", acp.StopReasonEndTurn)
+	last := runs()[1]
+	prompt := last[len(last)-1]
+	for _, want := range []string{"User: What is the capital of France?", "Assistant: Paris.", "And its population?"} {
+		if !strings.Contains(prompt, want) {
+			t.Fatalf("second prompt %q lacks %q", prompt, want)
+		}
+	}
+	// A second session is a different conversation.
+	other := h.newSession(t.TempDir())
+	h.mustPrompt(other, "hello", acp.StopReasonEndTurn)
+	if p := runs()[2]; p[len(p)-1] != "hello" {
+		t.Fatalf("new session's prompt %q carries another session's history", p[len(p)-1])
+	}
+}
+
+func TestResourceBlocks(t *testing.T) {
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	_, err := h.prompt(id,
+		acp.TextBlock("Review these:"),
+		acp.ResourceLinkBlock("main.go", "file:///src/main.go"),
+		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{
+			Uri: "file:///src/notes.md", MimeType: acp.Ptr("text/markdown"), Text: "# Notes"}}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Review these:\n<resource uri=\"file:///src/main.go\"/>\n<resource uri=\"file:///src/notes.md\" mime-type=\"text/markdown\"># Notes</resource>\n"
+	if got := h.tc.agentText(id); got != want {
+		t.Fatalf("q received %q, want %q", got, want)
+	}
+	_, err = h.prompt(id, acp.ImageBlock("aGk=", "image/png"))
+	wantCode(t, "image prompt", err, -32602, "images are not supported")
+	_, err = h.prompt(id, acp.AudioBlock("aGk=", "audio/wav"))
+	wantCode(t, "audio prompt", err, -32602, "audio is not supported")
+	_, err = h.prompt(id, acp.TextBlock("  "))
+	wantCode(t, "empty prompt", err, -32602, "prompt is empty")
+}
+
+func TestAgentFailureIsRefusal(t *testing.T) {
+	t.Setenv("FAKEQ_EXIT", "3")
+	t.Setenv("FAKEQ_STDERR", "error: the model is overloaded")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "hi", acp.StopReasonRefusal)
+	if got := h.tc.agentText(id); !strings.Contains(got, "the model is overloaded") {
+		t.Fatalf("the failure was not reported: %q", got)
+	}
+}
+
+func TestTimeoutEndsTheTurn(t *testing.T) {
+	t.Setenv("FAKEQ_OUTPUT", "partial answer\n")
+	t.Setenv("FAKEQ_SLEEP", "30s")
+	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	opts := testOptions(store)
+	opts.Limits.Timeout = time.Second
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = Serve(context.Background(), opts, c2sR, s2cW); s2cW.Close() }()
+	tc := newTestClient()
+	conn := acp.NewClientSideConnection(tc, c2sW, s2cR)
+	defer func() { c2sW.Close(); <-done }()
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("slow")}})
+	if err != nil || resp.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("timed-out prompt: %v %v", resp.StopReason, err)
+	}
+	got := tc.agentText(s.SessionId)
+	if !strings.HasPrefix(got, "partial answer\n") || !strings.Contains(strings.ToLower(got), "timed out") {
+		t.Fatalf("reply %q lacks the partial output or the timeout notice", got)
+	}
+}
+
+func TestPermissionFlow(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_APPROVAL_TOOL", "fs_write")
+	t.Setenv("FAKEQ_OUTPUT", "file written")
+	h := start(t, "")
+	h.initialize()
+
+	t.Run("allow_once", func(t *testing.T) {
+		id := h.newSession(t.TempDir())
+		h.tc.setAnswer(selected(optAllowOnce))
+		h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
+		r := <-h.tc.asked
+		if r.SessionId != id || r.ToolCall.Title == nil || !strings.Contains(*r.ToolCall.Title, "fs_write") {
+			t.Fatalf("permission request does not name the tool: %+v", r.ToolCall)
+		}
+		var kinds []string
+		for _, o := range r.Options {
+			kinds = append(kinds, string(o.Kind))
+		}
+		if strings.Join(kinds, ",") != "allow_once,allow_always,reject_once" {
+			t.Fatalf("options %v", kinds)
+		}
+		if got := h.tc.agentText(id); !strings.Contains(got, "file written") {
+			t.Fatalf("reply %q", got)
+		}
+		all := runs()
+		if last := all[len(all)-1]; !contains(last, "--trust-tools=fs_write") {
+			t.Fatalf("re-run without the tool trusted: %q", last)
+		}
+		// Once means once: the next prompt asks again.
+		h.mustPrompt(id, "write it again", acp.StopReasonEndTurn)
+		<-h.tc.asked
+	})
+
+	t.Run("allow_always", func(t *testing.T) {
+		id := h.newSession(t.TempDir())
+		h.tc.setAnswer(selected(optAllowAlways))
+		h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
+		<-h.tc.asked
+		before := len(runs())
+		h.mustPrompt(id, "write it again", acp.StopReasonEndTurn)
+		select {
+		case r := <-h.tc.asked:
+			t.Fatalf("asked again after allow_always: %+v", r)
+		default:
+		}
+		all := runs()
+		if len(all) != before+1 || !contains(all[len(all)-1], "--trust-tools=fs_write") {
+			t.Fatalf("second prompt's runs %q", all[before:])
+		}
+		rec, err := h.store.Get(context.Background(), string(id))
+		if err != nil || !contains(rec.TrustedTools, "fs_write") {
+			t.Fatalf("trusted tools not stored: %+v %v", rec.TrustedTools, err)
+		}
+	})
+
+	t.Run("reject_once", func(t *testing.T) {
+		id := h.newSession(t.TempDir())
+		h.tc.setAnswer(selected(optRejectOnce))
+		h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
+		<-h.tc.asked
+		got := h.tc.agentText(id)
+		if !strings.Contains(got, "Permission to use fs_write was refused") || strings.Contains(got, "file written") {
+			t.Fatalf("reply after reject: %q", got)
+		}
+		failed := h.tc.count(id, func(u acp.SessionUpdate) bool {
+			return u.ToolCallUpdate != nil && u.ToolCallUpdate.Status != nil && *u.ToolCallUpdate.Status == acp.ToolCallStatusFailed
+		})
+		if failed != 1 {
+			t.Fatalf("rejected tool call not marked failed (%d)", failed)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// alive says whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(f) == 0 || f[0] != "Z"
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); alive(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d outlived the cancelled turn", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCancelMidStream(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild")
+	t.Setenv("FAKEQ_LINES", "100000")
+	t.Setenv("FAKEQ_INTERVAL", "10ms")
+	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	type result struct {
+		stop acp.StopReason
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() { s, err := h.prompt(id, acp.TextBlock("go on forever")); res <- result{s, err} }()
+	h.tc.waitFor(t, "the first chunk", func() bool { return strings.Contains(h.tc.agentText(id), "line 2\n") })
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil || r.stop != acp.StopReasonCancelled {
+		t.Fatalf("cancelled prompt answered %q, %v; want stopReason cancelled and no error", r.stop, r.err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(data))
+	waitGone(t, pid)
+
+	// The session still works.
+	t.Setenv("FAKEQ_LINES", "1")
+	t.Setenv("FAKEQ_INTERVAL", "")
+	t.Setenv("FAKEQ_GRANDCHILD", "")
+	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
+}
+
+func TestCancelWhileAskingPermission(t *testing.T) {
+	t.Setenv("FAKEQ_APPROVAL_TOOL", "execute_bash")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	clientSaw := make(chan string, 1)
+	h.tc.setAnswer(func(ctx context.Context, _ acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		<-ctx.Done() // the agent withdraws the request with $/cancel_request
+		clientSaw <- "withdrawn"
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+	})
+	res := make(chan acp.StopReason, 1)
+	go func() { s, err := h.prompt(id, acp.TextBlock("run it")); _ = err; res <- s }()
+	<-h.tc.asked
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-res; s != acp.StopReasonCancelled {
+		t.Fatalf("stopReason %q, want cancelled", s)
+	}
+	if got := <-clientSaw; got != "withdrawn" {
+		t.Fatal(got)
+	}
+}
+
+func TestSecondPromptCancelsTheFirst(t *testing.T) {
+	t.Setenv("FAKEQ_LINES", "100000")
+	t.Setenv("FAKEQ_INTERVAL", "10ms")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	first := make(chan acp.StopReason, 1)
+	go func() { s, _ := h.prompt(id, acp.TextBlock("first")); first <- s }()
+	h.tc.waitFor(t, "the first reply", func() bool { return strings.Contains(h.tc.agentText(id), "line 1\n") })
+	t.Setenv("FAKEQ_LINES", "1")
+	t.Setenv("FAKEQ_INTERVAL", "")
+	h.mustPrompt(id, "second", acp.StopReasonEndTurn)
+	if s := <-first; s != acp.StopReasonCancelled {
+		t.Fatalf("first prompt: %q, want cancelled", s)
+	}
+}
+
+func TestSessionsRunInParallel(t *testing.T) {
+	t.Setenv("FAKEQ_LINES", "100000")
+	t.Setenv("FAKEQ_INTERVAL", "10ms")
+	h := start(t, "")
+	h.initialize()
+	slow, fast := h.newSession(t.TempDir()), h.newSession(t.TempDir())
+	res := make(chan acp.StopReason, 1)
+	go func() { s, _ := h.prompt(slow, acp.TextBlock("slow")); res <- s }()
+	h.tc.waitFor(t, "the slow session to stream", func() bool { return strings.Contains(h.tc.agentText(slow), "line 1\n") })
+	// Set for the second run only: the running slow q has its environment already.
+	t.Setenv("FAKEQ_LINES", "3")
+	t.Setenv("FAKEQ_INTERVAL", "")
+	h.mustPrompt(fast, "fast", acp.StopReasonEndTurn) // finishes while the slow one still runs
+	select {
+	case s := <-res:
+		t.Fatalf("the slow prompt ended (%q) before the fast one in another session", s)
+	default:
+	}
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: slow}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-res; s != acp.StopReasonCancelled {
+		t.Fatalf("slow: %q", s)
+	}
+}
+
+func TestLoadAfterRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	cwd := t.TempDir()
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	h := start(t, db)
+	h.initialize()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "one", acp.StopReasonEndTurn)
+	one := h.tc.agentText(id)
+	h.mustPrompt(id, "two", acp.StopReasonEndTurn)
+	two := strings.TrimPrefix(h.tc.agentText(id), one)
+	h.stop()
+
+	h2 := start(t, db)
+	h2.initialize()
+	if _, err := h2.prompt(id, acp.TextBlock("three")); errCode(err) != -32602 {
+		t.Fatalf("prompt on a session not loaded in this connection: %v", err)
+	}
+	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	// The SDK delivers notifications before the response they preceded: the replay is complete.
+	got := h2.tc.transcript(id)
+	want := []string{"user: one", "agent: " + one, "user: two", "agent: " + two}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("replay %q, want %q", got, want)
+	}
+	h2.mustPrompt(id, "three", acp.StopReasonEndTurn)
+	if !strings.Contains(h2.tc.agentText(id), "User: two") {
+		t.Fatalf("the loaded session lost its history: %q", h2.tc.agentText(id))
+	}
+
+	_, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: "7b0c4b8e-0000-4000-8000-000000000000", Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "load of an unknown id", err, -32002, "not found")
+}
+
+func TestListResumeClose(t *testing.T) {
+	t.Setenv("FAKEQ_OUTPUT", "ok")
+	h := start(t, "")
+	h.initialize()
+	cwdA, cwdB := t.TempDir(), t.TempDir()
+	a := h.newSession(cwdA)
+	b := h.newSession(cwdB)
+	h.mustPrompt(a, "Fix the flaky test\nin pkg/x", acp.StopReasonEndTurn)
+	h.mustPrompt(b, "Write docs", acp.StopReasonEndTurn)
+
+	all, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
+	if err != nil || len(all.Sessions) != 2 {
+		t.Fatalf("list: %+v %v", all, err)
+	}
+	if all.Sessions[0].SessionId != b || *all.Sessions[1].Title != "Fix the flaky test" || all.Sessions[1].UpdatedAt == nil {
+		t.Fatalf("list order or title: %+v", all.Sessions)
+	}
+	inA, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwdA})
+	if err != nil || len(inA.Sessions) != 1 || inA.Sessions[0].SessionId != a || inA.Sessions[0].Cwd != cwdA {
+		t.Fatalf("list --cwd: %+v %v", inA, err)
+	}
+	rel := "relative/dir"
+	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &rel})
+	wantCode(t, "list with a relative cwd", err, -32602, "not an absolute path")
+
+	// close cancels and frees; the session must be resumed to be used again.
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: a}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.prompt(a, acp.TextBlock("again"))
+	wantCode(t, "prompt on a closed session", err, -32602, "not open")
+	_, err = h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: "nope"})
+	wantCode(t, "close of an unknown id", err, -32002, "not found")
+
+	chunks := func() int {
+		return h.tc.count(a, func(u acp.SessionUpdate) bool { return u.AgentMessageChunk != nil || u.UserMessageChunk != nil })
+	}
+	n := chunks()
+	if _, err := h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: a, Cwd: cwdA, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if chunks() != n {
+		t.Fatal("session/resume replayed the transcript")
+	}
+	h.mustPrompt(a, "again", acp.StopReasonEndTurn)
+	_, err = h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: "nope", Cwd: cwdA, McpServers: []acp.McpServer{}})
+	wantCode(t, "resume of an unknown id", err, -32002, "not found")
+}
+
+func TestCloseCancelsTheRunningTurn(t *testing.T) {
+	t.Setenv("FAKEQ_LINES", "100000")
+	t.Setenv("FAKEQ_INTERVAL", "10ms")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	res := make(chan acp.StopReason, 1)
+	go func() { s, _ := h.prompt(id, acp.TextBlock("long")); res <- s }()
+	h.tc.waitFor(t, "streaming", func() bool { return strings.Contains(h.tc.agentText(id), "line 1\n") })
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-res; s != acp.StopReasonCancelled {
+		t.Fatalf("prompt of a closed session: %q", s)
+	}
+}
+
+func TestSetModeAndModel(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_OUTPUT", "ok")
+	h := start(t, "")
+	h.initialize()
+	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ConfigOptions) != 1 || resp.ConfigOptions[0].Select == nil || resp.ConfigOptions[0].Select.Id != "model" ||
+		*resp.ConfigOptions[0].Select.Category != acp.SessionConfigOptionCategoryModel || resp.ConfigOptions[0].Select.CurrentValue != "default" {
+		t.Fatalf("config options: %+v", resp.ConfigOptions)
+	}
+	id := resp.SessionId
+	_, err = h.conn.SetSessionMode(context.Background(), acp.SetSessionModeRequest{SessionId: id, ModeId: "code"})
+	wantCode(t, "set_mode", err, -32601, "not supported")
+
+	set, err := h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: id, ConfigId: "model", Value: "claude-sonnet-4"}})
+	if err != nil || set.ConfigOptions[0].Select.CurrentValue != "claude-sonnet-4" {
+		t.Fatalf("set model: %+v %v", set, err)
+	}
+	h.mustPrompt(id, "hi", acp.StopReasonEndTurn)
+	argv := runs()[0]
+	if strings.Join(argv[:4], " ") != "chat --no-interactive --model claude-sonnet-4" {
+		t.Fatalf("argv %q", argv)
+	}
+	_, err = h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: id, ConfigId: "model", Value: "gpt-9"}})
+	wantCode(t, "unknown model", err, -32602, `unknown model "gpt-9"`)
+	_, err = h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: id, ConfigId: "mode", Value: "x"}})
+	wantCode(t, "unknown option", err, -32602, `unknown config option "mode"`)
+}
+
+func TestInvalidParams(t *testing.T) {
+	h := start(t, "")
+	h.initialize()
+	for _, c := range []struct{ cwd, msg string }{
+		{"", ""}, // refused by the SDK's own validation
+		{"relative/path", "not an absolute path"},
+		{filepath.Join(t.TempDir(), "missing"), "does not exist"},
+	} {
+		_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: c.cwd, McpServers: []acp.McpServer{}})
+		wantCode(t, "session/new cwd "+c.cwd, err, -32602, c.msg)
+	}
+	_, err := h.prompt("0b7f3c52-1111-4000-8000-000000000000", acp.TextBlock("hi"))
+	wantCode(t, "prompt on an unknown session", err, -32002, "not found")
+	// Cancel of an unknown session is a notification: ignored, and the server keeps serving.
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: "nope"}); err != nil {
+		t.Fatal(err)
+	}
+	h.newSession(t.TempDir())
+}
+
+// TestMalformedParams talks raw JSON-RPC: the SDK's client cannot send ill-typed params.
+func TestMalformedParams(t *testing.T) {
+	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = Serve(context.Background(), testOptions(store), c2sR, s2cW); s2cW.Close() }()
+	defer func() { c2sW.Close(); <-done }()
+	lines := bufio.NewScanner(s2cR)
+	call := func(msg string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(c2sW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("no answer to %s", msg)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	for i, msg := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":5,"mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"x","prompt":"not a list"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"x","prompt":[{"type":"video"}]}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"session/load","params":[1,2]}`,
+	} {
+		m := call(msg)
+		e, ok := m["error"].(map[string]any)
+		if !ok || e["code"].(float64) != -32602 {
+			t.Fatalf("case %d: %s answered %v, want invalid params", i, msg, m)
+		}
+	}
+	if m := call(`{"jsonrpc":"2.0","id":9,"method":"session/list","params":{}}`); m["result"] == nil {
+		t.Fatalf("the server stopped serving after malformed params: %v", m)
+	}
+}
+
+// TestKillMidTurnKeepsCompletedTurns kills a real `acp serve` process with SIGKILL in the middle
+// of a turn: every completed turn is in the database afterwards.
+func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	srv := exec.Command(os.Args[0], "-test.run=^$")
+	srv.Env = append(os.Environ(), "ACPTEST_AS_Q=", "ACPTEST_SERVE_DB="+db, "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	stdin, _ := srv.StdinPipe()
+	stdout, _ := srv.StdoutPipe()
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	tc := newTestClient()
+	conn := acp.NewClientSideConnection(tc, stdin, stdout)
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turn one completes (cancelled after a few lines: a completed turn all the same).
+	go func() { _, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("one")}}) }()
+	tc.waitFor(t, "turn one", func() bool { return strings.Contains(tc.agentText(s.SessionId), "line 3\n") })
+	_ = conn.Cancel(ctx, acp.CancelNotification{SessionId: s.SessionId})
+	store, err := OpenStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	waitTurns := func(n int) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			msgs, _ := store.Messages(ctx, string(s.SessionId))
+			if len(msgs) >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("turn not stored: %d messages", len(msgs))
+			}
+		}
+	}
+	waitTurns(2)
+	go func() { _, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("two")}}) }()
+	tc.waitFor(t, "turn two", func() bool { return strings.Count(tc.agentText(s.SessionId), "line 3\n") == 2 })
+	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Wait()
+	msgs, err := store.Messages(ctx, string(s.SessionId))
+	if err != nil || len(msgs) != 2 || msgs[0].Text != "one" || !strings.HasPrefix(msgs[1].Text, "line 1\n") {
+		t.Fatalf("after kill -9: %+v %v", msgs, err)
+	}
+}
