@@ -95,15 +95,18 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if err != nil {
 		return err
 	}
+	limits := agent.LimitsFromConfig(a.Config)
+	limits.Logger = a.Logger
 	return acpserver.Serve(ctx, acpserver.Options{
 		Store:     store,
-		Limits:    agent.LimitsFromConfig(a.Config),
+		Limits:    limits,
+		Commands:  InternalRegistry(a),
 		Agent:     opts.agent,
 		Model:     model,
 		Models:    a.Config.List("agent.models"),
 		MaxTokens: int(a.Config.Int("context.max_tokens")),
 		Context: func(cwd string, maxTokens int, prompt string) (string, []string, error) {
-			return files.Prompt(profile, cwd, maxTokens, prompt)
+			return files.Prompt(profile, cwd, int64(maxTokens), prompt)
 		},
 		Logger:  a.Logger,
 		Version: a.Version.Version,

@@ -21,6 +21,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/fakeq"
 )
 
@@ -53,9 +54,33 @@ func serveForTest(db string) int {
 	return 0
 }
 
+// fakeExec stands in for the command tree behind the internal-command registry: it runs nothing
+// and prints the argv it was given.
+type fakeExec struct{}
+
+func (fakeExec) Check(argv []string) error {
+	if len(argv) > 1 && argv[len(argv)-1] == "--bad" {
+		return errors.New("unknown flag: --bad")
+	}
+	return nil
+}
+
+func (fakeExec) Run(_ context.Context, argv []string, source string) commands.Output {
+	out := "ran (" + source + "): " + strings.Join(argv, " ") + "\n"
+	return commands.Output{Stdout: out, Total: int64(len(out))}
+}
+
+func testRegistry() *commands.Registry {
+	return commands.New([]commands.Entry{
+		{Path: []string{"context", "show"}, Short: "Show the context files in use", Usage: "context show", Access: commands.Read},
+		{Path: []string{"context", "add"}, Short: "Add context files", Usage: "context add <path>...", Access: commands.Change},
+	}, fakeExec{}, commands.Options{})
+}
+
 func testOptions(store *Store) Options {
 	return Options{
 		Store:     store,
+		Commands:  testRegistry(),
 		Limits:    agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, StripANSI: true},
 		Models:    []string{"claude-3.7-sonnet", "claude-sonnet-4"},
 		MaxTokens: 150000,
@@ -898,6 +923,33 @@ func TestMalformedParams(t *testing.T) {
 	if m := call(`{"jsonrpc":"2.0","id":9,"method":"session/list","params":{}}`); m["result"] == nil {
 		t.Fatalf("the server stopped serving after malformed params: %v", m)
 	}
+	// The slash commands are announced after the session/new response, never before it: editors
+	// drop updates for a session they do not know yet.
+	cwd, _ := json.Marshal(t.TempDir())
+	m := call(`{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":` + string(cwd) + `,"mcpServers":[]}}`)
+	result, _ := m["result"].(map[string]any)
+	if m["id"] != float64(10) || result["sessionId"] == nil {
+		t.Fatalf("first line after session/new is %v, want its response", m)
+	}
+	if !lines.Scan() {
+		t.Fatal("no available_commands_update")
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			SessionID string `json:"sessionId"`
+			Update    struct {
+				Kind     string `json:"sessionUpdate"`
+				Commands []struct {
+					Name string `json:"name"`
+				} `json:"availableCommands"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(lines.Bytes(), &n); err != nil || n.Method != "session/update" || n.Params.SessionID != result["sessionId"] ||
+		n.Params.Update.Kind != "available_commands_update" || len(n.Params.Update.Commands) == 0 {
+		t.Fatalf("after the response: %s (%v)", lines.Bytes(), err)
+	}
 }
 
 // TestKillMidTurnKeepsCompletedTurns kills a real `acp serve` process with SIGKILL in the middle
@@ -953,5 +1005,74 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 	msgs, err := store.Messages(ctx, string(s.SessionId))
 	if err != nil || len(msgs) != 2 || msgs[0].Text != "one" || !strings.HasPrefix(msgs[1].Text, "line 1\n") {
 		t.Fatalf("after kill -9: %+v %v", msgs, err)
+	}
+}
+
+func TestSlashCommands(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	h := start(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.tc.waitFor(t, "available_commands_update", func() bool {
+		return h.tc.count(id, func(u acp.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil }) == 1
+	})
+	h.tc.mu.Lock()
+	var names []string
+	for _, n := range h.tc.updates {
+		if n.SessionId == id && n.Update.AvailableCommandsUpdate != nil {
+			for _, c := range n.Update.AvailableCommandsUpdate.AvailableCommands {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	h.tc.mu.Unlock()
+	if strings.Join(names, ",") != "context add,context show,help" {
+		t.Fatalf("available commands %q", names)
+	}
+
+	said := func() string { return h.tc.agentText(id) }
+	h.mustPrompt(id, "/context show", acp.StopReasonEndTurn)
+	if got := said(); got != "ran (acp): context show\n" {
+		t.Fatalf("/context show answered %q", got)
+	}
+	select {
+	case r := <-h.tc.asked:
+		t.Fatalf("a read-only command asked for permission: %+v", r)
+	default:
+	}
+
+	before := said()
+	h.tc.setAnswer(selected(optAllowOnce))
+	h.mustPrompt(id, "/context add notes.md", acp.StopReasonEndTurn)
+	r := <-h.tc.asked
+	if r.ToolCall.Title == nil || !strings.Contains(*r.ToolCall.Title, "context add notes.md") {
+		t.Fatalf("confirmation does not name the command: %+v", r.ToolCall)
+	}
+	if got := strings.TrimPrefix(said(), before); got != "ran (acp): context add notes.md\n" {
+		t.Fatalf("confirmed /context add answered %q", got)
+	}
+
+	before = said()
+	h.tc.setAnswer(selected(optRejectOnce))
+	h.mustPrompt(id, "/context add other.md", acp.StopReasonEndTurn)
+	<-h.tc.asked
+	if got := strings.TrimPrefix(said(), before); !strings.Contains(got, "declined") || strings.Contains(got, "ran (acp)") {
+		t.Fatalf("declined /context add answered %q", got)
+	}
+
+	before = said()
+	h.mustPrompt(id, "/context frobnicate", acp.StopReasonEndTurn)
+	if got := strings.TrimPrefix(said(), before); !strings.Contains(got, "frobnicate") {
+		t.Fatalf("bad subcommand answered %q", got)
+	}
+	if n := len(runs()); n != 0 {
+		t.Fatalf("slash commands ran q %d times", n)
+	}
+
+	// A slash that is not a registry command is an ordinary prompt for q.
+	h.mustPrompt(id, "/usr/lib is slow, why?", acp.StopReasonEndTurn)
+	if n := len(runs()); n != 1 {
+		t.Fatalf("q ran %d times for an ordinary prompt", n)
 	}
 }

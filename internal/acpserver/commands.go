@@ -2,92 +2,125 @@ package acpserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
+
+	"github.com/qkit-cli/qkit/internal/commands"
 )
 
-// Command is one slash command as advertised to the client.
-type Command struct {
-	Name        string // e.g. "context show"
-	Description string
-	Hint        string // what goes after the name, empty when nothing does
-}
-
-// Commands is the internal-command registry as slash commands use it.
-type Commands interface {
-	// List returns the commands to advertise.
-	List() []Command
-	// Run runs line (a command and its arguments, without the slash) in dir and returns what it
-	// printed. confirm is asked before a command that changes state.
-	Run(ctx context.Context, dir, line string, confirm func(ctx context.Context, question string) (bool, error)) (string, error)
-}
-
-// slashCommand returns the command line of a prompt that starts with "/".
-func slashCommand(prompt string) (string, bool) {
+// slashCommand returns the command line of a prompt such as "/context show" when its first word is
+// one of the registry's commands. Any other prompt, "/usr/lib is slow" included, goes to q.
+func (a *adapter) slashCommand(prompt string) (string, bool) {
+	reg := a.opts.Commands
 	p := strings.TrimSpace(prompt)
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+	if reg == nil || !strings.HasPrefix(p, "/") {
 		return "", false
 	}
-	return strings.TrimSpace(p[1:]), true
+	line := strings.TrimSpace(p[1:])
+	first, _, _ := strings.Cut(line, " ")
+	if first == "" || !(first == commands.HelpName || slices.Contains(reg.TopLevel(), first)) {
+		return "", false
+	}
+	return line, true
 }
 
-// announceCommands sends available_commands_update once the response for session id is out.
+// availableCommands lists the registry's runnable commands as the client shows them after "/".
+func (a *adapter) availableCommands() []acp.AvailableCommand {
+	out := []acp.AvailableCommand{}
+	for _, e := range a.opts.Commands.Runnable() {
+		c := acp.AvailableCommand{Name: e.Name, Description: e.Short}
+		if hint := strings.TrimSpace(strings.TrimPrefix(e.Usage, e.Name)); hint != "" && hint != e.Usage {
+			c.Input = &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: hint}}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// announceCommands sends available_commands_update once the response for session id is out:
+// editors drop updates for a session they have not heard of yet.
 func (a *adapter) announceCommands(id string) {
 	if a.opts.Commands == nil {
 		return
 	}
-	var cmds []acp.AvailableCommand
-	for _, c := range a.opts.Commands.List() {
-		ac := acp.AvailableCommand{Name: c.Name, Description: c.Description}
-		if c.Hint != "" {
-			ac.Input = &acp.AvailableCommandInput{Unstructured: &acp.UnstructuredCommandInput{Hint: c.Hint}}
-		}
-		cmds = append(cmds, ac)
-	}
+	cmds := a.availableCommands()
 	a.watch.afterResponse(id, func() {
 		a.update(id, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: cmds}})
 	})
 }
 
-// runCommand runs a slash command through the registry and answers with its output; a command that
-// changes state asks first with session/request_permission.
+// runCommand runs a slash command through the internal-command registry and answers with its
+// output as an agent message. A command that changes state asks first with
+// session/request_permission.
 func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say func(string)) turnResult {
-	confirm := func(ctx context.Context, question string) (bool, error) {
-		return a.confirm(ctx, in.sessionID, line, question)
-	}
-	out, err := a.opts.Commands.Run(ctx, in.cwd, line, confirm)
-	if ctx.Err() != nil {
-		return turnResult{stop: acp.StopReasonCancelled}
-	}
-	say(out)
+	reg := a.opts.Commands
+	req, err := reg.ParseLine(line)
 	if err != nil {
-		if out != "" && !strings.HasSuffix(out, "\n") {
-			say("\n")
-		}
-		say("/" + line + ": " + err.Error() + "\n")
+		say(err.Error() + "\n")
+		return turnResult{stop: acp.StopReasonEndTurn}
 	}
+	call, err := reg.Prepare(req)
+	if err != nil {
+		say(err.Error() + "\n")
+		return turnResult{stop: acp.StopReasonEndTurn}
+	}
+	cancelled := false
+	res, err := reg.Run(ctx, call, commands.RunOptions{
+		Source: commands.SourceACP,
+		Confirm: func(ctx context.Context, c *commands.Call) (bool, error) {
+			ok, gone, err := a.confirm(ctx, in.sessionID, c)
+			cancelled = gone
+			return ok, err
+		},
+	})
+	switch {
+	case cancelled || ctx.Err() != nil:
+		return turnResult{stop: acp.StopReasonCancelled}
+	case errors.Is(err, commands.ErrDeclined):
+		say(fmt.Sprintf("Not run: you declined %q.\n", call.CommandLine))
+		return turnResult{stop: acp.StopReasonEndTurn}
+	case err != nil:
+		say(err.Error() + "\n")
+		return turnResult{stop: acp.StopReasonEndTurn}
+	}
+	text := res.Text()
+	if text == "" {
+		text = call.CommandLine + ": done.\n"
+	}
+	if res.ExitCode != 0 {
+		text = fmt.Sprintf("%s exited %d:\n%s", call.CommandLine, res.ExitCode, text)
+	}
+	say(text)
 	return turnResult{stop: acp.StopReasonEndTurn}
 }
 
-// confirm asks the client whether a state-changing command may run.
-func (a *adapter) confirm(ctx context.Context, sessionID, line, question string) (bool, error) {
-	id := acp.ToolCallId("qkit-command-" + strings.ReplaceAll(line, " ", "-"))
-	title := "/" + line
-	if question != "" {
-		title = question
-	}
+// confirm asks the client whether a state-changing command may run. gone reports a cancelled
+// request (session/cancel, or the client answered "cancelled").
+func (a *adapter) confirm(ctx context.Context, sessionID string, c *commands.Call) (ok, gone bool, err error) {
+	id := acp.ToolCallId("qkit-command-" + uuid.NewString())
+	title := fmt.Sprintf("Run %q (%s)?", c.CommandLine, c.Entry.Short)
 	kind := acp.ToolKindEdit
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(sessionID),
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, Status: acp.Ptr(acp.ToolCallStatusPending)},
+		ToolCall: acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind,
+			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: map[string]any{"command": c.CommandLine}},
 		Options: []acp.PermissionOption{
 			{OptionId: optAllowOnce, Name: "Run it", Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: optRejectOnce, Name: "Don't run it", Kind: acp.PermissionOptionKindRejectOnce},
 		},
 	})
-	if err != nil {
-		return false, err
+	switch {
+	case ctx.Err() != nil:
+		return false, true, nil
+	case err != nil:
+		return false, false, fmt.Errorf("asking the user to confirm %q: %w", c.CommandLine, err)
+	case resp.Outcome.Selected == nil:
+		return false, true, nil
 	}
-	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == optAllowOnce, nil
+	return resp.Outcome.Selected.OptionId == optAllowOnce, false, nil
 }

@@ -23,6 +23,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/commands"
 )
 
 // inboxSize bounds each session's channel (seed 001: mpsc::channel(32)).
@@ -45,8 +46,8 @@ type Options struct {
 	MaxTokens int
 	// Context builds the context block; nil sends prompts without one.
 	Context ContextFunc
-	// Commands is the internal-command registry for slash commands; nil offers none.
-	Commands Commands
+	// Commands is the internal-command registry behind slash commands; nil offers none.
+	Commands *commands.Registry
 	Logger   *slog.Logger
 	Version  string
 	Now      func() time.Time

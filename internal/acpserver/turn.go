@@ -39,7 +39,7 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, userText string) (t
 	}
 	var always []string
 	var res turnResult
-	if line, ok := slashCommand(userText); ok && a.opts.Commands != nil {
+	if line, ok := a.slashCommand(userText); ok {
 		res = a.runCommand(ctx, in, line, say)
 	} else {
 		res = a.runAgent(ctx, in, userText, say, &always)
@@ -111,12 +111,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, s
 		if ctx.Err() != nil {
 			return finish(turnResult{stop: acp.StopReasonCancelled})
 		}
-		// What the runner added after the stream (timeout and truncation notices).
-		if tail, ok := strings.CutPrefix(res.Output, streamed.String()); ok {
-			say(tail)
-		} else if res.TimedOut {
-			say(fmt.Sprintf("\n\n[%s timed out after %s; the reply above is partial]", a.agentName(), a.opts.Limits.Timeout))
-		}
+		say(res.Notice) // what the runner appends after the stream: truncation and timeout notices
 		if res.TimedOut {
 			return finish(turnResult{stop: acp.StopReasonEndTurn})
 		}
