@@ -63,6 +63,7 @@ func suites() []suite {
 		{"context", contextSuite},
 		{"agent", agentSuite},
 		{"mcp", mcpSuite},
+		{"questions", questionsSuite},
 	}
 }
 

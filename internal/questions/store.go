@@ -162,8 +162,8 @@ type Store struct {
 type Options struct {
 	// Now is the clock.
 	Now func() time.Time
-	// Poll is the fallback poll interval while waiting. The default is 10s when file events work (a
-	// safety net for filesystems that drop them) and 1s when they cannot be had at all.
+	// Poll is the fallback poll interval while waiting. The default is 1 minute when file events work
+	// (a safety net for filesystems that drop them) and 1s when they cannot be had at all.
 	Poll time.Duration
 	// Logger receives warnings about malformed sessions; nil discards them.
 	Logger *slog.Logger

@@ -142,7 +142,7 @@ func (s *Store) watch(dir string) (*sub, time.Duration) {
 	sb, watching := h.subscribe(dir)
 	poll := s.poll
 	if poll <= 0 {
-		poll = 10 * time.Second
+		poll = time.Minute
 		if !watching {
 			poll = time.Second
 		}
@@ -222,10 +222,26 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 		progress = t.C
 	}
 	start := time.Now()
+	// An answers.json next to an open status is usually an Answer in flight (answers.json is written
+	// first, under the session's lock): settling it at once would wait for that lock. It is settled
+	// here only if the status has not moved a moment later (an answer written by another tool).
+	var adoptC <-chan time.Time
+	var adoptT *time.Timer
+	defer func() {
+		if adoptT != nil {
+			adoptT.Stop()
+		}
+	}()
+	adopt := false
 	for {
-		sess, done, err := s.settled(id)
+		sess, done, err := s.settled(id, adopt)
 		if done || err != nil {
 			return sess, err
+		}
+		adopt = false
+		if sess.Answers != nil && adoptT == nil {
+			adoptT = time.NewTimer(adoptDelay)
+			adoptC = adoptT.C
 		}
 		select {
 		case <-ctx.Done():
@@ -244,16 +260,26 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 			// Fall through to settled: an answer that won the race is still returned.
 		case <-sb.c:
 		case <-pollT.C:
+			adopt = true
+		case <-adoptC:
+			adopt, adoptT, adoptC = true, nil, nil
 		case <-progress:
 			opts.Progress(time.Since(start))
 		}
 	}
 }
 
+// adoptDelay is how long an answers.json written beside an open status waits to be taken as the
+// answer; Answer itself finishes well within it.
+const adoptDelay = 100 * time.Millisecond
+
 // settled reads the session and reports whether the wait is over: answered (returned), rejected
 // (returned) or ended without an answer (EndedError).
-func (s *Store) settled(id string) (*Session, bool, error) {
-	sess, err := s.Get(id)
+func (s *Store) settled(id string, adopt bool) (*Session, bool, error) {
+	sess, err := s.read(id)
+	if err == nil && (adopt || sess.Answers == nil) {
+		sess, err = s.reconcile(sess)
+	}
 	if err != nil {
 		return nil, true, err
 	}
