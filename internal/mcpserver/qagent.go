@@ -125,7 +125,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	}
 	var received atomic.Int64
 	stop := StartProgress(ctx, d, req, func(elapsed time.Duration) string {
-		return fmt.Sprintf("%s has been running for %s; %s of output so far", l.Command, elapsed.Round(time.Second), config.FormatSize(received.Load()))
+		return fmt.Sprintf("%s has been running for %s; %d bytes of output so far", l.Command, elapsed.Round(time.Second), received.Load())
 	})
 	res, err := agent.Run(ctx, l, r, func(b []byte) { received.Add(int64(len(b))) })
 	stop()
