@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq"
 )
 
@@ -429,4 +430,43 @@ func TestRunConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func TestLimitsFromConfigDefaults(t *testing.T) {
+	c, err := config.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) {
+		if k == "QKIT_HOME" {
+			return t.TempDir(), true
+		}
+		return "", false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LimitsFromConfig(c)
+	if l.Command != "q" || l.Timeout != 180*time.Second || l.MaxResponseSize != 2<<20 || !l.StripANSI || l.DefaultModel != "" ||
+		!reflect.DeepEqual(l.Models, []string{"claude-3.5-sonnet", "claude-3.7-sonnet", "claude-sonnet-4"}) {
+		t.Fatalf("defaults %+v", l)
+	}
+	c, err = config.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) {
+		v, ok := map[string]string{"QKIT_HOME": t.TempDir(), "AGENT_TIMEOUT": "30", "AGENT_MAX_RESPONSE_SIZE": "4096"}[k]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := LimitsFromConfig(c); l.Timeout != 30*time.Second || l.MaxResponseSize != 4096 {
+		t.Fatalf("from AGENT_TIMEOUT and AGENT_MAX_RESPONSE_SIZE: %+v", l)
+	}
+}
+
+func TestRunLogsFailures(t *testing.T) {
+	var logs bytes.Buffer
+	l := fake(t, "FAKEQ_EXIT=2", "FAKEQ_STDERR=boom")
+	l.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := Run(t.Context(), l, Request{Prompt: "p"}, nil); err == nil {
+		t.Fatal("no error")
+	}
+	if !strings.Contains(logs.String(), `level=ERROR msg="agent failed" exit_code=2 stderr=boom`) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
 }
