@@ -121,9 +121,6 @@ func (e *contextEnv) target(global bool) contextfiles.Target {
 	return contextfiles.Target{Global: global, Profile: e.profile}
 }
 
-// scopeName is how messages name a list: "global" or "profile".
-func scopeName(t contextfiles.Target) string { return t.Scope() }
-
 func warnAll(a *app.App, warnings []string) {
 	for _, w := range warnings {
 		a.Warnf("%s", w)

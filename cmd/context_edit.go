@@ -78,7 +78,7 @@ func runContextAdd(a *app.App, opts *contextAddOptions, paths []string) error {
 		j.Added = added
 		return output.JSON(a.IO.Out, j)
 	}
-	a.Errorf("Added %d path(s) to %s context.", len(added), scopeName(t))
+	a.Errorf("Added %d path(s) to %s context.", len(added), t.Scope())
 	return nil
 }
 
@@ -149,14 +149,14 @@ func runContextRm(a *app.App, opts *contextRmOptions, paths []string) error {
 		return err
 	}
 	for _, m := range missing {
-		a.Warnf("Path '%s' is not in the %s context", m, scopeName(t))
+		a.Warnf("Path '%s' is not in the %s context", m, t.Scope())
 	}
 	if opts.asJSON {
 		j := editJSON(t)
 		j.Removed, j.Missing = removed, missing
 		return output.JSON(a.IO.Out, j)
 	}
-	a.Errorf("Removed %d path(s) from %s context.", len(removed), scopeName(t))
+	a.Errorf("Removed %d path(s) from %s context.", len(removed), t.Scope())
 	return nil
 }
 
