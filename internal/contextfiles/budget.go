@@ -16,14 +16,21 @@ func EstimateTokens(n int64) int64 { return (n + 3) / 4 }
 // errNotText marks a file that holds a NUL byte or is not valid UTF-8.
 var errNotText = errors.New("binary or not UTF-8 text")
 
-// checkText reads the file at path through buf and returns its size, or errNotText, or the read error.
-// Memory stays at len(buf) whatever the file's size.
-func checkText(path string, buf []byte) (int64, error) {
+// checkText reads the file at path through buf and returns its size, or errNotText, or the read
+// error. Memory stays at len(buf) whatever the file's size. When the file is larger than limit bytes
+// (limit >= 0), only its first len(buf) bytes are checked and its size is taken from the file system:
+// such a file cannot be sent anyway.
+func checkText(path string, buf []byte, limit int64) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	prefixOnly := false
+	var statSize int64
+	if fi, err := f.Stat(); err == nil && limit >= 0 && fi.Size() > limit {
+		prefixOnly, statSize = true, fi.Size()
+	}
 	var size int64
 	carry := 0
 	for {
@@ -43,6 +50,9 @@ func checkText(path string, buf []byte) (int64, error) {
 		}
 		if !utf8.Valid(data[:cut]) {
 			return 0, errNotText
+		}
+		if prefixOnly {
+			return statSize, nil
 		}
 		if eof {
 			return size, nil

@@ -109,7 +109,14 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 	buf := make([]byte, 64<<10)
 	var candidates []File
 	for _, f := range ex.files {
-		size, err := checkText(f.path, buf)
+		// A file larger than the whole budget is dropped whatever else it holds, so only its first
+		// block is read (to tell binary files apart): a rule that matches a multi-gigabyte file
+		// must not read it on every prompt.
+		limit := int64(-1)
+		if maxTokens > 0 {
+			limit = 4 * maxTokens
+		}
+		size, err := checkText(f.path, buf, limit)
 		switch {
 		case errors.Is(err, errNotText):
 			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: err.Error()})

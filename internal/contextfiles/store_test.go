@@ -192,3 +192,24 @@ func TestProfileLifecycle(t *testing.T) {
 		t.Fatalf("add to a deleted profile: %v", err)
 	}
 }
+
+// TestFileOverWholeBudgetIsNotReadWhole: a file whose size alone exceeds the budget is dropped after
+// a look at its first block only; the NUL byte far into this one is never reached. A rule matching
+// a multi-gigabyte file must not read it on every prompt.
+func TestFileOverWholeBudgetIsNotReadWhole(t *testing.T) {
+	s, cwd := newTestStore(t)
+	write(t, filepath.Join(cwd, "huge.txt"), strings.Repeat("a", 200<<10)+"\x00")
+	write(t, filepath.Join(cwd, "bin.md"), "\x00"+strings.Repeat("b", 400))
+	write(t, filepath.Join(cwd, "ok.md"), "fine")
+	if _, err := s.Add(Target{Profile: "default"}, []string{"huge.txt", "bin.md", "ok.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Collect("default", cwd, 70, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Dropped) != 1 || filepath.Base(rep.Dropped[0].Path) != "huge.txt" || rep.Dropped[0].Bytes != 200<<10+1 ||
+		len(rep.Skipped) != 1 || filepath.Base(rep.Skipped[0].Path) != "bin.md" || len(rep.Files) != 1 {
+		t.Fatalf("dropped %+v, skipped %+v, files %+v", rep.Dropped, rep.Skipped, rep.Files)
+	}
+}

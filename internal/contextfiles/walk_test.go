@@ -204,7 +204,7 @@ func TestCheckText(t *testing.T) {
 		p := filepath.Join(dir, fmt.Sprint(i))
 		i++
 		write(t, p, content)
-		size, err := checkText(p, buf)
+		size, err := checkText(p, buf, -1)
 		if (err == nil) != ok || (ok && size != int64(len(content))) {
 			t.Errorf("checkText(%q) = %d, %v; want ok=%v", content, size, err, ok)
 		}
