@@ -186,8 +186,12 @@ func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (
 	var sessionID atomic.Value
 	sessionID.Store("")
 	stop := StartProgress(ctx, h.d, req, func(elapsed time.Duration) string {
-		return fmt.Sprintf("Waiting for the user to answer %d question(s) (question set %.8s, %s so far); they answer with qkit questions wait",
-			len(set.Questions), sessionID.Load(), elapsed.Round(time.Second))
+		id, _ := sessionID.Load().(string)
+		if len(id) > 8 {
+			id = " " + id[:8]
+		}
+		return fmt.Sprintf("Waiting for the user to answer %d question(s) (question set%s, %s so far); they answer with qkit questions wait",
+			len(set.Questions), id, elapsed.Round(time.Second))
 	})
 	res, _, err := st.Ask(ctx, set, questions.AskOptions{
 		Source:       "mcp",

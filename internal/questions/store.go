@@ -92,6 +92,8 @@ type Session struct {
 	Status  Status
 	Answers *Answers
 	Problem string
+	// answersBad: answers.json exists but does not parse (perhaps a non-atomic write in progress).
+	answersBad bool
 }
 
 // Set returns the session's question set (empty when request.json is unreadable).
@@ -363,6 +365,7 @@ func (s *Store) read(id string) (*Session, error) {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		problems = append(problems, err.Error())
+		sess.answersBad = true
 	default:
 		sess.Answers = &ans
 	}

@@ -224,7 +224,8 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 	start := time.Now()
 	// An answers.json next to an open status is usually an Answer in flight (answers.json is written
 	// first, under the session's lock): settling it at once would wait for that lock. It is settled
-	// here only if the status has not moved a moment later (an answer written by another tool).
+	// here only if the status has not moved a moment later (an answer written by another tool, which
+	// is adopted, or a file that still does not parse, which abandons the session).
 	var adoptC <-chan time.Time
 	var adoptT *time.Timer
 	defer func() {
@@ -239,7 +240,7 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 			return sess, err
 		}
 		adopt = false
-		if sess.Answers != nil && adoptT == nil {
+		if sess.answersPending() && adoptT == nil {
 			adoptT = time.NewTimer(adoptDelay)
 			adoptC = adoptT.C
 		}
@@ -269,6 +270,12 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 	}
 }
 
+// answersPending reports an answers.json beside an open status: an Answer in flight, an answer
+// written by another tool, or a file still being written by hand.
+func (s *Session) answersPending() bool {
+	return s.Status.Status.Open() && (s.Answers != nil || s.answersBad)
+}
+
 // adoptDelay is how long an answers.json written beside an open status waits to be taken as the
 // answer; Answer itself finishes well within it.
 const adoptDelay = 100 * time.Millisecond
@@ -277,7 +284,7 @@ const adoptDelay = 100 * time.Millisecond
 // (returned) or ended without an answer (EndedError).
 func (s *Store) settled(id string, adopt bool) (*Session, bool, error) {
 	sess, err := s.read(id)
-	if err == nil && (adopt || sess.Answers == nil) {
+	if err == nil && (adopt || !sess.answersPending()) {
 		sess, err = s.reconcile(sess)
 	}
 	if err != nil {
