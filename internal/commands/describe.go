@@ -99,7 +99,7 @@ func (r *Registry) Describe() string {
 
 Use it when the user asks for something a command below does (manage the context files sent with every prompt, read or change qkit's settings, look at pending questions, and more), instead of telling them which command to type.
 
-Commands that only read run at once. Commands marked "change" need the user's confirmation: the user is asked when the client supports it; otherwise the call fails and says so (the user can list a command in the setting internal.trusted to allow it without asking). Arguments are passed as they are, never through a shell. A flag with an empty value is given bare: flags={"global": ""} means --global.
+Commands that only read run at once. Commands marked "change" need the user's confirmation: the user is asked when the client supports it; otherwise the call fails and says so (the user can list a command in the setting internal.trusted to allow it without asking). Arguments are passed as they are, never through a shell. A flag with an empty value is given bare: flags={"global": ""} means --global. For a command of three words such as "mcp tools help", put the third word first in args: command="mcp", subcommand="tools", args=["help", "internal_command"].
 
 Available commands:
 `)
