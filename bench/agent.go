@@ -14,7 +14,8 @@ import (
 
 // agentSuite measures `qkit ask` against the fake q:
 //   - wrapper overhead: median wall time of `qkit ask --no-context` with q printing one line, minus
-//     the fake q run directly with the same argv (target <= 5 ms);
+//     the fake q run directly with the same argv (target <= 5 ms), split into qkit's own process
+//     start (`qkit version`) and the rest (config, runner, spawn);
 //   - streaming: from q writing its first line to that line reaching qkit's stdout (target <= 1 ms);
 //   - memory: q printing 200 MB; qkit's peak RSS (target <= 40 MB; the peer took ~746 MiB).
 func agentSuite(b *bench) ([]figure, error) {
@@ -30,6 +31,10 @@ func agentSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	ask, err := timeRuns(n, env, home, b.qkit, "ask", "--no-context", "hello")
+	if err != nil {
+		return nil, err
+	}
+	version, err := timeRuns(n, env, home, b.qkit, "version")
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +55,8 @@ func agentSuite(b *bench) ([]figure, error) {
 		info("agent: fake q direct median", ms(direct), "ms"),
 		info("agent: qkit ask --no-context median", ms(ask), "ms"),
 		atMost("agent: ask wrapper overhead (median)", ms(ask-direct), "ms", 5),
+		info("agent: of which qkit's process start (qkit version median)", ms(version), "ms"),
+		info("agent: of which the runner (ask - version - q direct)", ms(ask-version-direct), "ms"),
 		atMost("agent: streaming latency q line -> qkit stdout (median)", float64(latency.Microseconds())/1000, "ms", 1),
 		atMost("agent: peak RSS, q printing 200 MB (qkit and q, max)", float64(rss)/(1<<20), "MiB", 40),
 	}, nil
