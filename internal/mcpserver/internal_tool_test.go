@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,5 +266,45 @@ func TestInternalCommandForgedAnswer(t *testing.T) {
 	}
 	if got := f.setting(t, "agent.timeout"); got != "180s" {
 		t.Fatalf("agent.timeout = %q", got)
+	}
+}
+
+// TestInternalCommandConcurrentCalls: calls run concurrently on their own fresh trees; every change
+// lands and every call is audited (run with -race).
+func TestInternalCommandConcurrentCalls(t *testing.T) {
+	f := newInternalFixture(t, map[string]string{"QKIT_INTERNAL_TRUSTED": "context add"})
+	dir := t.TempDir()
+	cs := f.connect(t, "", nil)
+	const n = 8
+	errs := make(chan string, 2*n)
+	call := func(args map[string]any) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "internal_command", Arguments: args})
+		switch {
+		case err != nil:
+			errs <- err.Error()
+		case res.IsError:
+			errs <- mcptest.Text(res)
+		default:
+			errs <- ""
+		}
+	}
+	for i := range n {
+		path := filepath.Join(dir, fmt.Sprintf("f%d.md", i))
+		go call(map[string]any{"command": "context", "subcommand": "add", "args": []string{path}, "flags": map[string]string{"force": ""}})
+		go call(map[string]any{"command": "context", "subcommand": "show", "flags": map[string]string{"json": ""}})
+	}
+	for range 2 * n {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	_, text := callInternal(t, cs, map[string]any{"command": "context", "subcommand": "show", "flags": map[string]string{"json": ""}})
+	for i := range n {
+		if !strings.Contains(text, fmt.Sprintf("f%d.md", i)) {
+			t.Errorf("f%d.md lost:\n%s", i, text)
+		}
+	}
+	if recs := f.audit(t); len(recs) != 2*n+1 {
+		t.Errorf("%d audit records, want %d", len(recs), 2*n+1)
 	}
 }
