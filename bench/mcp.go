@@ -19,7 +19,8 @@ import (
 //   - peak RSS of the server while q-developer-agent returns from a q that printed 200 MB
 //     (the peer: ~746 MiB);
 //   - a run that times out while q's grandchild holds its stdout: call time with AGENT_TIMEOUT=1
-//     (the peer waited the grandchild's whole minute).
+//     (the peer waited the grandchild's whole minute);
+//   - CPU used by the server while a call waits for q (the peer: 0 ticks).
 func mcpSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "mcp")
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -87,13 +88,70 @@ func mcpSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 
+	idle, err := idleTicks(ctx, b, home)
+	if err != nil {
+		return nil, err
+	}
+
 	return []figure{
 		info("mcp: spawn + initialize + tools/list (median of 20)", ms(median(conn)), "ms"),
 		atMost("mcp: spawn + initialize + tools/list vs peer 74 ms", ms(median(conn)), "ms", 74),
 		info("mcp: qkit_help calls per second, one connection", perSec, "calls/s"),
 		atMost("mcp: server peak RSS, q-developer-agent with 200 MB from q", float64(rss)/(1<<20), "MiB", 40),
 		atMost("mcp: call time, AGENT_TIMEOUT=1 with a grandchild holding stdout", ms(timeoutCall), "ms", 3000),
+		info("mcp: server CPU ticks over 5 s while a q-developer-agent call waits (peer: 0)", float64(idle), "ticks"),
 	}, nil
+}
+
+// idleTicks returns the CPU time (clock ticks, utime+stime) the server uses over 5 seconds while a
+// q-developer-agent call waits for a q that sleeps.
+func idleTicks(ctx context.Context, b *bench, home string) (int64, error) {
+	s, err := startServer(ctx, b, home, "FAKEQ_OUTPUT=x", "FAKEQ_SLEEP=8s")
+	if err != nil {
+		return 0, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "wait"}})
+		done <- err
+	}()
+	time.Sleep(time.Second)
+	before, err := cpuTicks(s.cmd.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(5 * time.Second)
+	after, err := cpuTicks(s.cmd.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	if err := <-done; err != nil {
+		return 0, err
+	}
+	if _, err := s.close(); err != nil {
+		return 0, err
+	}
+	return after - before, nil
+}
+
+// cpuTicks reads utime+stime of pid from /proc.
+func cpuTicks(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
+		return 0, err
+	}
+	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
+		return 0, err
+	}
+	return utime + stime, nil
 }
 
 type server struct {
