@@ -131,6 +131,8 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 	f.StringArrayVar(&opts.others, "other", nil, "give free text for question N, as `N=TEXT` (repeatable)")
 	f.StringVar(&opts.file, "answers-file", "", "read the answers as JSON from `FILE` (- for stdin)")
 	f.BoolVar(&opts.asJSON, "json", false, "print the answered set as JSON (as show --json)")
+	_ = c.RegisterFlagCompletionFunc("answer", completeAnswerSpecs(a, false))
+	_ = c.RegisterFlagCompletionFunc("other", completeAnswerSpecs(a, true))
 	c.MarkFlagsMutuallyExclusive("answers-file", "answer")
 	c.MarkFlagsMutuallyExclusive("answers-file", "other")
 	return c
@@ -251,4 +253,42 @@ one is given. A set that is no longer pending exits 4.`,
 	c.Flags().StringVar(&reason, "reason", "", "tell the assistant why, as `TEXT`")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rejected set as JSON (as show --json)")
 	return c
+}
+
+// completeAnswerSpecs completes --answer with N=LABEL for every option of the set named by the
+// argument (or the only pending one), and --other with N= for every question.
+func completeAnswerSpecs(a *app.App, other bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		none := cobra.ShellCompDirectiveNoFileComp
+		if a.Config == nil {
+			return nil, none
+		}
+		st, err := openQuestions(a)
+		if err != nil {
+			return nil, none
+		}
+		defer st.Close()
+		s, err := resolveSession(st, args)
+		if err != nil {
+			return nil, none
+		}
+		var out []string
+		for i, q := range s.Set().Questions {
+			if other {
+				out = append(out, fmt.Sprintf("%d=\t%s: %s", i+1, q.Header, q.Question))
+				continue
+			}
+			for _, o := range q.Options {
+				desc := q.Header
+				if o.Description != "" {
+					desc += ": " + o.Description
+				}
+				out = append(out, fmt.Sprintf("%d=%s\t%s", i+1, o.Label, desc))
+			}
+		}
+		if other {
+			return out, none | cobra.ShellCompDirectiveNoSpace // the text comes next
+		}
+		return out, none
+	}
 }

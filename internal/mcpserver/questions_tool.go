@@ -18,15 +18,16 @@ import (
 // questionsName is the tool's name (seed 002).
 const questionsName = "ask_user_questions"
 
-const questionsDescription = `Asks the user 1 to 4 multiple-choice questions and waits for the answers. Use it when you need
-the user's decision to continue: a choice between approaches, a preference, a missing requirement.
-Each question has a full "question", a short "header" (at most 12 characters, e.g. "Language"),
-2 to 4 "options" (each a "label" and an optional "description") and "multiSelect" (true when
-several options may be chosen). Do not add an "Other" option: the user can always answer in their
-own words. The user answers in a terminal (qkit questions wait) or a script; the reply lists each
-question with the chosen labels and any free text, or says the user rejected the set and why. The
-call waits up to questions.timeout (default 30 minutes) and sends progress notifications while it
-waits. Call qkit_help with tool_name "ask_user_questions" for examples and troubleshooting.`
+const questionsDescription = `Asks the user 1 to 4 multiple-choice questions and waits for the answers.
+Use it when you need the user's decision to continue: a choice between approaches, a preference, a
+missing requirement. Each question has a full "question", a short "header" (at most 12 characters,
+e.g. "Language"), 2 to 4 "options" (each a "label" and an optional "description") and
+"multiSelect" (true when several options may be chosen). Do not add an "Other" option: the user
+can always answer in their own words. The user answers in a terminal (qkit questions wait) or a
+script; the reply lists each question with the chosen labels and any free text, or says the user
+rejected the set and why. The call waits up to questions.timeout (default 30 minutes) and sends
+progress notifications while it waits. Call qkit_help with tool_name "ask_user_questions" for
+examples and troubleshooting.`
 
 const questionsHelp = `Waits for the user's answers to up to 4 questions, each with 2 to 4 options plus free text.
 
