@@ -297,3 +297,25 @@ func TestQuestionsToolCleansUp(t *testing.T) {
 }
 
 func writeQuestionsFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
+
+// A cleanup that fails only logs a warning: the call itself goes on and succeeds.
+func TestQuestionsToolCleanupFailureOnlyWarns(t *testing.T) {
+	cs, st, logs := questionsServer(t, nil, nil)
+	// A session whose status.json is a directory can be neither read nor repaired.
+	bad := filepath.Join(st.Dir(), "0badbad0-0000-4000-8000-000000000000")
+	if err := os.MkdirAll(filepath.Join(bad, questions.StatusFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	if _, err := st.Answer(s.ID, []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}}, {QuestionIndex: 1, Selected: []string{}}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("%v %+v", r.err, r.res)
+	}
+	if !strings.Contains(logs.String(), `level=WARN msg="cleanup of expired question sessions failed" tool=ask_user_questions error=`) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}

@@ -323,7 +323,8 @@ func (s *Store) read(id string) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, id)); err != nil {
+	dirInfo, err := os.Stat(filepath.Join(s.dir, id))
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
 		}
@@ -359,6 +360,9 @@ func (s *Store) read(id string) (*Session, error) {
 		if sess.Status.CreatedAt.IsZero() {
 			sess.Status.CreatedAt = sess.Request.CreatedAt
 		}
+	}
+	if sess.Status.CreatedAt.IsZero() {
+		sess.Status.CreatedAt = dirInfo.ModTime().UTC() // nothing better on record
 	}
 	var ans Answers
 	switch err := readJSON(s.path(id, AnswersFile), &ans); {
@@ -615,7 +619,19 @@ func (s *Store) List() ([]*Session, error) {
 	}
 	out := make([]*Session, 0, len(ids))
 	for _, id := range ids {
-		sess, err := s.Get(id)
+		sess, err := s.read(id)
+		if err == nil {
+			var settled *Session
+			if settled, err = s.reconcile(sess); err == nil {
+				sess = settled
+			} else if !errors.Is(err, ErrNotFound) {
+				// One broken session must not hide the others: it is shown as abandoned, with why.
+				s.logger.Warn("question set cannot be repaired", "sessionId", id, "error", err)
+				sess.Status.Status, sess.Status.Claim = Abandoned, nil
+				sess.Status.Reason = strings.TrimPrefix(sess.Problem+"; ", "; ") + err.Error()
+				err = nil
+			}
+		}
 		if errors.Is(err, ErrNotFound) {
 			continue // removed meanwhile
 		}
