@@ -98,7 +98,10 @@ const ttySet = `{"questions":[
 // ttyApp returns an App whose streams are the terminal, with its state under a temporary QKIT_HOME,
 // and the store behind it.
 func ttyApp(t *testing.T, tty *os.File) (*app.App, *questions.Store) {
-	home := t.TempDir()
+	return ttyAppIn(t, t.TempDir(), tty)
+}
+
+func ttyAppIn(t *testing.T, home string, tty *os.File) (*app.App, *questions.Store) {
 	t.Setenv("QKIT_HOME", home)
 	for _, v := range []string{"QKIT_CONFIG", "QKIT_LOG_LEVEL", "QKIT_QUESTIONS_TIMEOUT"} {
 		t.Setenv(v, "")
@@ -250,4 +253,75 @@ func pendingSet(t *testing.T, st *questions.Store) *questions.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Two terminals wait at once: only one of them takes the set; the other keeps waiting.
+func TestQuestionsTwoTerminalsNeverBothAnswer(t *testing.T) {
+	home := t.TempDir()
+	tm1, tty1 := newTerm(t)
+	tm2, tty2 := newTerm(t)
+	a1, st := ttyAppIn(t, home, tty1)
+	a2, _ := ttyAppIn(t, home, tty2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code1 := make(chan int, 1)
+	code2 := make(chan int, 1)
+	go func() { code1 <- Run(ctx, a1, []string{"questions", "wait", "--once"}) }()
+	go func() { code2 <- Run(ctx, a2, []string{"questions", "wait", "--once"}) }()
+	tm1.expect("Waiting for questions")
+	tm2.expect("Waiting for questions")
+	asked := askInBackground(t, st)
+
+	// Whichever terminal shows the first question has claimed the set.
+	var mine, other *term
+	for deadline := time.Now().Add(20 * time.Second); mine == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no terminal took the set")
+		}
+		for _, tm := range []*term{tm1, tm2} {
+			tm.mu.Lock()
+			if strings.Contains(ansi.ReplaceAllString(tm.buf.String(), ""), "[1/2 Language]") {
+				mine = tm
+			}
+			tm.mu.Unlock()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	other = tm2
+	if mine == tm2 {
+		other = tm1
+	}
+	if s := pendingOrClaimed(t, st); s.Status.Status != questions.InProgress || s.Status.Claim == nil {
+		t.Fatalf("status %+v", s.Status)
+	}
+	mine.expect("Reject this question set…")
+	mine.send(keyEnter)
+	mine.expect("Other (type your own answer)")
+	mine.send(keyEnter)
+	mine.expect("Submit these answers")
+	mine.send(keyEnter)
+	mine.expect("✓ Answers sent")
+	if r := <-asked; r.err != nil || r.res.Status != questions.Completed {
+		t.Fatalf("%+v %v", r.res, r.err)
+	}
+	other.mu.Lock()
+	saw := strings.Contains(ansi.ReplaceAllString(other.buf.String(), ""), "[1/2 Language]")
+	other.mu.Unlock()
+	if saw {
+		t.Fatal("both terminals showed the set")
+	}
+	cancel()
+	c1, c2 := <-code1, <-code2
+	if !(c1 == 0 && c2 == 130 || c1 == 130 && c2 == 0) {
+		t.Fatalf("exit codes %d and %d", c1, c2)
+	}
+}
+
+func pendingOrClaimed(t *testing.T, st *questions.Store) *questions.Session {
+	t.Helper()
+	all, err := st.List()
+	if err != nil || len(all) != 1 {
+		t.Fatalf("%d sessions, %v", len(all), err)
+	}
+	return all[0]
 }

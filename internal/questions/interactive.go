@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/qkit-cli/qkit/internal/prompt"
 )
@@ -33,7 +34,12 @@ var errBack = errors.New("back")
 // or reject the set (with an optional reason). w receives the set's heading and the review.
 func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 	qs := sess.Set().Questions
-	fmt.Fprintf(w, "\nQuestion set %s: %d question(s)\n", sess.ShortID(), len(qs))
+	from := "an assistant"
+	if sess.Request != nil && sess.Request.Source == "cli" {
+		from = "a script"
+	}
+	fmt.Fprintf(w, "\nQuestion set %s from %s: %d question(s), asked %s ago\n", sess.ShortID(), from, len(qs),
+		time.Since(sess.Status.CreatedAt).Round(time.Second))
 	answers := make([]Answer, len(qs))
 	for i := 0; i < len(qs); i++ {
 		a, d, err := askOne(p, qs, i)
