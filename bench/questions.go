@@ -90,7 +90,11 @@ func questionsSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 
-	cpu, err := idleCPU(ctx, b, home, st, args, 100)
+	cpu, err := idleCPU(ctx, b, home, st, args, 100, false)
+	if err != nil {
+		return nil, err
+	}
+	cpuProgress, err := idleCPU(ctx, b, home, st, args, 100, true)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +103,7 @@ func questionsSuite(b *bench) ([]figure, error) {
 		info("questions: answer committed -> result, worst of 20", ms(maxDuration(lat)), "ms"),
 		info("questions: qkit questions answer started -> result (median, incl. process start)", ms(median(proc)), "ms"),
 		atMost("questions: server CPU over 10 idle s with 100 pending calls", cpu, "s", 0.05),
+		info("questions: the same, each call with a progress token (a notification per call every 5 s)", cpuProgress, "s"),
 	}, nil
 }
 
@@ -110,17 +115,22 @@ func maxDuration(ds []time.Duration) time.Duration {
 	return m
 }
 
-// idleCPU starts a server, makes n calls that stay pending, lets it settle, and returns the CPU
-// seconds (user + system) it uses over the next 10 seconds. The calls are then rejected.
-func idleCPU(ctx context.Context, b *bench, home string, st *questions.Store, args map[string]any, n int) (float64, error) {
+// idleCPU starts a server, makes n calls that stay pending (with progress tokens when progress is
+// set), lets it settle, and returns the CPU seconds (user + system) it uses over the next 10 seconds.
+// The calls are then rejected.
+func idleCPU(ctx context.Context, b *bench, home string, st *questions.Store, args map[string]any, n int, progress bool) (float64, error) {
 	s, err := startServer(ctx, b, home)
 	if err != nil {
 		return 0, err
 	}
 	done := make(chan error, n)
 	for i := 0; i < n; i++ {
+		params := &mcp.CallToolParams{Name: "ask_user_questions", Arguments: args}
+		if progress {
+			params.SetProgressToken(fmt.Sprintf("call-%d", i))
+		}
 		go func() {
-			_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: args})
+			_, err := s.cs.CallTool(ctx, params)
 			done <- err
 		}()
 	}

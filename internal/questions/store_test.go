@@ -404,7 +404,9 @@ func TestAskFlow(t *testing.T) {
 	}
 }
 
-func BenchmarkAnswerToWaiter(b *testing.B) {
+// BenchmarkCreateAnswerWait is one whole session in process: create (two fsynced files), answer
+// (two more) and the waiter woken by the file event.
+func BenchmarkCreateAnswerWait(b *testing.B) {
 	s, _ := NewStore(filepath.Join(b.TempDir(), "q"), Options{})
 	defer s.Close()
 	set := mustSet(b, langSet)
