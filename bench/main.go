@@ -46,6 +46,11 @@ func atMost(name string, v float64, unit string, limit float64) figure {
 	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf("<= %g", limit), Pass: &ok}
 }
 
+func atLeast(name string, v float64, unit string, limit float64) figure {
+	ok := v >= limit
+	return figure{Name: name, Value: v, Unit: unit, Target: fmt.Sprintf(">= %g", limit), Pass: &ok}
+}
+
 func info(name string, v float64, unit string) figure {
 	return figure{Name: name, Value: v, Unit: unit}
 }
@@ -64,6 +69,7 @@ func suites() []suite {
 		{"agent", agentSuite},
 		{"mcp", mcpSuite},
 		{"questions", questionsSuite},
+		{"acp", acpSuite},
 	}
 }
 

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,9 @@ import (
 
 // acpDisabled is seed 001's feature-gate message, word for word.
 const acpDisabled = "ACP is disabled. Enable it with: qkit settings set acp.enabled true"
+
+// acpMemoryLimit is acp serve's soft memory limit.
+const acpMemoryLimit = 64 << 20
 
 func newACPCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
@@ -83,6 +88,11 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	}
 	if model != "" && !slices.Contains(a.Config.List("agent.models"), model) {
 		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models)", model, a.Config.List("agent.models"))
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// A soft limit for a server that may stream fifty replies at once: the GC works harder
+		// near it instead of letting the heap double (GOMEMLIMIT overrides it).
+		debug.SetMemoryLimit(acpMemoryLimit)
 	}
 	ctx := c.Context()
 	store, err := acpserver.OpenStore(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))

@@ -88,11 +88,15 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "cache_size(-1024)") // KiB per connection
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("session database %s: %w", path, err)
 	}
+	// A small pool: writers queue on SQLite's lock anyway, and each connection has its own page
+	// cache, so fifty busy sessions must not mean fifty connections.
+	db.SetMaxOpenConns(2)
 	s := &Store{db: db}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()

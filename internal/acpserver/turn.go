@@ -29,24 +29,18 @@ type turnInput struct {
 // runTurn runs one prompt, streams the reply, and stores the turn. It returns how the turn ended
 // and the tools the user allowed for the rest of the session.
 func (a *adapter) runTurn(ctx context.Context, in turnInput, userText string) (turnResult, []string) {
-	var reply strings.Builder
-	say := func(text string) {
-		if text == "" {
-			return
-		}
-		reply.WriteString(text)
-		a.update(in.sessionID, acp.UpdateAgentMessageText(text))
-	}
+	out := &reply{a: a, sessionID: in.sessionID, limit: a.opts.Limits.MaxResponseSize}
+	say := out.say
 	var always []string
 	var res turnResult
 	if line, ok := a.slashCommand(userText); ok {
 		res = a.runCommand(ctx, in, line, say)
 	} else {
-		res = a.runAgent(ctx, in, userText, say, &always)
+		res = a.runAgent(ctx, in, userText, out, &always)
 	}
 	// The turn is stored even when cancelled: the client has shown what was streamed, and a
 	// reload should show the same. WithoutCancel: a cancelled turn must still be written.
-	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, userText, reply.String(), a.opts.Now()); err != nil {
+	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, userText, out.text.String(), a.opts.Now()); err != nil {
 		a.opts.Logger.Error("cannot store the turn", "session", in.sessionID, "err", err)
 	}
 	return res, always
@@ -71,7 +65,8 @@ const (
 	choiceCancelled
 )
 
-func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, say func(string), always *[]string) turnResult {
+func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, out *reply, always *[]string) turnResult {
+	say := out.say
 	history, err := a.opts.Store.Messages(ctx, in.sessionID)
 	if err != nil {
 		return a.fail(ctx, say, err)
@@ -101,13 +96,14 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, s
 		return r
 	}
 	for attempt := 0; ; attempt++ {
-		var streamed strings.Builder
-		chunks := utf8Chunks{emit: func(s string) { streamed.WriteString(s); say(s) }}
+		var streamed tail // where q names the tool it needs approved: the end of its output
+		chunks := utf8Chunks{emit: func(s string) { streamed.write(s); out.stream(s) }}
 		res, err := agent.Run(ctx, a.opts.Limits, agent.Request{
 			Prompt: prompt, Agent: a.opts.Agent, Model: in.model,
 			TrustAll: trustAll, TrustTools: trusted, Dir: in.cwd,
 		}, chunks.write)
 		chunks.flush()
+		out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
 		if ctx.Err() != nil {
 			return finish(turnResult{stop: acp.StopReasonCancelled})
 		}
@@ -253,6 +249,57 @@ func (a *adapter) askPermission(ctx context.Context, sessionID, tool string) (ac
 	}
 	return id, choiceReject
 }
+
+// reply is one turn's answer: what goes to the client as agent_message_chunk, and what the
+// transcript keeps. q's stream is sent as it comes, up to the runner's output cap (the same for
+// every front end), and is recorded from the runner's result; nothing holds a second copy, so memory
+// stays flat whatever q prints.
+type reply struct {
+	a         *adapter
+	sessionID string
+	limit     int64 // Limits.MaxResponseSize; 0: no cap
+	sent      int64 // bytes of the current run's stream sent
+	text      strings.Builder
+}
+
+// say sends text and records it.
+func (r *reply) say(text string) {
+	if text == "" {
+		return
+	}
+	r.text.WriteString(text)
+	r.a.update(r.sessionID, acp.UpdateAgentMessageText(text))
+}
+
+// stream sends a chunk of q's output; past the cap it is dropped, as the runner drops it (the
+// runner's notice says so at the end).
+func (r *reply) stream(text string) {
+	if r.limit > 0 && r.sent >= r.limit {
+		return
+	}
+	r.sent += int64(len(text))
+	r.a.update(r.sessionID, acp.UpdateAgentMessageText(text))
+}
+
+// record adds the kept output of a run to the transcript and starts the count for the next run.
+func (r *reply) record(body string) {
+	r.text.WriteString(body)
+	r.sent = 0
+}
+
+// tail keeps the last tailSize bytes of a stream.
+type tail struct{ b []byte }
+
+const tailSize = 8 << 10
+
+func (t *tail) write(s string) {
+	t.b = append(t.b, s...)
+	if len(t.b) > 2*tailSize {
+		t.b = append(t.b[:0], t.b[len(t.b)-tailSize:]...)
+	}
+}
+
+func (t *tail) String() string { return string(t.b) }
 
 // utf8Chunks passes stream chunks on as strings, holding back a multi-byte character split
 // across two chunks so no chunk carries half of one.
