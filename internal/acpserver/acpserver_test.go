@@ -890,7 +890,11 @@ func TestMalformedParams(t *testing.T) {
 	c2sR, c2sW := io.Pipe()
 	s2cR, s2cW := io.Pipe()
 	done := make(chan struct{})
-	go func() { defer close(done); _ = Serve(context.Background(), testOptions(store), c2sR, s2cW); s2cW.Close() }()
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), testOptions(store), c2sR, s2cW)
+		s2cW.Close()
+	}()
 	defer func() { c2sW.Close(); <-done }()
 	lines := bufio.NewScanner(s2cR)
 	call := func(msg string) map[string]any {
@@ -976,7 +980,9 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Turn one completes (cancelled after a few lines: a completed turn all the same).
-	go func() { _, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("one")}}) }()
+	go func() {
+		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("one")}})
+	}()
 	tc.waitFor(t, "turn one", func() bool { return strings.Contains(tc.agentText(s.SessionId), "line 3\n") })
 	_ = conn.Cancel(ctx, acp.CancelNotification{SessionId: s.SessionId})
 	store, err := OpenStore(ctx, db)
@@ -996,7 +1002,9 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 		}
 	}
 	waitTurns(2)
-	go func() { _, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("two")}}) }()
+	go func() {
+		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("two")}})
+	}()
 	tc.waitFor(t, "turn two", func() bool { return strings.Count(tc.agentText(s.SessionId), "line 3\n") == 2 })
 	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,9 @@ type (
 		reply chan setModelReply
 	}
 	// msgConfig asks for the session's config options.
-	msgConfig struct{ reply chan []acp.SessionConfigOption }
+	msgConfig struct {
+		reply chan []acp.SessionConfigOption
+	}
 	// msgClose cancels everything and ends the actor once the running turn has finished.
 	msgClose struct{ reply chan struct{} }
 )
