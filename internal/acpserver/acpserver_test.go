@@ -28,7 +28,7 @@ import (
 // The test binary doubles as the fake q (ACPTEST_AS_Q) and as a standalone `acp serve`
 // (ACPTEST_SERVE_DB) for the kill -9 test.
 func TestMain(m *testing.M) {
-	if os.Getenv("ACPTEST_AS_Q") == "1" {
+	if os.Getenv("ACPTEST_AS_Q") == "1" && actingAsQ() {
 		os.Exit(fakeq.Main())
 	}
 	if db := os.Getenv("ACPTEST_SERVE_DB"); db != "" {
@@ -38,6 +38,15 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("ACPTEST_AS_Q", "1") // every agent run below re-executes this binary as q
 	os.Exit(m.Run())
+}
+
+// actingAsQ tells a run as q (`chat ...`, `whoami`, or fakeq's sleeping grandchild) from the test
+// binary's own runs (-test.* flags: go test, fuzz workers), which inherit the same environment.
+func actingAsQ() bool {
+	if os.Getenv("FAKEQ_SLEEPER") != "" {
+		return true
+	}
+	return len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.")
 }
 
 func serveForTest(db string) int {

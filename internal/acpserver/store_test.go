@@ -1,0 +1,147 @@
+package acpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStoreMigrations(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "sub", "qkit.db")
+	s, err := OpenStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version int
+	var mode string
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("user_version %d (%v), want %d", version, err, len(migrations))
+	}
+	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode %q (%v), want wal", mode, err)
+	}
+	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := OpenStore(ctx, db); err == nil || !strings.Contains(err.Error(), "newer than this qkit knows") {
+		t.Fatalf("a newer schema opened: %v", err)
+	}
+}
+
+// TestStoreSharedByTwoServers has two stores (two `acp serve` processes, as two editor windows
+// would run) write to one database at once: every turn is kept, each whole and in order.
+func TestStoreSharedByTwoServers(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	var stores []*Store
+	for i := 0; i < 2; i++ {
+		s, err := OpenStore(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	now := time.Now()
+	for _, id := range []string{"shared", "a", "b"} {
+		if err := stores[0].Create(ctx, SessionRecord{ID: id, Cwd: "/w", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const turns = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*turns)
+	for i, s := range stores {
+		for _, id := range []string{"shared", string(rune('a' + i))} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; n < turns; n++ {
+					errs <- s.AppendTurn(ctx, id, fmt.Sprintf("q%d-%d", i, n), fmt.Sprintf("a%d-%d", i, n), time.Now())
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := stores[1].Messages(ctx, "shared")
+	if err != nil || len(msgs) != 4*turns {
+		t.Fatalf("shared session: %d messages (%v), want %d", len(msgs), err, 4*turns)
+	}
+	for i := 0; i < len(msgs); i += 2 {
+		q, a := msgs[i], msgs[i+1]
+		if q.Role != RoleUser || a.Role != RoleAgent || "a"+q.Text[1:] != a.Text {
+			t.Fatalf("turn %d torn: %+v %+v", i/2, q, a)
+		}
+	}
+	if msgs, _ := stores[0].Messages(ctx, "b"); len(msgs) != 2*turns {
+		t.Fatalf("session b: %d messages", len(msgs))
+	}
+}
+
+func TestStoreListAndErrors(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenStore(ctx, filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Unix(1_700_000_000, 0)
+	for i := 0; i < 5; i++ {
+		cwd := "/one"
+		if i%2 == 1 {
+			cwd = "/two"
+		}
+		at := base.Add(time.Duration(i) * time.Minute)
+		if err := s.Create(ctx, SessionRecord{ID: fmt.Sprint("s", i), Cwd: cwd, CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.List(ctx, "", "", 2)
+	if err != nil || len(page) != 2 || page[0].ID != "s4" || page[1].ID != "s3" {
+		t.Fatalf("first page %+v %v", page, err)
+	}
+	page, _ = s.List(ctx, "", page[1].ID, 2)
+	if len(page) != 2 || page[0].ID != "s2" || page[1].ID != "s1" {
+		t.Fatalf("second page %+v", page)
+	}
+	one, _ := s.List(ctx, "/one", "", 10)
+	if len(one) != 3 {
+		t.Fatalf("cwd filter: %+v", one)
+	}
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("Get of an unknown id: %v", err)
+	}
+	if err := s.AppendTurn(ctx, "nope", "q", "a", base); err == nil {
+		t.Fatal("AppendTurn to an unknown session succeeded")
+	}
+	if err := s.SetModel(ctx, "nope", "m", base); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("SetModel of an unknown id: %v", err)
+	}
+}
+
+func TestTitle(t *testing.T) {
+	for in, want := range map[string]string{
+		"Fix the bug\nin x":        "Fix the bug",
+		"\n\n  padded  \nrest":     "padded",
+		"":                         "",
+		strings.Repeat("é", 100):   strings.Repeat("é", 79) + "…",
+		"<resource uri=\"a\"/>\nq": "<resource uri=\"a\"/>",
+	} {
+		if got := Title(in); got != want {
+			t.Errorf("Title(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
