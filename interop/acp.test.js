@@ -4,8 +4,8 @@
 // permissions, cancel, load after a restart, list, resume, close, set_mode and invalid params.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -215,4 +215,24 @@ test('logged out: the cli auth method is offered and sessions need authenticatio
     await rejectsWith(agent.request(m.agent.session.new, { cwd: process.cwd(), mcpServers: [] }), -32000);
     await rejectsWith(agent.request(m.agent.authenticate, { methodId: 'cli' }), -32000);
   });
+});
+
+test('the active profile\'s context files are prepended to the prompt q receives', async () => {
+  const { home, env, cleanup } = isolatedEnv();
+  try {
+    const notes = join(home, 'notes.md');
+    writeFileSync(notes, 'always use tabs\n');
+    execFileSync(qkitBin, ['context', 'add', notes], { env });
+    await serve({ FAKEQ_ECHO_PROMPT: '1' }, async (agent, editor) => {
+      await init(agent);
+      const id = await newSession(agent, home);
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'format this' }] });
+      const got = editor.text(id);
+      assert.match(got, /^--- CONTEXT FILES BEGIN ---\n/);
+      assert.ok(got.includes(`[${notes}]\nalways use tabs`), got);
+      assert.ok(got.trimEnd().endsWith('format this'), got);
+    }, home);
+  } finally {
+    cleanup();
+  }
 });

@@ -248,6 +248,12 @@ type harness struct {
 
 func start(t *testing.T, db string) *harness {
 	t.Helper()
+	return startWith(t, db, nil)
+}
+
+// startWith is start with a change to the options.
+func startWith(t *testing.T, db string, change func(*Options)) *harness {
+	t.Helper()
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "qkit.db")
 	}
@@ -261,7 +267,11 @@ func start(t *testing.T, db string) *harness {
 	h := &harness{t: t, db: db, store: store, tc: newTestClient(), toSrv: c2sW, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
-		if err := Serve(ctx, testOptions(store), c2sR, s2cW); err != nil {
+		opts := testOptions(store)
+		if change != nil {
+			change(&opts)
+		}
+		if err := Serve(ctx, opts, c2sR, s2cW); err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 		s2cW.Close()
@@ -762,6 +772,9 @@ func TestLoadAfterRestart(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("replay %q, want %q", got, want)
 	}
+	h2.tc.waitFor(t, "available_commands_update after session/load", func() bool {
+		return h2.tc.count(id, func(u acp.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil }) == 1
+	})
 	h2.mustPrompt(id, "three", acp.StopReasonEndTurn)
 	if !strings.Contains(h2.tc.agentText(id), "User: two") {
 		t.Fatalf("the loaded session lost its history: %q", h2.tc.agentText(id))
@@ -1092,4 +1105,34 @@ func TestSlashCommands(t *testing.T) {
 	if n := len(runs()); n != 1 {
 		t.Fatalf("q ran %d times for an ordinary prompt", n)
 	}
+}
+
+func TestContextBlockAndHistoryBudget(t *testing.T) {
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	var gotCwd string
+	var gotBudget int
+	h := startWith(t, "", func(o *Options) {
+		o.MaxTokens = 100 // 400 bytes: half for earlier turns
+		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
+			gotCwd, gotBudget = cwd, maxTokens
+			return "--- CONTEXT FILES BEGIN ---\n[/notes.md]\nnotes\n--- CONTEXT FILES END ---\n\n" + prompt, []string{"a warning"}, nil
+		}
+	})
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, strings.Repeat("a", 150), acp.StopReasonEndTurn)
+	if gotCwd != cwd || gotBudget < 1 || gotBudget > 100 {
+		t.Fatalf("context built for cwd %q with %d tokens", gotCwd, gotBudget)
+	}
+	first := h.tc.agentText(id)
+	if !strings.HasPrefix(first, "--- CONTEXT FILES BEGIN ---\n") || !strings.HasSuffix(first, strings.Repeat("a", 150)+"\n") {
+		t.Fatalf("q received %q", first)
+	}
+	// The first turn (150 + ~250 bytes) no longer fits in 200 bytes of history: it is dropped.
+	h.mustPrompt(id, "second", acp.StopReasonEndTurn)
+	if second := strings.TrimPrefix(h.tc.agentText(id), first); strings.Contains(second, "CONVERSATION SO FAR") {
+		t.Fatalf("history over budget was sent: %q", second)
+	}
+	h.mustPrompt(id, "third", acp.StopReasonEndTurn)
 }
