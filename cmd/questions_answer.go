@@ -103,7 +103,7 @@ type answerOptions struct {
 func newQuestionsAnswerCmd(a *app.App) *cobra.Command {
 	opts := &answerOptions{}
 	c := &cobra.Command{
-		Use:   "answer [ID] [--answer N=LABEL[,LABEL...]]... [--other N=TEXT]... [--answers-file F|-]",
+		Use:   "answer [ID]",
 		Short: "Answer a pending question set",
 		Long: `Answer a pending question set from a script, or interactively on a terminal when no answers are
 given. N is the question's number (from 1) or its header. Labels are matched exactly, then ignoring
@@ -127,8 +127,8 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.answers, "answer", nil, "answer question N with labels, as `N=LABEL[,LABEL...]` (repeatable)")
-	f.StringArrayVar(&opts.others, "other", nil, "give free text for question N, as `N=TEXT` (repeatable)")
+	f.StringArrayVar(&opts.answers, "answer", nil, "answer question `N=LABEL[,LABEL...]` (N: number from 1, or header; repeatable)")
+	f.StringArrayVar(&opts.others, "other", nil, "free-text answer `N=TEXT` for question N (repeatable)")
 	f.StringVar(&opts.file, "answers-file", "", "read the answers as JSON from `FILE` (- for stdin)")
 	f.BoolVar(&opts.asJSON, "json", false, "print the answered set as JSON (as show --json)")
 	_ = c.RegisterFlagCompletionFunc("answer", completeAnswerSpecs(a, false))
@@ -225,7 +225,7 @@ func newQuestionsRejectCmd(a *app.App) *cobra.Command {
 	var reason string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "reject [ID] [--reason TEXT]",
+		Use:   "reject [ID]",
 		Short: "Reject a pending question set",
 		Long: `Reject a pending question set. The assistant is told the user rejected it, with the reason when
 one is given. A set that is no longer pending exits 4.`,

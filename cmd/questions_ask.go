@@ -16,7 +16,7 @@ func newQuestionsAskCmd(a *app.App) *cobra.Command {
 	var file, timeout string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "ask [--file F|-] [--timeout D]",
+		Use:   "ask",
 		Short: "Pose a question set from a script and wait for the answers",
 		Long: `Pose a question set, exactly as the ask_user_questions tool does, and block until someone answers
 it (qkit questions wait, or qkit questions answer). The set is JSON:

@@ -24,7 +24,7 @@ func newQuestionsWaitCmd(a *app.App) *cobra.Command {
 	opts := &waitOptions{}
 	var timeout string
 	c := &cobra.Command{
-		Use:   "wait [--once] [--timeout D]",
+		Use:   "wait",
 		Short: "Wait for a question set and answer it (interactive on a terminal)",
 		Long: `Block until a question set is pending.
 
