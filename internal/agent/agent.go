@@ -8,7 +8,9 @@
 // Its stdout is ANSI-stripped and streamed to a callback as it arrives while only MaxResponseSize
 // bytes are kept (memory stays flat whatever it prints); stderr is captured separately (its last
 // 64 KiB). On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after a
-// short grace, so no grandchild outlives the run; the same sweep runs after a normal exit.
+// short grace, so no grandchild outlives the run; the same sweep runs after a normal exit. (On
+// Windows the tree is ended with taskkill /T /F on timeout or cancel; what an agent leaves running
+// after a normal exit is not tracked there.)
 package agent
 
 import (

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -57,7 +56,7 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	cmd.Dir = r.Dir
 	cmd.Stdin = nil // /dev/null: the agent never waits for input
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newGroup(cmd)
 	log.Info("running agent", "command", res.Argv[0], "dir", r.Dir, "timeout", l.Timeout, "max_response_size", l.MaxResponseSize)
 	log.Debug("agent command line", "argv", res.Argv)
 	err = cmd.Start()
@@ -173,14 +172,14 @@ func readStdout(r io.Reader, strip bool, kept *keeper, onChunk func([]byte)) {
 // stopGroup signals the process group SIGTERM and, if the agent has not exited after grace,
 // SIGKILL. It returns the agent's Wait error.
 func stopGroup(pgid int, grace time.Duration, waitDone <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	signalGroup(pgid, false)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case err := <-waitDone:
 		return err
 	case <-t.C:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalGroup(pgid, true)
 		return <-waitDone
 	}
 }
@@ -201,12 +200,16 @@ func sweep(pgid int, grace time.Duration, done ...<-chan struct{}) {
 		}
 		return true
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	if allDone(grace) {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if !groupSweep {
+		allDone(grace)
 		return
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	signalGroup(pgid, false)
+	if allDone(grace) {
+		signalGroup(pgid, true)
+		return
+	}
+	signalGroup(pgid, true)
 	allDone(grace)
 }
 
