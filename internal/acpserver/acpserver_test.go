@@ -810,6 +810,14 @@ func TestListResumeClose(t *testing.T) {
 	wantCode(t, "list with a relative cwd", err, -32602, "not an absolute path")
 
 	// close cancels and frees; the session must be resumed to be used again.
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: b}); err != nil {
+		t.Fatal(err)
+	}
+	// Closed and resumed at once: the new actor replaces the old one even before its entry is gone.
+	if _, err := h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: b, Cwd: cwdB, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("resume right after close: %v", err)
+	}
+	h.mustPrompt(b, "still here", acp.StopReasonEndTurn)
 	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: a}); err != nil {
 		t.Fatal(err)
 	}

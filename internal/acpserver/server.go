@@ -146,7 +146,7 @@ func (s *server) authenticated() bool {
 func (s *server) open(id string, start func() *sessionHandle) *sessionHandle {
 	var h *sessionHandle
 	s.do(func(st *serverState) {
-		if h = st.sessions[id]; h == nil {
+		if h = st.sessions[id]; h == nil || h.ended() {
 			h = start()
 			st.sessions[id] = h
 			go func() {
@@ -174,7 +174,7 @@ func (s *server) route(id string, msg sessionMsg) (*sessionHandle, error) {
 	var h *sessionHandle
 	err := errNotOpen
 	s.do(func(st *serverState) {
-		if h = st.sessions[id]; h == nil {
+		if h = st.sessions[id]; h == nil || h.ended() {
 			return
 		}
 		if h.send(msg) {

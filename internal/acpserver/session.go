@@ -14,6 +14,16 @@ type sessionHandle struct {
 	done  chan struct{}
 }
 
+// ended reports whether the actor has finished (closed; its table entry may not be gone yet).
+func (h *sessionHandle) ended() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // send queues msg without blocking; false means the inbox is full.
 func (h *sessionHandle) send(msg sessionMsg) bool {
 	select {
