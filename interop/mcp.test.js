@@ -151,3 +151,19 @@ test('stdout carries only JSON-RPC, and malformed input gets a parse error', asy
     cleanup();
   }
 });
+
+test('progress notifications reach the client while q works', async () => {
+  const s = await connect({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'done', FAKEQ_SLEEP: '6s' });
+  try {
+    const progress = [];
+    const res = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'slow' } }, undefined, {
+      onprogress: (p) => progress.push(p),
+      resetTimeoutOnProgress: true,
+    });
+    assert.equal(res.isError ?? false, false, text(res));
+    assert.ok(progress.length >= 1, 'no progress notification');
+    assert.match(progress[0].message, /has been running for/);
+  } finally {
+    await s.close();
+  }
+});
