@@ -1144,3 +1144,46 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	}
 	h.mustPrompt(id, "third", acp.StopReasonEndTurn)
 }
+
+func TestAgentProfileAndMCPServersStored(t *testing.T) {
+	runs := record(t)
+	t.Setenv("FAKEQ_OUTPUT", "ok")
+	h := startWith(t, "", func(o *Options) { o.Agent = "my-profile" })
+	h.initialize()
+	mcp := []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "files", Command: "/usr/bin/mcp-files", Args: []string{"--root", "/"}, Env: []acp.EnvVariable{}}}}
+	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: mcp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustPrompt(resp.SessionId, "hi", acp.StopReasonEndTurn)
+	if argv := runs()[0]; strings.Join(argv[:4], " ") != "chat --no-interactive --agent my-profile" {
+		t.Fatalf("argv %q", argv)
+	}
+	rec, err := h.store.Get(context.Background(), string(resp.SessionId))
+	if err != nil || !strings.Contains(string(rec.MCPServers), `"command":"/usr/bin/mcp-files"`) || rec.Title != "hi" {
+		t.Fatalf("stored session %+v (%v)", rec, err)
+	}
+}
+
+// TestRouteRefusesWhenTheInboxIsFull: the server never blocks on a session; a session whose
+// 32-message inbox is full makes the request fail with a clear error instead.
+func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := newServer()
+	go srv.loop(ctx)
+	defer func() { cancel(); srv.shutdown() }()
+	h := &sessionHandle{id: "s", inbox: make(chan sessionMsg, inboxSize), done: make(chan struct{})}
+	srv.open("s", func() *sessionHandle { return h }) // no actor reads the inbox
+	for i := 0; i < inboxSize; i++ {
+		if _, err := srv.route("s", msgCancel{}); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if _, err := srv.route("s", msgCancel{}); !errors.Is(err, errBusy) {
+		t.Fatalf("33rd message: %v, want errBusy", err)
+	}
+	if _, err := srv.route("other", msgCancel{}); !errors.Is(err, errNotOpen) {
+		t.Fatalf("unknown session: %v", err)
+	}
+	close(h.done)
+}

@@ -102,7 +102,9 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("session database %s: %w", path, err)
 	}
-	_ = os.Chmod(path, 0o600)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(f, 0o600) // transcripts are private; SQLite creates its files with the umask's mode
+	}
 	return s, nil
 }
 

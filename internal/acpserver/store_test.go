@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,11 @@ func TestStoreMigrations(t *testing.T) {
 	}
 	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode %q (%v), want wal", mode, err)
+	}
+	for _, f := range []string{db, db + "-wal"} {
+		if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v (%v), want 0600", f, st.Mode().Perm(), err)
+		}
 	}
 	if _, err := s.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", len(migrations)+1)); err != nil {
 		t.Fatal(err)
