@@ -1187,3 +1187,86 @@ func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 	}
 	close(h.done)
 }
+
+// serveProcess starts this test binary as a standalone `acp serve` on db and connects a client.
+func serveProcess(t *testing.T, db string, env ...string) (*acp.ClientSideConnection, *testClient) {
+	t.Helper()
+	srv := exec.Command(os.Args[0], "-test.run=^$")
+	srv.Env = append(append(os.Environ(), "ACPTEST_AS_Q=", "ACPTEST_SERVE_DB="+db), env...)
+	stdin, _ := srv.StdinPipe()
+	stdout, _ := srv.StdoutPipe()
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = srv.Wait() })
+	tc := newTestClient()
+	conn := acp.NewClientSideConnection(tc, stdin, stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	if _, err := conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return conn, tc
+}
+
+// TestTwoServeProcessesShareTheDatabase runs two `acp serve` processes (two editor windows) on one
+// database, prompting at the same time: every turn of both is stored, and each sees the other's.
+func TestTwoServeProcessesShareTheDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	cwd := t.TempDir()
+	ctx := context.Background()
+	type window struct {
+		conn *acp.ClientSideConnection
+		id   acp.SessionId
+	}
+	var windows []window
+	for i := 0; i < 2; i++ {
+		conn, _ := serveProcess(t, db, "FAKEQ_OUTPUT=reply")
+		s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		windows = append(windows, window{conn, s.SessionId})
+	}
+	const turns = 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*turns)
+	for _, w := range windows {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < turns; i++ {
+				_, err := w.conn.Prompt(ctx, acp.PromptRequest{SessionId: w.id, Prompt: []acp.ContentBlock{acp.TextBlock(fmt.Sprint("prompt ", i))}})
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range windows {
+		other := windows[1-i]
+		list, err := w.conn.ListSessions(ctx, acp.ListSessionsRequest{Cwd: &cwd})
+		if err != nil || len(list.Sessions) != 2 {
+			t.Fatalf("window %d lists %+v (%v)", i, list, err)
+		}
+		if _, err := w.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: other.id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+			t.Fatalf("window %d loading the other window's session: %v", i, err)
+		}
+	}
+	store, err := OpenStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, w := range windows {
+		msgs, err := store.Messages(ctx, string(w.id))
+		if err != nil || len(msgs) != 2*turns {
+			t.Fatalf("session %s: %d messages (%v)", w.id, len(msgs), err)
+		}
+	}
+}
