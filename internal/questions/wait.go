@@ -78,17 +78,29 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 			adoptT.Stop()
 		}
 	}()
-	adopt := false
+	adopt, changed := false, false
 	for {
 		sess, done, err := s.settled(id, adopt)
 		if done || err != nil {
 			return sess, err
 		}
 		adopt = false
-		if sess.answersPending() && adoptT == nil {
-			adoptT = time.NewTimer(adoptDelay)
-			adoptC = adoptT.C
+		if sess.answersPending() {
+			// Settle only once the file has been quiet for a moment: each change restarts the
+			// clock, and a file that does not parse gets longer, since a hand-written one may be
+			// caught between its truncation and its write.
+			delay := adoptDelay
+			if sess.answersBad {
+				delay = malformedDelay
+			}
+			if adoptT == nil {
+				adoptT = time.NewTimer(delay)
+				adoptC = adoptT.C
+			} else if changed {
+				adoptT.Reset(delay)
+			}
 		}
+		changed = false
 		select {
 		case <-ctx.Done():
 			reason := opts.CancelReason
@@ -105,6 +117,7 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 			}
 			// Fall through to settled: an answer that won the race is still returned.
 		case <-sb.c:
+			changed = true
 		case <-pollT.C:
 			adopt = true
 		case <-adoptC:
@@ -124,6 +137,10 @@ func (s *Session) answersPending() bool {
 // adoptDelay is how long an answers.json written beside an open status waits to be taken as the
 // answer; Answer itself finishes well within it.
 const adoptDelay = 100 * time.Millisecond
+
+// malformedDelay is how long an answers.json that does not parse must stay unchanged before it
+// abandons the session.
+const malformedDelay = time.Second
 
 // settled reads the session and reports whether the wait is over: answered (returned), rejected
 // (returned) or ended without an answer (EndedError).
