@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -110,7 +109,7 @@ func loadContextEnv(a *app.App) (*contextEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := os.Getwd()
+	cwd, err := a.WorkingDir()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
 	}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,5 +180,39 @@ func TestExecutorRecoversPanics(t *testing.T) {
 	res, err := reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceMCP})
 	if err != nil || res.ExitCode != output.ExitFailure || !strings.Contains(res.Stderr, `qkit: internal error in "boom": kaboom`) {
 		t.Fatalf("panic: %+v, %v", res, err)
+	}
+}
+
+// TestInternalCommandRunsInGivenDir: an in-process run for an ACP session resolves relative paths
+// against the session's folder (RunOptions.Dir), not the process's.
+func TestInternalCommandRunsInGivenDir(t *testing.T) {
+	a, _, _ := testApp(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("# notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := internalRegistry(a, nil)
+	yes := func(context.Context, *commands.Call) (bool, error) { return true, nil }
+	run := func(line string) commands.Result {
+		t.Helper()
+		req, err := reg.ParseLine(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call, err := reg.Prepare(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceACP, Dir: dir, Confirm: yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run("context add notes.md"); res.ExitCode != 0 {
+		t.Fatalf("context add in the session folder: %+v", res)
+	}
+	if res := run("context show"); !strings.Contains(res.Output, "notes.md") || strings.Contains(res.Output, "No files") {
+		t.Fatalf("context show in the session folder:\n%s", res.Output)
 	}
 }

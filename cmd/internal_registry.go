@@ -141,12 +141,13 @@ func (e treeExecutor) Check(argv []string) error {
 
 // Run executes argv on a fresh tree whose streams are buffers: stdin is empty and nothing prompts.
 // The parent's config file and --set overrides carry over.
-func (e treeExecutor) Run(ctx context.Context, argv []string, source string) (out commands.Output) {
+func (e treeExecutor) Run(ctx context.Context, argv []string, source, dir string) (out commands.Output) {
 	stdout := output.NewHeadBuffer(e.maxOutput)
 	var stderr bytes.Buffer
 	child := scratchApp(e.parent)
 	child.IO.Out, child.IO.ErrOut = stdout, &stderr
 	child.Source = source
+	child.Dir = dir
 	defer func() {
 		// A bug in one command must not take down the server that ran it for an assistant.
 		if p := recover(); p != nil {

@@ -64,7 +64,7 @@ func serveForTest(db string) int {
 }
 
 // fakeExec stands in for the command tree behind the internal-command registry: it runs nothing
-// and prints the argv it was given.
+// and prints the argv it was given, and the folder it was asked to run in.
 type fakeExec struct{}
 
 func (fakeExec) Check(argv []string) error {
@@ -74,8 +74,11 @@ func (fakeExec) Check(argv []string) error {
 	return nil
 }
 
-func (fakeExec) Run(_ context.Context, argv []string, source string) commands.Output {
+func (fakeExec) Run(_ context.Context, argv []string, source, dir string) commands.Output {
 	out := "ran (" + source + "): " + strings.Join(argv, " ") + "\n"
+	if dir != "" {
+		out += "in " + dir + "\n"
+	}
 	return commands.Output{Stdout: out, Total: int64(len(out))}
 }
 
@@ -1051,7 +1054,8 @@ func TestSlashCommands(t *testing.T) {
 	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
 	h := start(t, "")
 	h.initialize()
-	id := h.newSession(t.TempDir())
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
 	h.tc.waitFor(t, "available_commands_update", func() bool {
 		return h.tc.count(id, func(u acp.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil }) == 1
 	})
@@ -1071,7 +1075,8 @@ func TestSlashCommands(t *testing.T) {
 
 	said := func() string { return h.tc.agentText(id) }
 	h.mustPrompt(id, "/context show", acp.StopReasonEndTurn)
-	if got := said(); got != "ran (acp): context show\n" {
+	// The command runs in the session's folder, not the server's.
+	if got := said(); got != "ran (acp): context show\nin "+cwd+"\n" {
 		t.Fatalf("/context show answered %q", got)
 	}
 	select {
@@ -1087,7 +1092,7 @@ func TestSlashCommands(t *testing.T) {
 	if r.ToolCall.Title == nil || !strings.Contains(*r.ToolCall.Title, "context add notes.md") {
 		t.Fatalf("confirmation does not name the command: %+v", r.ToolCall)
 	}
-	if got := strings.TrimPrefix(said(), before); got != "ran (acp): context add notes.md\n" {
+	if got := strings.TrimPrefix(said(), before); got != "ran (acp): context add notes.md\nin "+cwd+"\n" {
 		t.Fatalf("confirmed /context add answered %q", got)
 	}
 

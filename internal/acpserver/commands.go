@@ -72,6 +72,7 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 	cancelled := false
 	res, err := reg.Run(ctx, call, commands.RunOptions{
 		Source: commands.SourceACP,
+		Dir:    in.cwd,
 		Confirm: func(ctx context.Context, c *commands.Call) (bool, error) {
 			ok, gone, err := a.confirm(ctx, in.sessionID, c)
 			cancelled = gone

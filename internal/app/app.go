@@ -31,6 +31,10 @@ type App struct {
 	Now func() time.Time
 	// Version is the build's version information.
 	Version VersionInfo
+	// Dir is the working directory commands resolve relative paths against; empty means the
+	// process's own. In-process runs for an ACP session set it to the session's cwd (a process-wide
+	// chdir would race between sessions).
+	Dir string
 	// ProfileFlag is the global --profile flag: the context profile to use instead of the active one.
 	ProfileFlag string
 	// Source says who runs the command: "cli", or "mcp"/"acp" for internal commands.
@@ -118,6 +122,14 @@ func (a *App) Confirm(flag, question string) (bool, error) {
 		return false, err
 	}
 	return p.Confirm(question, false)
+}
+
+// WorkingDir returns Dir, or the process's working directory when Dir is empty.
+func (a *App) WorkingDir() (string, error) {
+	if a.Dir != "" {
+		return a.Dir, nil
+	}
+	return os.Getwd()
 }
 
 // Palette returns the colours for stdout.

@@ -30,7 +30,7 @@ func (f *fakeExec) Check(argv []string) error {
 	return nil
 }
 
-func (f *fakeExec) Run(_ context.Context, argv []string, _ string) Output {
+func (f *fakeExec) Run(_ context.Context, argv []string, _, _ string) Output {
 	f.ran = append(f.ran, argv)
 	return Output{Stdout: f.stdout, Stderr: f.stderr, ExitCode: f.code, Total: int64(len(f.stdout))}
 }

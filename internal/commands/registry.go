@@ -69,8 +69,9 @@ type Executor interface {
 	// error says what is wrong in the command parser's words.
 	Check(argv []string) error
 	// Run executes argv in-process and returns what it printed and its exit code. source is "cli",
-	// "mcp" or "acp".
-	Run(ctx context.Context, argv []string, source string) Output
+	// "mcp" or "acp"; dir is the working directory relative paths resolve against (empty: the
+	// process's own).
+	Run(ctx context.Context, argv []string, source, dir string) Output
 }
 
 // Output is what one in-process run printed.

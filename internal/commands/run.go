@@ -24,6 +24,9 @@ type ConfirmFunc func(ctx context.Context, c *Call) (bool, error)
 type RunOptions struct {
 	// Source is "cli", "mcp" or "acp".
 	Source string
+	// Dir is the working directory the command sees (an ACP session's cwd); empty means the
+	// process's own.
+	Dir string
 	// Confirm is called for a call that NeedsConfirmation. Nil means there is no way to ask: such a
 	// call fails with ErrConfirmationNeeded and nothing runs.
 	Confirm ConfirmFunc
@@ -85,7 +88,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 	if c.listing {
 		res.Output = r.ListingText()
 	} else {
-		out := r.exec.Run(ctx, c.runArgv(), opts.Source)
+		out := r.exec.Run(ctx, c.runArgv(), opts.Source, opts.Dir)
 		total := out.Total
 		if total < int64(len(out.Stdout)) {
 			total = int64(len(out.Stdout))
