@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,73 @@ func TestInternalCommandRunsInGivenDir(t *testing.T) {
 	}
 	if res := run("context show"); !strings.Contains(res.Output, "notes.md") || strings.Contains(res.Output, "No files") {
 		t.Fatalf("context show in the session folder:\n%s", res.Output)
+	}
+}
+
+// exampleDir is a folder holding the files the registry's examples name, made the working directory.
+func exampleDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range []string{"file.txt", "docs/a.md"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("# "+p+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	return dir
+}
+
+// exampleFailures are the examples that run but fail on a fresh home, with what they say.
+var exampleFailures = map[string]string{"questions show": "no question set is pending"}
+
+// TestRegistryRunsEveryCommand runs every exposed command for real through `qkit exec internal
+// --request JSON --yes --json`: the tool description's examples cover the whole registry (a command
+// exposed without one fails here), and they run in order on one home, each audited as it ran.
+func TestRegistryRunsEveryCommand(t *testing.T) {
+	a, _, _ := testApp(t)
+	exampleDir(t)
+	reg := internalRegistry(a, nil)
+	covered := map[string]bool{}
+	for i, ex := range reg.Examples() {
+		call, err := reg.Prepare(ex.Request)
+		if err != nil {
+			t.Fatalf("example %q: %v", ex.Say, err)
+		}
+		covered[call.Entry.Name] = true
+		req, err := json.Marshal(ex.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, out, errOut := benchApp(t)
+		code := Run(context.Background(), ca, []string{"exec", "internal", "--request", string(req), "--yes", "--json"})
+		var res execResultJSON
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("%s: exit %d, no result (%v): %s%s", call.CommandLine, code, err, out, errOut)
+		}
+		wantCode, wantText := 0, ""
+		if why, ok := exampleFailures[call.Entry.Name]; ok {
+			wantCode, wantText = output.ExitNotFound, why
+		}
+		if code != wantCode || res.ExitCode != wantCode || !strings.Contains(res.Error, wantText) {
+			t.Errorf("%s: exit %d (%d), want %d: %+v", call.CommandLine, code, res.ExitCode, wantCode, res)
+		}
+		if call.NeedsConfirmation != res.Confirmed {
+			t.Errorf("%s: confirmed %v, needs confirmation %v", call.CommandLine, res.Confirmed, call.NeedsConfirmation)
+		}
+		recs, err := commands.ReadAudit(filepath.Join(a.Config.Paths.State, "audit.log"))
+		if err != nil || len(recs) != i+1 {
+			t.Fatalf("%s: %d audit records, want %d (%v)", call.CommandLine, len(recs), i+1, err)
+		}
+		if r := recs[i]; r.CommandLine != call.CommandLine || r.Source != commands.SourceCLI || r.ExitCode != wantCode || r.Declined {
+			t.Errorf("%s: audit %+v", call.CommandLine, r)
+		}
+	}
+	for _, e := range reg.Runnable() {
+		if !covered[e.Name] {
+			t.Errorf("%s has no example in the tool description (internal/commands/describe.go)", e.Name)
+		}
 	}
 }

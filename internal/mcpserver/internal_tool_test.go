@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,6 +113,74 @@ func TestInternalCommandWalksRegistry(t *testing.T) {
 		res, text := callInternal(t, cs, args)
 		if res.IsError || (!strings.Contains(text, "Usage:") && !strings.Contains(text, "Internal commands")) {
 			t.Errorf("%s: %v %q", e.Name, res.IsError, text)
+		}
+	}
+}
+
+// TestInternalCommandRunsEveryCommand runs every exposed command for real through the tool: the
+// description's examples cover the registry (cmd's TestRegistryRunsEveryCommand checks that), each
+// runs in order, a change after the user accepts, and each is audited as run by "mcp".
+func TestInternalCommandRunsEveryCommand(t *testing.T) {
+	f := newInternalFixture(t, nil)
+	dir := t.TempDir()
+	for _, p := range []string{"file.txt", "docs/a.md"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("# "+p+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	asked := 0
+	cs := f.connect(t, "", func(*mcp.ElicitRequest) *mcp.ElicitResult {
+		asked++
+		return &mcp.ElicitResult{Action: "accept"}
+	})
+	reg := f.deps.Commands
+	covered := map[string]bool{}
+	changes := 0
+	for i, ex := range reg.Examples() {
+		call, err := reg.Prepare(ex.Request)
+		if err != nil {
+			t.Fatalf("example %q: %v", ex.Say, err)
+		}
+		covered[call.Entry.Name] = true
+		if call.NeedsConfirmation {
+			changes++
+		}
+		args := map[string]any{"command": ex.Request.Command}
+		if ex.Request.Subcommand != "" {
+			args["subcommand"] = ex.Request.Subcommand
+		}
+		if len(ex.Request.Args) > 0 {
+			args["args"] = ex.Request.Args
+		}
+		if len(ex.Request.Flags) > 0 {
+			args["flags"] = ex.Request.Flags
+		}
+		res, text := callInternal(t, cs, args)
+		wantCode, want := 0, ""
+		if call.Entry.Name == "questions show" { // a fresh home has no question set
+			wantCode, want = 4, "exited 4:\nqkit: no question set is pending"
+		}
+		if res.IsError != (wantCode != 0) || !strings.Contains(text, want) {
+			t.Errorf("%s: error %v %q", call.CommandLine, res.IsError, text)
+		}
+		recs := f.audit(t)
+		if len(recs) != i+1 {
+			t.Fatalf("%s: %d audit records, want %d", call.CommandLine, len(recs), i+1)
+		}
+		if r := recs[i]; r.CommandLine != call.CommandLine || r.Source != commands.SourceMCP || r.ExitCode != wantCode || r.Confirmed != call.NeedsConfirmation {
+			t.Errorf("%s: audit %+v", call.CommandLine, r)
+		}
+	}
+	if asked != changes || changes == 0 {
+		t.Errorf("the user was asked %d times for %d changes", asked, changes)
+	}
+	for _, e := range reg.Runnable() {
+		if !covered[e.Name] {
+			t.Errorf("%s is not reached by any example", e.Name)
 		}
 	}
 }
