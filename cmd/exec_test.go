@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -282,6 +283,39 @@ func TestRegistryRunsEveryCommand(t *testing.T) {
 	for _, e := range reg.Runnable() {
 		if !covered[e.Name] {
 			t.Errorf("%s has no example in the tool description (internal/commands/describe.go)", e.Name)
+		}
+	}
+}
+
+// TestProfileFlagListedWhereUsed: an entry lists the global --profile exactly when the command reads
+// it. Every example runs with --profile naming a profile that does not exist: the commands that use
+// the profile fail saying so, the others do not notice.
+func TestProfileFlagListedWhereUsed(t *testing.T) {
+	a, _, _ := testApp(t)
+	exampleDir(t)
+	a.ProfileFlag = "nope"
+	reg := internalRegistry(a, nil)
+	yes := func(context.Context, *commands.Call) (bool, error) { return true, nil }
+	for name := range inheritedExposed {
+		for _, user := range inheritedExposed[name] {
+			if _, ok := reg.Lookup(user); !ok {
+				t.Errorf("--%s is listed for %q, which is not an exposed command", name, user)
+			}
+		}
+	}
+	for _, ex := range reg.Examples() {
+		call, err := reg.Prepare(ex.Request)
+		if err != nil {
+			t.Fatalf("example %q: %v", ex.Say, err)
+		}
+		res, err := reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceCLI, Confirm: yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := slices.ContainsFunc(call.Entry.Flags, func(f commands.Flag) bool { return f.Name == "profile" })
+		used := strings.Contains(res.Stderr, "Profile 'nope' does not exist")
+		if listed != used {
+			t.Errorf("%s: --profile listed %v, but the command uses it: %v (%s)", call.CommandLine, listed, used, res.Text())
 		}
 	}
 }

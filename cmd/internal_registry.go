@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,9 +17,14 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 )
 
-// inheritedExposed are the global flags an internal command may be given: the context profile. The
-// others (--config, --set, --log-level, --no-input) belong to the process, not to an assistant.
-var inheritedExposed = []string{"profile"}
+// inheritedExposed maps the global flags an internal command may be given to the commands that read
+// them: --profile only means something to the commands that load the context through loadContextEnv,
+// so only they list it (an assistant is never offered a flag that does nothing). The other global
+// flags (--config, --set, --log-level, --no-input) belong to the process, not to an assistant.
+// TestProfileFlagListedWhereUsed keeps this in step with what the commands do.
+var inheritedExposed = map[string][]string{
+	"profile": {"context add", "context clear", "context prompt", "context rm", "context show"},
+}
 
 // internalRegistry builds the internal-command registry over the command tree of root (a fresh tree
 // when root is nil), with a's settings for trust, output cap and the audit log.
@@ -88,7 +94,10 @@ func entryFor(c *cobra.Command, access commands.Access) commands.Entry {
 			}
 		})
 	}
-	for _, name := range inheritedExposed {
+	for name, users := range inheritedExposed {
+		if !slices.Contains(users, strings.Join(e.Path, " ")) {
+			continue
+		}
 		for p := c.Parent(); p != nil && !seen[name]; p = p.Parent() {
 			if f := p.PersistentFlags().Lookup(name); f != nil {
 				seen[name] = true
