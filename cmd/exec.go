@@ -12,6 +12,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/prompt"
 )
 
 func newExecCmd(a *app.App) *cobra.Command {
@@ -171,9 +172,11 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 	return reg.FromWords(args, flags), nil
 }
 
-// cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes.
+// cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes. The
+// question is one plain line, exactly as issue 6 gives it: Run "qkit context add notes.md"? [y/N]
+// (a.Prompter, when set, asks instead: tests).
 func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
-	return func(_ context.Context, c *commands.Call) (bool, error) {
+	return func(ctx context.Context, c *commands.Call) (bool, error) {
 		if yes {
 			return true, nil
 		}
@@ -181,7 +184,11 @@ func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 		if err != nil {
 			return false, err
 		}
-		return p.Confirm(`Run "`+c.CommandLine+`"?`, false)
+		question := `Run "` + c.CommandLine + `"?`
+		if a.Prompter != nil {
+			return p.Confirm(question, false)
+		}
+		return prompt.ConfirmLine(ctx, a.IO.In, a.IO.ErrOut, question, false)
 	}
 }
 
