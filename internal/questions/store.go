@@ -94,6 +94,8 @@ type Session struct {
 	Problem string
 	// answersBad: answers.json exists but does not parse (perhaps a non-atomic write in progress).
 	answersBad bool
+	// answersMod is answers.json's modification time, when it exists.
+	answersMod time.Time
 }
 
 // Set returns the session's question set (empty when request.json is unreadable).
@@ -372,6 +374,12 @@ func (s *Store) read(id string) (*Session, error) {
 		sess.answersBad = true
 	default:
 		sess.Answers = &ans
+	}
+	if sess.Answers != nil || sess.answersBad {
+		// Stat after reading: a write in between only makes the file look younger.
+		if fi, err := os.Stat(s.path(id, AnswersFile)); err == nil {
+			sess.answersMod = fi.ModTime()
+		}
 	}
 	sess.Problem = strings.Join(problems, "; ")
 	return sess, nil

@@ -418,3 +418,47 @@ func BenchmarkCreateAnswerWait(b *testing.B) {
 		}
 	}
 }
+
+// An answers.json caught half-written by hand (truncated, not yet filled in) is not settled at once,
+// even when file events are unavailable and the poll is what sees it: the complete file that follows
+// is adopted.
+func TestHalfWrittenAnswersAreNotSettledEarly(t *testing.T) {
+	s := newStore(t)
+	s.poll = 5 * time.Millisecond
+	s.hub = &hub{subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
+	close(s.hub.done)
+	sess := create(t, s)
+	path := filepath.Join(s.Dir(), sess.ID, AnswersFile)
+	writeFile(t, path, `{"answers":[{"questionIn`)
+	got := make(chan error, 1)
+	go func() {
+		res, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 10 * time.Second})
+		if err == nil && res.Status.Status != Completed {
+			err = errors.New("status " + string(res.Status.Status))
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // several polls see the truncated file
+	writeFile(t, path, `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// list and show (Get, List) leave a freshly written answers.json alone too; once it has stayed
+// malformed for a while, it abandons the session.
+func TestFreshMalformedAnswersWaitBeforeAbandoning(t *testing.T) {
+	s := newStore(t)
+	sess := create(t, s)
+	writeFile(t, filepath.Join(s.Dir(), sess.ID, AnswersFile), `{"answers":[`)
+	if got, err := s.Get(sess.ID); err != nil || got.Status.Status != Pending {
+		t.Fatalf("fresh: %+v %v", got, err)
+	}
+	if all, err := s.List(); err != nil || len(all) != 1 || all[0].Status.Status != Pending {
+		t.Fatalf("fresh list: %v", err)
+	}
+	s.now = func() time.Time { return time.Now().Add(malformedDelay) }
+	if got, err := s.Get(sess.ID); err != nil || got.Status.Status != Abandoned || !strings.Contains(got.Status.Reason, "answers.json is malformed") {
+		t.Fatalf("settled: %+v %v", got, err)
+	}
+}

@@ -179,6 +179,9 @@ func adopt(sess *Session, now func() time.Time) (answers *Answers, write, done b
 // reconcile settles what reading alone reveals: malformed files and answers written by other tools,
 // owners that have exited (abandoned, never deleted unseen) and claims whose terminal has gone.
 func (s *Store) reconcile(sess *Session) (*Session, error) {
+	if s.unsettled(sess) > 0 {
+		return sess, nil // an answer in flight, or a file still being written: not yet
+	}
 	needs := sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil ||
 		sess.Request != nil && sess.Request.Owner.Gone() ||
 		sess.Status.Claim != nil && sess.Status.Claim.By.Gone())
@@ -186,6 +189,9 @@ func (s *Store) reconcile(sess *Session) (*Session, error) {
 		return sess, nil
 	}
 	return s.transition(sess.ID, func(cur *Session) (*Answers, bool, error) {
+		if s.unsettled(cur) > 0 {
+			return nil, false, nil
+		}
 		if ans, write, done := adopt(cur, s.now); done {
 			if cur.Status.Status == Abandoned {
 				s.logger.Warn("question set abandoned: malformed files", "sessionId", cur.ID, "problem", cur.Status.Reason)

@@ -67,40 +67,19 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 		progress = t.C
 	}
 	start := time.Now()
-	// An answers.json next to an open status is usually an Answer in flight (answers.json is written
-	// first, under the session's lock): settling it at once would wait for that lock. It is settled
-	// here only if the status has not moved a moment later (an answer written by another tool, which
-	// is adopted, or a file that still does not parse, which abandons the session).
-	var adoptC <-chan time.Time
-	var adoptT *time.Timer
-	defer func() {
-		if adoptT != nil {
-			adoptT.Stop()
-		}
-	}()
-	adopt, changed := false, false
+	// An answers.json beside an open status is settled only once it has been quiet for a moment
+	// (see unsettled); this timer re-reads the session when that moment has passed.
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
 	for {
-		sess, done, err := s.settled(id, adopt)
+		sess, done, err := s.settled(id)
 		if done || err != nil {
 			return sess, err
 		}
-		adopt = false
-		if sess.answersPending() {
-			// Settle only once the file has been quiet for a moment: each change restarts the
-			// clock, and a file that does not parse gets longer, since a hand-written one may be
-			// caught between its truncation and its write.
-			delay := adoptDelay
-			if sess.answersBad {
-				delay = malformedDelay
-			}
-			if adoptT == nil {
-				adoptT = time.NewTimer(delay)
-				adoptC = adoptT.C
-			} else if changed {
-				adoptT.Reset(delay)
-			}
+		if d := s.unsettled(sess); d > 0 {
+			settle.Reset(d)
 		}
-		changed = false
 		select {
 		case <-ctx.Done():
 			reason := opts.CancelReason
@@ -117,11 +96,8 @@ func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session
 			}
 			// Fall through to settled: an answer that won the race is still returned.
 		case <-sb.c:
-			changed = true
 		case <-pollT.C:
-			adopt = true
-		case <-adoptC:
-			adopt, adoptT, adoptC = true, nil, nil
+		case <-settle.C:
 		case <-progress:
 			opts.Progress(time.Since(start))
 		}
@@ -134,19 +110,38 @@ func (s *Session) answersPending() bool {
 	return s.Status.Status.Open() && (s.Answers != nil || s.answersBad)
 }
 
-// adoptDelay is how long an answers.json written beside an open status waits to be taken as the
-// answer; Answer itself finishes well within it.
+// adoptDelay is how long an answers.json written beside an open status must stay unchanged before
+// it is taken as the answer; Answer itself completes the session well within it.
 const adoptDelay = 100 * time.Millisecond
 
 // malformedDelay is how long an answers.json that does not parse must stay unchanged before it
-// abandons the session.
+// abandons the session: a hand-written one may be caught between its truncation and its write.
 const malformedDelay = time.Second
+
+// unsettled reports how long the session's answers.json must still stay unchanged before it is
+// settled (adopted as the answer, or abandoning the session when malformed); 0 when it can be
+// settled now or there is nothing to settle. It goes by the file's modification time, so it works
+// the same with or without file events, and for list and show as well as for waits.
+func (s *Store) unsettled(sess *Session) time.Duration {
+	if !sess.answersPending() || sess.answersMod.IsZero() {
+		return 0
+	}
+	delay := adoptDelay
+	if sess.answersBad {
+		delay = malformedDelay
+	}
+	age := s.now().Sub(sess.answersMod)
+	if age < 0 || age >= delay {
+		return 0 // old enough, or dated in the future (a clock off): settle rather than wait forever
+	}
+	return delay - age
+}
 
 // settled reads the session and reports whether the wait is over: answered (returned), rejected
 // (returned) or ended without an answer (EndedError).
-func (s *Store) settled(id string, adopt bool) (*Session, bool, error) {
+func (s *Store) settled(id string) (*Session, bool, error) {
 	sess, err := s.read(id)
-	if err == nil && (adopt || !sess.answersPending()) {
+	if err == nil {
 		sess, err = s.reconcile(sess)
 	}
 	if err != nil {
@@ -193,7 +188,8 @@ type WaitPendingOptions struct {
 	Skip func(id string) bool
 }
 
-// WaitPending blocks until an open, unclaimed session exists and returns the oldest one.
+// WaitPending blocks until an open, unclaimed session exists and returns the oldest one. A session
+// whose answers.json is being written (not settled yet) is not offered.
 func (s *Store) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -212,7 +208,7 @@ func (s *Store) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Sess
 			return nil, err
 		}
 		for _, sess := range all {
-			if sess.Status.Status == Pending && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if sess.Status.Status == Pending && sess.Request != nil && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
 		}
