@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -30,7 +32,8 @@ it (qkit questions wait, or qkit questions answer). The set is JSON:
 
 Prints the answers as the assistant would get them, or with --json as {sessionId, callId, status,
 answers:[{questionIndex, header, question, selected, other}], rejectionReason}. Exits 3 when the set is
-rejected (the rejection is printed too) and 124 when --timeout (default: questions.timeout) passes.`,
+rejected (the rejection is printed too), 124 when --timeout (default: questions.timeout) passes, and
+130 when interrupted (the set is then marked abandoned).`,
 		Example: `  qkit questions ask --file questions.json
   qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
 		Args: cobra.NoArgs,
@@ -68,7 +71,7 @@ rejected (the rejection is printed too) and 124 when --timeout (default: questio
 			if a.Logger.Enabled(c.Context(), slog.LevelInfo) {
 				logger = a.Logger
 			}
-			res, _, err := st.Ask(c.Context(), set, questions.AskOptions{
+			res, sess, err := st.Ask(c.Context(), set, questions.AskOptions{
 				Source: "cli", Timeout: limit, Retention: a.Config.Duration("questions.retention"),
 				Logger: logger, CancelReason: "qkit questions ask was interrupted",
 				Created: func(s *questions.Session) {
@@ -77,6 +80,9 @@ rejected (the rejection is printed too) and 124 when --timeout (default: questio
 					}
 				},
 			})
+			if errors.Is(err, context.Canceled) && sess != nil {
+				return output.WithCode(output.ExitInterrupted, fmt.Errorf("interrupted: question set %s marked abandoned", sess.ID))
+			}
 			if err != nil {
 				return questionsErr(err)
 			}

@@ -34,7 +34,8 @@ unless --once. Two terminals never both answer one set: the first to take it hol
 answered, or handed back with Ctrl-C.
 
 Piped, or with --json, print the oldest pending set as JSON (as show --json) and exit 0, so a script
-can answer it with 'qkit questions answer'. With --timeout, exit 124 when no set arrives in time.`,
+can answer it with 'qkit questions answer'. With --timeout, exit 124 when no set arrives in time;
+exit 130 when interrupted.`,
 		Example: `  qkit questions wait
   qkit questions wait --once --timeout 10m
   id=$(qkit questions wait --json --timeout 1h | jq -r .id)`,
@@ -99,6 +100,9 @@ func waitPending(ctx context.Context, a *app.App, st *questions.Store, opts *wai
 	s, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: opts.timeout})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, output.Errorf(output.ExitTimeout, "no question set arrived within %s", opts.timeout)
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil, output.Errorf(output.ExitInterrupted, "interrupted while waiting for a question set")
 	}
 	return s, err
 }
