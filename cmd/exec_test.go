@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,6 +217,54 @@ func TestInternalCommandRunsInGivenDir(t *testing.T) {
 	}
 	if res := run("context show"); !strings.Contains(res.Output, "notes.md") || strings.Contains(res.Output, "No files") {
 		t.Fatalf("context show in the session folder:\n%s", res.Output)
+	}
+	recs, err := commands.ReadAudit(filepath.Join(a.Config.Paths.State, "audit.log"))
+	if err != nil || len(recs) != 2 || recs[0].Dir != dir || recs[0].CommandLine != "qkit context add notes.md" {
+		t.Fatalf("audit %+v, %v", recs, err)
+	}
+}
+
+// TestInternalCommandsInTwoFoldersAtOnce: two sessions in different folders run at the same time,
+// and each resolves the same relative rule against its own folder (run with -race).
+func TestInternalCommandsInTwoFoldersAtOnce(t *testing.T) {
+	a, _, _ := testApp(t)
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for i, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "notes.md"), []byte(strings.Repeat("x", 400*(i+1))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := internalRegistry(a, nil)
+	add, err := reg.Prepare(commands.Request{Command: "context", Subcommand: "add", Args: []string{"notes.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := func(context.Context, *commands.Call) (bool, error) { return true, nil }
+	if res, err := reg.Run(context.Background(), add, commands.RunOptions{Source: commands.SourceACP, Dir: dirs[0], Confirm: yes}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("context add: %+v, %v", res, err)
+	}
+	show, err := reg.Prepare(commands.Request{Command: "context", Subcommand: "show", Flags: map[string]string{"json": ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 10
+	errs := make(chan error, 2*rounds)
+	for range rounds {
+		for _, d := range dirs {
+			go func() {
+				res, err := reg.Run(context.Background(), show, commands.RunOptions{Source: commands.SourceACP, Dir: d})
+				want := `"path": "` + filepath.Join(d, "notes.md") + `"`
+				if err == nil && (res.ExitCode != 0 || !strings.Contains(res.Output, want)) {
+					err = fmt.Errorf("in %s: exit %d, want %s in\n%s%s", d, res.ExitCode, want, res.Output, res.Stderr)
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range 2 * rounds {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -15,7 +15,10 @@ type AuditRecord struct {
 	Time        time.Time `json:"time"`
 	Source      string    `json:"source"`
 	CommandLine string    `json:"command_line"`
-	Access      Access    `json:"access"`
+	// Dir is the folder the command ran in when it was not qkit's own (an ACP session's), so a
+	// relative path in CommandLine can be told apart.
+	Dir    string `json:"dir,omitempty"`
+	Access Access `json:"access"`
 	// Confirmed is set when the user confirmed a change; Trusted when internal.trusted waived it.
 	Confirmed bool `json:"confirmed"`
 	Trusted   bool `json:"trusted,omitempty"`
@@ -26,12 +29,12 @@ type AuditRecord struct {
 }
 
 // audit writes the line for a call and returns a warning for the command's stderr when it could not.
-func (r *Registry) audit(source string, c *Call, res Result, start time.Time) string {
+func (r *Registry) audit(opts RunOptions, c *Call, res Result, start time.Time) string {
 	if r.opts.AuditPath == "" {
 		return ""
 	}
 	rec := AuditRecord{
-		Time: start.UTC(), Source: source, CommandLine: c.CommandLine, Access: c.Access,
+		Time: start.UTC(), Source: opts.Source, CommandLine: c.CommandLine, Dir: opts.Dir, Access: c.Access,
 		Confirmed: res.Confirmed, Trusted: c.Trusted, Declined: c.NeedsConfirmation && !res.Confirmed,
 		ExitCode: res.ExitCode, DurationMS: float64(r.opts.Now().Sub(start).Microseconds()) / 1000,
 	}

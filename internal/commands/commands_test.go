@@ -157,9 +157,17 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	}
 	// Accepted.
 	var asked string
-	res, err = r.Run(ctx, add, RunOptions{Source: SourceACP, Confirm: func(_ context.Context, c *Call) (bool, error) { asked = c.CommandLine; return true, nil }})
+	session := filepath.Join(t.TempDir(), "project")
+	res, err = r.Run(ctx, add, RunOptions{Source: SourceACP, Dir: session, Confirm: func(_ context.Context, c *Call) (bool, error) { asked = c.CommandLine; return true, nil }})
 	if err != nil || !res.Confirmed || res.Output != "done\n" || asked != "qkit context add notes.md" {
 		t.Fatalf("accepted Run = %+v, %v (asked %q)", res, err, asked)
+	}
+	// A relative folder is refused before anything runs or is audited.
+	if _, err := r.Run(ctx, add, RunOptions{Source: SourceACP, Dir: "project", Confirm: func(context.Context, *Call) (bool, error) { return true, nil }}); err == nil || !strings.Contains(err.Error(), `"project" is not an absolute path`) {
+		t.Fatalf("relative Dir: %v", err)
+	}
+	if len(ex.ran) != 1 {
+		t.Fatalf("ran %v", ex.ran)
 	}
 	// A read runs without asking.
 	show, _ := r.Prepare(Request{Command: "context", Subcommand: "show"})
@@ -176,7 +184,7 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	}
 	want := []AuditRecord{
 		{Time: now, Source: "mcp", CommandLine: "qkit context add notes.md", Access: Change, Declined: true, ExitCode: 3},
-		{Time: now, Source: "acp", CommandLine: "qkit context add notes.md", Access: Change, Confirmed: true},
+		{Time: now, Source: "acp", CommandLine: "qkit context add notes.md", Dir: session, Access: Change, Confirmed: true},
 		{Time: now, Source: "cli", CommandLine: "qkit context show", Access: Read},
 	}
 	if !reflect.DeepEqual(recs, want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/qkit-cli/qkit/internal/output"
@@ -24,8 +25,8 @@ type ConfirmFunc func(ctx context.Context, c *Call) (bool, error)
 type RunOptions struct {
 	// Source is "cli", "mcp" or "acp".
 	Source string
-	// Dir is the working directory the command sees (an ACP session's cwd); empty means the
-	// process's own.
+	// Dir is the working directory the command sees (an ACP session's cwd), an absolute path; empty
+	// means the process's own. It is written to the audit log.
 	Dir string
 	// Confirm is called for a call that NeedsConfirmation. Nil means there is no way to ask: such a
 	// call fails with ErrConfirmationNeeded and nothing runs.
@@ -68,6 +69,9 @@ var ErrDeclined = errors.New("the user declined")
 // (declined: exit code 3 in the Result and ErrDeclined; no way to confirm; confirmation failed).
 func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, error) {
 	res := Result{CommandLine: c.CommandLine}
+	if opts.Dir != "" && !filepath.IsAbs(opts.Dir) {
+		return res, fmt.Errorf("%s: working directory %q is not an absolute path", c.CommandLine, opts.Dir)
+	}
 	start := r.opts.Now()
 	if c.NeedsConfirmation {
 		if opts.Confirm == nil {
@@ -80,7 +84,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 		if !ok {
 			res.ExitCode = output.ExitRejected
 			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.CommandLine)
-			res.Stderr += r.audit(opts.Source, c, res, start)
+			res.Stderr += r.audit(opts, c, res, start)
 			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.CommandLine, ErrDeclined))
 		}
 		res.Confirmed = true
@@ -97,7 +101,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 		res.Stderr, _ = output.Cap(out.Stderr, r.opts.MaxOutput)
 		res.ExitCode = out.ExitCode
 	}
-	res.Stderr += r.audit(opts.Source, c, res, start)
+	res.Stderr += r.audit(opts, c, res, start)
 	return res, nil
 }
 
