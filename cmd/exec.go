@@ -85,6 +85,30 @@ internal command's (3 when the change was declined).`,
 	c.MarkFlagsMutuallyExclusive("request", "list")
 	c.MarkFlagsMutuallyExclusive("flag", "list")
 	c.MarkFlagsMutuallyExclusive("flag", "request")
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// `qkit exec internal context add --global x`: the flag is the internal command's.
+		if opt, ok := unknownOption(err); ok {
+			err = fmt.Errorf("%w; the internal command's flags are given as --flag NAME[=VALUE]: --flag %s", err, strings.TrimLeft(opt, "-"))
+		}
+		return output.WithCode(output.ExitUsage, usageError{err})
+	})
+	_ = c.RegisterFlagCompletionFunc("flag", func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		// The deepest command the words reach: `context add notes.md --flag <TAB>` is context add's.
+		reg := internalRegistry(a, nil)
+		var e commands.Entry
+		for n := len(args); n > 0 && e.Name == ""; n-- {
+			e, _ = reg.Lookup(strings.Join(args[:n], " "))
+		}
+		var out []string
+		for _, f := range e.Flags {
+			if f.NoValue {
+				out = append(out, f.Name+"\t"+f.Usage)
+			} else {
+				out = append(out, f.Name+"=\t"+f.Usage)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
 	c.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		reg := internalRegistry(a, nil)
 		prefix := strings.Join(args, " ")
