@@ -59,6 +59,13 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
   qkit ask --json --timeout 60s "Explain main.go" | jq -r .output`,
 		GroupID: groupCore,
 		Args:    cobra.MaximumNArgs(1),
+		// The prompt is free text: offer only "-" (stdin), never file names.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return []string{"-\tread the prompt from stdin"}, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runAsk(c, a, opts, args)
 		},
@@ -77,13 +84,29 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing")
 	f.BoolVar(&opts.asJSON, "json", false, "print {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr}")
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		k, _ := config.LookupKey("agent.models")
-		return config.ParseList(k.Default), cobra.ShellCompDirectiveNoFileComp
+		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
+	for _, name := range []string{"agent", "timeout", "max-response-size"} {
+		_ = c.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
+	}
 	_ = c.RegisterFlagCompletionFunc("trust-tools", cobra.FixedCompletions([]string{
 		"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate",
 	}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// askModels returns the models --model accepts: the agent.models setting. Completion runs before
+// the configuration is loaded, so it is loaded here then.
+func askModels(a *app.App) []string {
+	c := a.Config
+	if c == nil {
+		c, _ = config.Load(config.LoadOptions{})
+	}
+	if c == nil {
+		k, _ := config.LookupKey("agent.models")
+		return config.ParseList(k.Default)
+	}
+	return c.List("agent.models")
 }
 
 // askJSON is the --json object.
