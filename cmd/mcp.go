@@ -38,7 +38,11 @@ the protocol only; logs go to stderr (--log-level, or the log.level setting).
 The server is named "qkit" and reports qkit's version. Optional tools are listed only when enabled:
 set ENABLE_ADDITIONAL_TOOLS=q-developer-agent (or all) in the server's environment, or
 qkit settings set tools.enabled q-developer-agent. AGENT_TIMEOUT and AGENT_MAX_RESPONSE_SIZE
-limit each agent run.`,
+limit each agent run.
+
+The server stops when stdin ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
+Calls still running at the end of stdin get one second to finish; then they are cancelled: an agent
+run's whole process group is stopped and a waiting question set is marked abandoned.`,
 		Example: `  # Claude Code
   claude mcp add qkit -e ENABLE_ADDITIONAL_TOOLS=q-developer-agent -- qkit mcp serve
 
@@ -48,7 +52,7 @@ limit each agent run.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			d := &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
-			return mcpserver.Serve(c.Context(), d, mcpserver.StdioTransport(a.IO.In, a.IO.Out))
+			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, Logger: a.Logger})
 		},
 	}
 }

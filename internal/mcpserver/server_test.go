@@ -68,7 +68,7 @@ func TestMalformedInput(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, mcpserver.StdioTransport(inR, outW))
+		done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, &mcpserver.Stdio{In: inR, Out: outW})
 	}()
 	responses := bufio.NewScanner(outR)
 	send := func(line string) map[string]any {
@@ -125,7 +125,7 @@ func FuzzStdioGuard(f *testing.F) {
 	f.Add([]byte("\x00\xff\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out strings.Builder
-		tr := mcpserver.StdioTransport(strings.NewReader(string(data)), &lockedBuilder{b: &out})
+		tr := &mcpserver.Stdio{In: strings.NewReader(string(data)), Out: &lockedBuilder{b: &out}}
 		// Nothing answers the requests read here, so the end of input must not wait for answers.
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()

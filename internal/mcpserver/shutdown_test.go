@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+	"github.com/qkit-cli/qkit/internal/questions"
 )
 
 // TestServeStopsRunningAgents ends the server (as SIGTERM does, through its context) while a
@@ -31,7 +34,7 @@ func TestServeStopsRunningAgents(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- mcpserver.Serve(ctx, &mcpserver.Deps{App: a}, mcpserver.StdioTransport(inR, outW)) }()
+	go func() { served <- mcpserver.Serve(ctx, &mcpserver.Deps{App: a}, &mcpserver.Stdio{In: inR, Out: outW}) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
 		Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
@@ -54,18 +57,129 @@ func TestServeStopsRunningAgents(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 	// The group was signalled before Serve returned; the grandchild may still be exiting.
+	waitGone(t, pidFile)
+	inW.Close()
+	outR.Close()
+}
+
+// waitGone fails t unless the process whose pid is in pidFile is gone (or a zombie) soon.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
 	data, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(string(data))
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("grandchild %d still running after Serve returned", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	inW.Close()
-	outR.Close()
+}
+
+// pipeServer serves d over a pair of pipes with the given end-of-input grace and connects the SDK's
+// client to it. closeInput closes the server's stdin as an MCP client does when it shuts down;
+// served reports Serve's return.
+func pipeServer(t *testing.T, d *mcpserver.Deps, grace time.Duration) (cs *mcp.ClientSession, closeInput func(), served <-chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Serve(t.Context(), d, &mcpserver.Stdio{In: inR, Out: outW, EOFGrace: grace, Logger: d.App.Logger})
+		outW.Close() // the client's pending calls see the end of the connection
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, func() { inW.Close() }, done
+}
+
+func waitServed(t *testing.T, served <-chan error) {
+	t.Helper()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after the end of input")
+	}
+}
+
+// TestEndOfInputCancelsRunningAgent closes stdin while a q-developer-agent call runs (how MCP
+// clients shut a stdio server down): after the grace the call is cancelled, Serve returns, and
+// the agent's process group is gone, instead of the server running until AGENT_TIMEOUT.
+func TestEndOfInputCancelsRunningAgent(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKEQ_AS_Q", "1")
+	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
+	t.Setenv("FAKEQ_SLEEP", "60s")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	logs := &syncBuffer{}
+	a.Logger = app.NewLogger(logs, slog.LevelWarn)
+	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, 50*time.Millisecond)
+	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
+	for {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the pid file is written before the sleeper is waited on
+	closeInput()
+	waitServed(t, served)
+	waitGone(t, pidFile)
+	if r := <-call; r.err == nil {
+		t.Fatalf("the cancelled call was answered after the end of input: %+v", r.res)
+	}
+	if !strings.Contains(logs.String(), "the client closed stdin; cancelling the calls still running") {
+		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+}
+
+// TestEndOfInputAbandonsQuestions closes stdin while ask_user_questions waits for the user: the
+// question set is marked abandoned and Serve returns, instead of waiting up to questions.timeout.
+func TestEndOfInputAbandonsQuestions(t *testing.T) {
+	a := mcptest.NewApp(t, nil)
+	st, err := questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, 50*time.Millisecond)
+	_ = askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s := nextPending(t, st)
+	closeInput()
+	waitServed(t, served)
+	got, err := st.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Status != questions.Abandoned {
+		t.Fatalf("status after the end of input: %+v", got.Status)
+	}
+}
+
+// TestEndOfInputAnswersCallsWithinGrace closes stdin right after a call that takes a moment (as
+// `printf ... | qkit mcp serve` does): the call is still answered.
+func TestEndOfInputAnswersCallsWithinGrace(t *testing.T) {
+	t.Setenv("FAKEQ_AS_Q", "1")
+	t.Setenv("FAKEQ_OUTPUT", "late reply")
+	t.Setenv("FAKEQ_SLEEP", "200ms")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, time.Minute)
+	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
+	time.Sleep(20 * time.Millisecond) // let the request reach the server before its input ends
+	closeInput()
+	r := <-call
+	if r.err != nil || r.res.IsError || mcptest.Text(r.res) != "late reply" {
+		t.Fatalf("call: %v %+v", r.err, r.res)
+	}
+	waitServed(t, served)
 }

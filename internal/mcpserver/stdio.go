@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,24 +18,42 @@ import (
 // maxLine bounds one inbound JSON-RPC message, as the SDK's own stdio transport does.
 const maxLine = mcp.DefaultMaxLineLength
 
-// StdioTransport returns the transport `qkit mcp serve` uses: newline-delimited JSON-RPC on in and
-// out, like the SDK's StdioTransport, with two differences:
+// DefaultEOFGrace is how long calls still running when the client closes stdin may take to finish.
+// MCP clients shut a stdio server down by closing its stdin, waiting (the TypeScript SDK waits 2 s),
+// then sending SIGTERM and later SIGKILL; a call still running after the grace (an agent run, a
+// question set waiting for the user) is cancelled, so its work is stopped cleanly (the agent's
+// process group killed, the question set marked abandoned) well before a SIGKILL could leave it
+// behind.
+const DefaultEOFGrace = time.Second
+
+// Stdio is the transport `qkit mcp serve` uses: newline-delimited JSON-RPC on In and Out, like the
+// SDK's StdioTransport, with two differences:
 //   - a line that is not JSON, or not a JSON-RPC message, is answered with a JSON-RPC error (-32700
 //     parse error, -32600 invalid request) and skipped; the SDK alone would end the session;
-//   - at the end of input, the session ends only once every request read has been answered (or the
-//     context given to Connect is done), so `printf '...' | qkit mcp serve` gets its answers.
-func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
-	return &stdioTransport{in: in, out: out}
+//   - at the end of input, requests already read get EOFGrace to be answered, so
+//     `printf '...' | qkit mcp serve` gets its answers; then the calls still running are cancelled
+//     and the session ends.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	// EOFGrace is how long running calls may take to finish once In ends; 0 means DefaultEOFGrace.
+	EOFGrace time.Duration
+	// Logger receives a warning when calls are cancelled at the end of input; nil discards it.
+	Logger *slog.Logger
 }
 
-type stdioTransport struct {
-	in  io.Reader
-	out io.Writer
-}
-
-func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	w := &lockedWriter{w: t.out, answered: make(chan struct{}, 1)}
-	g := &guardReader{ctx: ctx, in: bufio.NewReaderSize(t.in, 64<<10), out: w}
+// Connect implements mcp.Transport.
+func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
+	grace := t.EOFGrace
+	if grace <= 0 {
+		grace = DefaultEOFGrace
+	}
+	log := t.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &lockedWriter{w: t.Out, answered: make(chan struct{}, 1)}
+	g := &guardReader{ctx: ctx, in: bufio.NewReaderSize(t.In, 64<<10), out: w, grace: grace, log: log}
 	inner := &mcp.IOTransport{Reader: io.NopCloser(g), Writer: w, MaxLineLength: -1} // g bounds lines
 	return inner.Connect(ctx)
 }
@@ -125,6 +145,8 @@ type guardReader struct {
 	ctx     context.Context
 	in      *bufio.Reader
 	out     *lockedWriter
+	grace   time.Duration
+	log     *slog.Logger
 	pending []byte
 	err     error
 }
@@ -211,11 +233,20 @@ func check(line []byte) (int64, string, any) {
 	return 0, "", nil
 }
 
-// drain waits until every request read has been answered, or the context is done.
+// drain waits until every request read has been answered, for at most g.grace, or until the
+// context is done. When it returns, the SDK sees the end of input and cancels what still runs.
 func (g *guardReader) drain() {
+	if g.out.pending() == 0 {
+		return
+	}
+	t := time.NewTimer(g.grace)
+	defer t.Stop()
 	for g.out.pending() > 0 {
 		select {
 		case <-g.out.answered:
+		case <-t.C:
+			g.log.Warn("the client closed stdin; cancelling the calls still running", "calls", g.out.pending(), "grace", g.grace)
+			return
 		case <-g.ctx.Done():
 			return
 		}
