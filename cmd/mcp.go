@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +53,10 @@ run's whole process group is stopped and a waiting question set is marked abando
                            "env": {"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}}}}`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// A client that dies closes our stdout and stderr. Go would end the process on its next
+			// write there (SIGPIPE), leaving a running agent's process group behind; ignored, the
+			// write fails instead and the server cancels its calls and exits cleanly.
+			signal.Ignore(syscall.SIGPIPE)
 			d := &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
 			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, Logger: a.Logger})
 		},
