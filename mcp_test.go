@@ -109,7 +109,7 @@ func (s *syncBuffer) String() string {
 func TestMCPServeClientGone(t *testing.T) {
 	home := t.TempDir()
 	pidFile := filepath.Join(home, "grandchild.pid")
-	cmd := exec.Command("qkit", "mcp", "serve", "--log-level", "info")
+	cmd := exec.Command("qkit", "mcp", "serve", "--log-level", "info", "--eof-grace", "200ms")
 	cmd.Env = append(cmd.Environ(),
 		"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "ENABLE_ADDITIONAL_TOOLS=q-developer-agent",
 		"FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)

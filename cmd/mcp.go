@@ -5,6 +5,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +32,8 @@ qkit_help, and the tools other qkit commands add.`,
 }
 
 func newMCPServeCmd(a *app.App) *cobra.Command {
-	return &cobra.Command{
+	var eofGrace time.Duration
+	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MCP server on stdin and stdout",
 		Long: `Run the MCP server on stdio: JSON-RPC messages, one per line, on stdin and stdout. stdout carries
@@ -43,24 +45,34 @@ qkit settings set tools.enabled q-developer-agent. AGENT_TIMEOUT and AGENT_MAX_R
 limit each agent run.
 
 The server stops when stdin ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
-Calls still running at the end of stdin get one second to finish; then they are cancelled: an agent
-run's whole process group is stopped and a waiting question set is marked abandoned.`,
+Calls still running at the end of stdin get --eof-grace (10s) to finish; then they are cancelled: an
+agent run's whole process group is stopped and a waiting question set is marked abandoned. Scripts
+that pipe requests in and expect long calls to finish raise it.`,
 		Example: `  # Claude Code
   claude mcp add qkit -e ENABLE_ADDITIONAL_TOOLS=q-developer-agent -- qkit mcp serve
 
   # Any client configured with JSON
   {"mcpServers": {"qkit": {"command": "qkit", "args": ["mcp", "serve"],
-                           "env": {"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}}}}`,
+                           "env": {"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}}}}
+
+  # A script: requests on stdin, answers on stdout; allow the agent call up to 5 minutes
+  printf '%s\n' "$INIT" "$INITIALIZED" "$CALL" | qkit mcp serve --eof-grace 5m`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// A client that dies closes our stdout and stderr. Go would end the process on its next
 			// write there (SIGPIPE), leaving a running agent's process group behind; ignored, the
 			// write fails instead and the server cancels its calls and exits cleanly.
 			signal.Ignore(syscall.SIGPIPE)
+			if eofGrace < 0 {
+				return output.UsageErrorf("invalid --eof-grace %v: it must not be negative", eofGrace)
+			}
 			d := &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
-			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, Logger: a.Logger})
+			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: eofGrace, Logger: a.Logger})
 		},
 	}
+	c.Flags().DurationVar(&eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "how long calls still running may take to finish once stdin ends (`DURATION`; 0: cancel them at once)")
+	_ = c.RegisterFlagCompletionFunc("eof-grace", cobra.NoFileCompletions)
+	return c
 }
 
 func newMCPToolsCmd(a *app.App) *cobra.Command {

@@ -18,25 +18,26 @@ import (
 // maxLine bounds one inbound JSON-RPC message, as the SDK's own stdio transport does.
 const maxLine = mcp.DefaultMaxLineLength
 
-// DefaultEOFGrace is how long calls still running when the client closes stdin may take to finish.
-// MCP clients shut a stdio server down by closing its stdin, waiting (the TypeScript SDK waits 2 s),
-// then sending SIGTERM and later SIGKILL; a call still running after the grace (an agent run, a
-// question set waiting for the user) is cancelled, so its work is stopped cleanly (the agent's
-// process group killed, the question set marked abandoned) well before a SIGKILL could leave it
-// behind.
-const DefaultEOFGrace = time.Second
+// DefaultEOFGrace is how long calls still running when the client closes stdin may take to finish
+// (`qkit mcp serve --eof-grace`). MCP clients shut a stdio server down by closing its stdin, waiting
+// (the TypeScript SDK waits 2 s), then sending SIGTERM, which cancels every call at once. The grace
+// serves scripts that pipe requests in (`printf ... | qkit mcp serve`) and bounds how long a server
+// whose client vanished keeps working: a call still running after it (an agent run, a question set
+// waiting for the user) is cancelled, so the agent's process group is stopped and the question set
+// marked abandoned.
+const DefaultEOFGrace = 10 * time.Second
 
 // Stdio is the transport `qkit mcp serve` uses: newline-delimited JSON-RPC on In and Out, like the
 // SDK's StdioTransport, with two differences:
 //   - a line that is not JSON, or not a JSON-RPC message, is answered with a JSON-RPC error (-32700
 //     parse error, -32600 invalid request) and skipped; the SDK alone would end the session;
-//   - at the end of input, requests already read get EOFGrace to be answered, so
-//     `printf '...' | qkit mcp serve` gets its answers; then the calls still running are cancelled
-//     and the session ends.
+//   - at the end of input, requests already read get EOFGrace to be answered; then the calls still
+//     running are cancelled and the session ends.
 type Stdio struct {
 	In  io.Reader
 	Out io.Writer
-	// EOFGrace is how long running calls may take to finish once In ends; 0 means DefaultEOFGrace.
+	// EOFGrace is how long running calls may take to finish once In ends (usually
+	// DefaultEOFGrace); 0 cancels them at once.
 	EOFGrace time.Duration
 	// Logger receives a warning when calls are cancelled at the end of input; nil discards it.
 	Logger *slog.Logger
@@ -44,16 +45,12 @@ type Stdio struct {
 
 // Connect implements mcp.Transport.
 func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
-	grace := t.EOFGrace
-	if grace <= 0 {
-		grace = DefaultEOFGrace
-	}
 	log := t.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &lockedWriter{w: t.Out, answered: make(chan struct{}, 1)}
-	g := &guardReader{ctx: ctx, in: bufio.NewReaderSize(t.In, 64<<10), out: w, grace: grace, log: log}
+	g := &guardReader{ctx: ctx, in: bufio.NewReaderSize(t.In, 64<<10), out: w, grace: t.EOFGrace, log: log}
 	inner := &mcp.IOTransport{Reader: io.NopCloser(g), Writer: w, MaxLineLength: -1} // g bounds lines
 	return inner.Connect(ctx)
 }
