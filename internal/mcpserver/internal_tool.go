@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -188,5 +187,5 @@ func noConfirmationMessage(call *commands.Call) string {
 	return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
 		"the user (it does not support elicitation). Tell the user the command so they can run it "+
 		"themselves, or they can allow it without asking: qkit settings set internal.trusted %q",
-		strings.TrimPrefix(call.CommandLine, ""), call.Entry.Name)
+		call.CommandLine, call.Entry.Name)
 }
