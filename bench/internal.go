@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// internalSuite (issue 6): `qkit exec internal context show --json` against `qkit context show
-// --json` (median of interleaved runs; target: at most 1.2x), and the internal_command tool's round
-// trip for `context show` over stdio.
+// internalSuite (issue 6): `qkit exec internal context show --flag json` (the same JSON, run through
+// the registry) against `qkit context show --json` (median of interleaved runs; target: at most
+// 1.2x), and the internal_command tool's round trip for `context show` over stdio.
 func internalSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "internal")
 	work := filepath.Join(home, "work")
@@ -43,7 +43,7 @@ func internalSuite(b *bench) ([]figure, error) {
 	}
 	figs := []figure{
 		info("internal: qkit context show --json median", ms(direct), "ms"),
-		info("internal: qkit exec internal context show --json median", ms(viaExec), "ms"),
+		info("internal: qkit exec internal context show --flag json median", ms(viaExec), "ms"),
 		atMost("internal: exec internal / direct", float64(viaExec)/float64(direct), "x", 1.2),
 	}
 	rt, err := mcpRoundTrip(b, env, work, 200)
