@@ -368,3 +368,43 @@ func TestProfileFlagListedWhereUsed(t *testing.T) {
 		}
 	}
 }
+
+// FuzzInternalPrepare validates arbitrary requests against the real command tree (the executor's
+// Check parses them with each command's own flags): nothing panics, every refusal is a usage error,
+// and what would run is an exposed command.
+func FuzzInternalPrepare(f *testing.F) {
+	for _, s := range []string{
+		`{"command":"context","subcommand":"add","args":["a.md"],"flags":{"global":""}}`,
+		`{"command":"settings","subcommand":"get","args":["agent.timeout"],"flags":{"json":"maybe"}}`,
+		`{"command":"context","subcommand":"profile","flags":{"rename":"a"}}`,
+		`{"command":"mcp","subcommand":"tools","args":["help","internal_command","x"]}`,
+		`{"command":"help","subcommand":"settings","args":["set"]}`,
+		`{"command":"settings","subcommand":"reset","args":["--all","-y"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	home := f.TempDir()
+	f.Setenv("QKIT_HOME", home)
+	streams, _, _, _ := app.Test()
+	a := app.New(streams, app.VersionInfo{Version: "test"})
+	if err := a.Load(config.LoadOptions{}, ""); err != nil {
+		f.Fatal(err)
+	}
+	reg := internalRegistry(a, nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := commands.ParseRequest(data)
+		if err != nil {
+			return
+		}
+		call, err := reg.Prepare(req)
+		if err != nil {
+			if output.Code(err) != output.ExitUsage {
+				t.Fatalf("refusal with exit %d: %v", output.Code(err), err)
+			}
+			return
+		}
+		if e, ok := reg.Lookup(call.Entry.Name); !ok || !e.Runnable {
+			t.Fatalf("would run %q, not an exposed command", call.Argv)
+		}
+	})
+}
