@@ -170,6 +170,9 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	if opts.dryRun {
 		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt)
 	}
+	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
+		return output.WithCode(output.ExitUsage, err)
+	}
 
 	var out *streamOut
 	var onChunk func([]byte)

@@ -16,6 +16,7 @@ package agent
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -156,6 +157,18 @@ func Validate(l Limits, r Request) error {
 	if strings.TrimSpace(r.Prompt) == "" {
 		return ErrEmptyPrompt
 	}
+	if strings.IndexByte(r.Prompt, 0) >= 0 {
+		return fmt.Errorf("the prompt contains a NUL byte, which cannot be passed to the agent as a command-line argument")
+	}
+	if n := maxArgLen(); n > 0 && len(r.Prompt) > n {
+		return fmt.Errorf("the prompt is too long for the agent: %d bytes, and one command-line argument is limited to %d bytes on this system; "+
+			"shorten it (for qkit ask the context files count too: see qkit context show, or use --no-context)", len(r.Prompt), n)
+	}
+	for _, v := range []struct{ name, value string }{{"agent", r.Agent}, {"model", model(l, r)}} {
+		if strings.HasPrefix(v.value, "-") {
+			return fmt.Errorf("invalid %s %q: a name cannot start with \"-\"", v.name, v.value)
+		}
+	}
 	if strings.TrimSpace(l.Command) == "" {
 		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command q (or kiro-cli)")
 	}
@@ -169,6 +182,16 @@ func Validate(l Limits, r Request) error {
 		return fmt.Errorf("invalid max response size %d: it must not be negative", l.MaxResponseSize)
 	}
 	return nil
+}
+
+// maxArgLen is the longest single command-line argument the system passes to a program, or 0 where
+// there is no per-argument limit to check up front. Linux caps each argument at MAX_ARG_STRLEN (32
+// pages, with the terminating NUL); exec fails with E2BIG past it.
+func maxArgLen() int {
+	if runtime.GOOS == "linux" {
+		return 32*4096 - 1
+	}
+	return 0
 }
 
 // ApprovalRequired reports whether the agent's stderr says a tool needed approval that

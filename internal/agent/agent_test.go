@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -105,6 +107,30 @@ func TestValidate(t *testing.T) {
 	}
 	if err := Validate(Limits{Command: "q", MaxResponseSize: -1}, Request{Prompt: "x"}); err == nil {
 		t.Error("negative size accepted")
+	}
+	for _, c := range []struct {
+		r    Request
+		want string
+	}{
+		{Request{Prompt: "a\x00b"}, "contains a NUL byte"},
+		{Request{Prompt: "x", Agent: "--trust-all-tools"}, `invalid agent "--trust-all-tools": a name cannot start with "-"`},
+		{Request{Prompt: "x", Model: "-m"}, `invalid model "-m"`},
+	} {
+		if err := Validate(Limits{Command: "q"}, c.r); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.r, err, c.want)
+		}
+	}
+	if runtime.GOOS == "linux" {
+		long := strings.Repeat("a", 128<<10)
+		if err := Validate(Limits{Command: "q"}, Request{Prompt: long}); err == nil || !strings.Contains(err.Error(), "the prompt is too long for the agent: 131072 bytes") {
+			t.Errorf("a prompt over MAX_ARG_STRLEN: %v", err)
+		}
+		// The longest prompt Validate accepts really reaches the agent.
+		l := fake(t, "FAKEQ_ECHO_PROMPT=1")
+		res, err := Run(t.Context(), l, Request{Prompt: long[1:]}, nil)
+		if err != nil || len(strings.TrimSpace(res.Output)) != len(long)-1 {
+			t.Errorf("a prompt just under MAX_ARG_STRLEN: %v (%d bytes back)", err, len(res.Output))
+		}
 	}
 	// Nothing runs for an invalid request.
 	if _, err := Run(t.Context(), Limits{Command: "/nonexistent"}, Request{Prompt: " "}, nil); !errors.Is(err, ErrEmptyPrompt) {
@@ -468,5 +494,14 @@ func TestRunLogsFailures(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `level=ERROR msg="agent failed" exit_code=2 stderr=boom`) {
 		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+// A prompt the system refuses as an argument (E2BIG where Validate cannot check up front) is
+// reported as too long, not as an agent that cannot start.
+func TestStartErrorTooLong(t *testing.T) {
+	err := startError("q", &os.PathError{Op: "fork/exec", Path: "/usr/bin/q", Err: syscall.E2BIG})
+	if !strings.Contains(err.Error(), "the prompt is too long for the agent") || strings.Contains(err.Error(), "could not start") {
+		t.Fatal(err)
 	}
 }

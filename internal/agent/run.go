@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -214,6 +215,10 @@ func sweep(pgid int, grace time.Duration, done ...<-chan struct{}) {
 }
 
 func startError(command string, err error) error {
+	if errors.Is(err, syscall.E2BIG) {
+		return fmt.Errorf("the prompt is too long for the agent (%w): shorten it (for qkit ask the context files count too: "+
+			"see qkit context show, or use --no-context)", err)
+	}
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("agent command %q not found: install the Amazon Q Developer CLI (or Kiro CLI), or set agent.command "+
 			"to the binary to run (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q)", command)
