@@ -106,6 +106,12 @@ func TestMalformedInput(t *testing.T) {
 	if m := send(`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`); code(m) != -32600 {
 		t.Fatalf("batch: %v", m)
 	}
+	if m := send(`{"jsonrpc":"2.0","id":5}`); code(m) != -32600 || m["id"] != float64(5) {
+		t.Fatalf("neither request nor response: %v", m)
+	}
+	if m := send(`{"jsonrpc":"2.0","id":6,"method":""}`); code(m) != -32600 {
+		t.Fatalf("empty method: %v", m)
+	}
 	if m := send(`42`); code(m) != -32600 {
 		t.Fatalf("number: %v", m)
 	}

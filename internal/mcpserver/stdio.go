@@ -220,12 +220,19 @@ func check(line []byte) (int64, string, any) {
 		// Batches were removed from MCP in 2025-06-18, and the SDK ends the session on one.
 		return jsonrpc.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported; send one message per line", nil
 	}
+	var probe struct {
+		ID     any             `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(trimmed, &probe)
 	if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
-		var probe struct {
-			ID any `json:"id"`
-		}
-		_ = json.Unmarshal(trimmed, &probe)
 		return jsonrpc.CodeInvalidRequest, "Invalid Request: " + err.Error(), probe.ID
+	}
+	if probe.Method == "" && probe.Result == nil && probe.Error == nil {
+		// The SDK would take it for a response to nothing and drop it without a word.
+		return jsonrpc.CodeInvalidRequest, "Invalid Request: a message needs a method (request or notification), or a result or an error (response)", probe.ID
 	}
 	return 0, "", nil
 }
