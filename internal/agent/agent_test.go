@@ -505,3 +505,30 @@ func TestStartErrorTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunKeepsCallersPermissions (seed 000, 4.3): the agent runs as the caller, with the caller's
+// user and group and no privilege change, so the file system's permissions apply to what it does.
+func TestRunKeepsCallersPermissions(t *testing.T) {
+	dir := t.TempDir()
+	ro := filepath.Join(dir, "read-only")
+	if err := os.Mkdir(ro, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "agent")
+	body := "#!/bin/sh\nid -u\nid -g\nif : 2>/dev/null > \"$AGENT_RO/file\"; then echo wrote; else echo denied; fi\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENT_RO", ro)
+	res, err := Run(t.Context(), Limits{Command: script, Timeout: time.Minute}, Request{Prompt: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(res.Output)
+	if len(lines) != 3 || lines[0] != strconv.Itoa(os.Getuid()) || lines[1] != strconv.Itoa(os.Getgid()) {
+		t.Fatalf("agent ran as %q, caller is uid %d gid %d", lines, os.Getuid(), os.Getgid())
+	}
+	if os.Getuid() != 0 && lines[2] != "denied" { // root passes every permission check
+		t.Fatalf("the agent wrote into a read-only directory: %q", lines)
+	}
+}
