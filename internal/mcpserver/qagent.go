@@ -97,17 +97,20 @@ func qAgentSchema(c *config.Config) *jsonschema.Schema {
 	if err != nil {
 		panic(err) // a programming error in qAgentInput
 	}
-	models := c.List("agent.models")
-	enum := make([]any, len(models))
-	for i, m := range models {
-		enum[i] = m
-	}
 	def := c.String("agent.model")
 	if def == "" {
 		def = "claude-sonnet-4"
 	}
 	p := schema.Properties["override-model"]
-	p.Enum = enum
+	models := c.List("agent.models")
+	if len(models) == 0 {
+		// An empty agent.models lets any model through (agent.Validate); an empty enum would refuse all.
+		p.Description = fmt.Sprintf("Model to use (--model), any model the agent knows; %s (default).", def)
+		return schema
+	}
+	for _, m := range models {
+		p.Enum = append(p.Enum, m)
+	}
 	p.Description = fmt.Sprintf("Model to use (--model). Available models: %s; %s (default).",
 		strings.Join(models, ", "), def)
 	return schema

@@ -130,6 +130,28 @@ func TestQAgentDefinition(t *testing.T) {
 	}
 }
 
+// With agent.models set empty, override-model takes any model: no enum in the schema or its
+// validation, and the description says so.
+func TestQAgentAnyModelWhenModelsEmpty(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "argv")
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("agent:\n  models: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := qServer(t, map[string]string{"QKIT_CONFIG": cfg}, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=ok")
+	m := listed(t, cs)["q-developer-agent"].InputSchema.(map[string]any)["properties"].(map[string]any)["override-model"].(map[string]any)
+	if m["enum"] != nil || !strings.Contains(m["description"].(string), "any model the agent knows; claude-sonnet-4 (default)") {
+		t.Errorf("override-model %v", m)
+	}
+	if res := call(t, cs, map[string]any{"prompt": "hi", "override-model": "gpt-9"}); res.IsError {
+		t.Fatalf("result %q", mcptest.Text(res))
+	}
+	data, _ := os.ReadFile(rec)
+	if !strings.Contains(string(data), `"--model","gpt-9"`) {
+		t.Fatalf("argv %s", data)
+	}
+}
+
 func TestQAgentMapsParameters(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec, `FAKEQ_OUTPUT=the reply\n`, "FAKEQ_ANSI=1")
