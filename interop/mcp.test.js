@@ -22,7 +22,7 @@ async function connect(extra = {}) {
   client.onerror = (e) => errors.push(e);
   await client.connect(transport);
   return {
-    client, errors, home: iso.home,
+    client, transport, errors, home: iso.home,
     close: async () => { await client.close(); iso.cleanup(); },
   };
 }
@@ -118,6 +118,35 @@ test('a cancelled call stops the agent and its process group', async () => {
       if (!gone) await new Promise((r) => setTimeout(r, 20));
     }
     assert.ok(gone, `grandchild ${pid} still running`);
+  } finally {
+    await s.close();
+  }
+});
+
+// processGone waits until pid has exited (a zombie counts) and reports whether it did.
+async function processGone(pid) {
+  for (let i = 0; i < 500; i++) {
+    const stat = `/proc/${pid}/stat`;
+    if (!existsSync(stat) || / Z /.test(readFileSync(stat, 'utf8').split(')').pop())) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+test('closing the client while a call runs ends the server and the agent\'s process group', async () => {
+  const s = await connect((home) => ({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'x', FAKEQ_SLEEP: '60s', FAKEQ_GRANDCHILD: join(home, 'grandchild.pid') }));
+  const pidFile = join(s.home, 'grandchild.pid');
+  const serverPid = s.transport.pid;
+  try {
+    const pending = s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }).catch((e) => e);
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') await new Promise((r) => setTimeout(r, 20));
+    // The SDK closes stdin, waits 2 s, then sends SIGTERM, and SIGKILL 2 s later: had the server
+    // been killed, the agent's grandchild would be left running.
+    await s.client.close();
+    await pending;
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    assert.ok(await processGone(serverPid), `server ${serverPid} still running`);
+    assert.ok(await processGone(pid), `grandchild ${pid} still running`);
   } finally {
     await s.close();
   }
