@@ -196,7 +196,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	}
 	switch {
 	case runErr != nil && c.Context().Err() != nil:
-		return runErr
+		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
 	case runErr != nil:
 		msg := "agent failed: " + runErr.Error()
 		if agent.ApprovalRequired(res.Stderr) {
