@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -277,10 +276,10 @@ func TestQAgentCancelKillsProcessGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cs, _ := qServer(t, nil, "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_OUTPUT=x", "FAKEQ_SLEEP=60s")
 	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for {
-			if _, err := os.Stat(pidFile); err == nil {
-				cancel()
+	go func() { // cancel once the fake q has written its grandchild's pid
+		defer cancel()
+		for ctx.Err() == nil {
+			if data, _ := os.ReadFile(pidFile); len(data) > 0 {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -290,19 +289,7 @@ func TestQAgentCancelKillsProcessGroup(t *testing.T) {
 	if err == nil {
 		t.Fatal("cancelled call returned no error")
 	}
-	data, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(string(data))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d still running after the call was cancelled", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, pidFile)
 }
 
 func TestQAgentHelp(t *testing.T) {

@@ -43,12 +43,7 @@ func TestServeStopsRunningAgents(t *testing.T) {
 	go func() {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
 	}()
-	for {
-		if _, err := os.Stat(pidFile); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPID(t, pidFile)
 	time.Sleep(50 * time.Millisecond) // the pid file is written before the sleeper is waited on
 	cancel()
 	select {
@@ -62,11 +57,25 @@ func TestServeStopsRunningAgents(t *testing.T) {
 	outR.Close()
 }
 
+// waitPID waits until the fake q has written its grandchild's pid to pidFile (the file exists
+// empty for a moment) and returns it.
+func waitPID(t *testing.T, pidFile string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(string(data)); err == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no grandchild pid in %s", pidFile)
+		}
+	}
+}
+
 // waitGone fails t unless the process whose pid is in pidFile is gone (or a zombie) soon.
 func waitGone(t *testing.T, pidFile string) {
 	t.Helper()
-	data, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(string(data))
+	pid := waitPID(t, pidFile)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
@@ -125,12 +134,7 @@ func TestEndOfInputCancelsRunningAgent(t *testing.T) {
 	a.Logger = app.NewLogger(logs, slog.LevelWarn)
 	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, 50*time.Millisecond)
 	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
-	for {
-		if _, err := os.Stat(pidFile); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPID(t, pidFile)
 	time.Sleep(50 * time.Millisecond) // the pid file is written before the sleeper is waited on
 	closeInput()
 	waitServed(t, served)
