@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kballard/go-shellquote"
@@ -49,7 +51,7 @@ past it the reply is cut at a line break and a notice goes to stderr. A run that
 --json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
 duration_ms, stderr} (output without the notices; truncated and timed_out say what happened).
 
-Exit status: 0 ok, 1 the agent failed (its stderr is in the message), 2 empty prompt or bad flag
+Exit status: 0 ok, 1 the agent failed (its stderr is in the message) or stdout closed early, 2 empty prompt or bad flag
 value, 4 no such profile, 124 timed out (partial output still printed), 130 interrupted.`,
 		Example: `  qkit ask "Summarise the open TODOs in this repository"
   git diff | qkit ask -
@@ -174,13 +176,21 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		return output.WithCode(output.ExitUsage, err)
 	}
 
+	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
+	// the agent's process group running; instead the failed write stops the run.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(c.Context())
+	defer cancel()
 	var out *streamOut
 	var onChunk func([]byte)
 	if !opts.asJSON {
-		out = newStreamOut(a.IO.Out, l.MaxResponseSize)
+		out = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
 		onChunk = out.chunk
 	}
-	res, runErr := agent.Run(c.Context(), l, r, onChunk)
+	res, runErr := agent.Run(ctx, l, r, onChunk)
+	if out != nil && out.err != nil {
+		return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", out.err)
+	}
 	if opts.asJSON {
 		if err := output.JSON(a.IO.Out, askJSON{
 			Output: res.Body(), Truncated: res.Truncated, OriginalSize: res.OriginalSize, TimedOut: res.TimedOut,
@@ -255,17 +265,19 @@ type streamOut struct {
 	w       io.Writer
 	room    int64 // bytes that may be written as they arrive; negative: no limit
 	written int64
+	err     error  // the first failed write (the reader went away)
+	stop    func() // stops the run after a failed write
 }
 
 // holdBack covers the 100-byte window of the cut, a "\r\n" and a UTF-8 character.
 const holdBack = 128
 
-func newStreamOut(w io.Writer, limit int64) *streamOut {
+func newStreamOut(w io.Writer, limit int64, stop func()) *streamOut {
 	room := int64(-1)
 	if limit > 0 {
 		room = max(0, limit-holdBack)
 	}
-	return &streamOut{w: w, room: room}
+	return &streamOut{w: w, room: room, stop: stop}
 }
 
 func (s *streamOut) chunk(b []byte) {
@@ -276,8 +288,15 @@ func (s *streamOut) chunk(b []byte) {
 		}
 		b = b[:min(int64(len(b)), left)]
 	}
-	n, _ := s.w.Write(b)
+	if s.err != nil {
+		return
+	}
+	n, err := s.w.Write(b)
 	s.written += int64(n)
+	if err != nil {
+		s.err = err
+		s.stop()
+	}
 }
 
 func (s *streamOut) finish(body string, tty bool) {
