@@ -173,13 +173,22 @@ func TestEndOfInputAbandonsQuestions(t *testing.T) {
 // TestEndOfInputAnswersCallsWithinGrace closes stdin right after a call that takes a moment (as
 // `printf ... | qkit mcp serve` does): the call is still answered.
 func TestEndOfInputAnswersCallsWithinGrace(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "argv")
 	t.Setenv("FAKEQ_AS_Q", "1")
+	t.Setenv("FAKEQ_RECORD", started)
 	t.Setenv("FAKEQ_OUTPUT", "late reply")
-	t.Setenv("FAKEQ_SLEEP", "200ms")
+	t.Setenv("FAKEQ_SLEEP", "300ms")
 	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
 	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, time.Minute)
 	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
-	time.Sleep(20 * time.Millisecond) // let the request reach the server before its input ends
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) { // q is running
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start")
+		}
+	}
 	closeInput()
 	r := <-call
 	if r.err != nil || r.res.IsError || mcptest.Text(r.res) != "late reply" {
