@@ -532,3 +532,21 @@ func TestRunKeepsCallersPermissions(t *testing.T) {
 		t.Fatalf("the agent wrote into a read-only directory: %q", lines)
 	}
 }
+
+// TestRunFinishedInTimeIsNotTimedOut: an agent that exits before its timeout, leaving a helper that
+// holds stdout and ignores SIGTERM, is not reported as timed out although the sweep of its process
+// group (SIGKILL after the grace) ends after the deadline.
+func TestRunFinishedInTimeIsNotTimedOut(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "agent")
+	// The helper is ready (SIGTERM ignored) before the agent exits.
+	body := "#!/bin/sh\necho reply\nsh -c 'trap \"\" TERM; : > \"$0.ready\"; exec sleep 30' \"$0\" &\n" +
+		"while [ ! -e \"$0.ready\" ]; do sleep 0.01; done\nexit 0\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l := Limits{Command: script, Timeout: 500 * time.Millisecond, Grace: 2 * time.Second}
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if err != nil || res.TimedOut || res.Output != "reply\n" {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+}

@@ -93,9 +93,11 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 		grace = 2 * time.Second
 	}
 	var waitErr error
+	stopped := false // the run was stopped (timeout or cancel), rather than the agent exiting
 	select {
 	case waitErr = <-waitDone:
 	case <-runCtx.Done():
+		stopped = true
 		log.Warn("stopping agent", "reason", context.Cause(runCtx), "pgid", pgid)
 		waitErr = stopGroup(pgid, grace, waitDone)
 	}
@@ -118,7 +120,9 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 		notice.WriteString(truncationNotice(l.MaxResponseSize, kept.total, len(body)))
 		log.Warn("agent response truncated", "original_bytes", kept.total, "kept_bytes", len(body), "limit", l.MaxResponseSize)
 	}
-	timedOut := l.Timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	// Only a run the deadline stopped timed out: the sweep after an agent that exited in time may
+	// outlast the deadline without making its reply partial.
+	timedOut := stopped && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	if timedOut {
 		res.TimedOut = true
 		notice.WriteString(timeoutNotice(l.Timeout))
@@ -129,7 +133,7 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	log.Info("agent finished", "exit_code", res.ExitCode, "output_bytes", kept.total, "stderr_bytes", tail.total, "duration", res.Duration)
 
 	switch {
-	case ctx.Err() != nil:
+	case stopped && ctx.Err() != nil:
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
 	case timedOut:
 		return res, nil
