@@ -70,7 +70,7 @@ that pipe requests in and expect long calls to finish raise it.`,
 			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: eofGrace, Logger: a.Logger})
 		},
 	}
-	c.Flags().DurationVar(&eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "how long calls still running may take to finish once stdin ends (`DURATION`; 0: cancel them at once)")
+	c.Flags().DurationVar(&eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "give calls still running this `DURATION` to finish once stdin ends (0: cancel them at once)")
 	_ = c.RegisterFlagCompletionFunc("eof-grace", cobra.NoFileCompletions)
 	return c
 }
