@@ -104,8 +104,15 @@ func acpSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 
-	// Replay of a 10,000-message transcript, written straight into the database.
-	replayID, err := seedTranscript(ctx, filepath.Join(home, ".qkit", "data", "qkit.db"), cwd, 5000)
+	// Replay of a 10,000-message transcript, written straight into the database. The Go SDK's
+	// client gets a 1,000-message one: it hangs up once 1024 notifications wait in its queue, and
+	// it decodes them more slowly than qkit sends them (see internal/acpserver's replay).
+	db := filepath.Join(home, ".qkit", "data", "qkit.db")
+	replayID, err := seedTranscript(ctx, db, "5e1b1e2a-0000-4000-8000-00000000bench", cwd, 5000)
+	if err != nil {
+		return nil, err
+	}
+	smallID, err := seedTranscript(ctx, db, "5e1b1e2a-0000-4000-8000-000000000sdk", cwd, 500)
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +122,12 @@ func acpSuite(b *bench) ([]figure, error) {
 	}
 	s.c.reset()
 	start := time.Now()
-	if _, err := s.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: replayID, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+	if _, err := s.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: smallID, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		return nil, err
 	}
 	replaySDK := time.Since(start)
-	if n := s.c.count(); n != 10000 {
-		return nil, fmt.Errorf("replay: %d updates, want 10000", n)
+	if n := s.c.count(); n != 1000 {
+		return nil, fmt.Errorf("replay: %d updates, want 1000", n)
 	}
 	if _, err := s.close(); err != nil {
 		return nil, err
@@ -170,7 +177,7 @@ func acpSuite(b *bench) ([]figure, error) {
 		atMost("acp: chunk latency, q's line to agent_message_chunk (median of 30)", ms(median(lat)), "ms", 2),
 		atMost("acp: server peak RSS, 50 sessions streaming 1 MB each at once", float64(rss)/(1<<20), "MiB", 100),
 		atLeast("acp: session/load replay of 10,000 messages", 10000/replay.Seconds(), "updates/s", 50000),
-		info("acp: the same replay decoded by the Go SDK's client", 10000/replaySDK.Seconds(), "updates/s"),
+		info("acp: replay of 1,000 messages decoded by the Go SDK's client", 1000/replaySDK.Seconds(), "updates/s"),
 		atMost("acp: session/cancel to the cancelled response (median of 20)", ms(median(cancels)), "ms", 100),
 	}, nil
 }
@@ -232,22 +239,21 @@ func rawReplay(b *bench, home, cwd string, id acp.SessionId) (time.Duration, err
 	return d, nil
 }
 
-// seedTranscript creates a session with turns turns (2 messages each) in the database at db.
-func seedTranscript(ctx context.Context, db, cwd string, turns int) (acp.SessionId, error) {
+// seedTranscript creates session id with turns turns (2 messages each) in the database at db.
+func seedTranscript(ctx context.Context, db, id, cwd string, turns int) (acp.SessionId, error) {
 	store, err := acpserver.OpenStore(ctx, db)
 	if err != nil {
 		return "", err
 	}
 	defer store.Close()
 	now := time.Now()
-	id := "5e1b1e2a-0000-4000-8000-00000000bench"
 	if err := store.Create(ctx, acpserver.SessionRecord{ID: id, Cwd: cwd, CreatedAt: now, UpdatedAt: now}); err != nil {
 		return "", err
 	}
 	for i := 0; i < turns; i++ {
 		q := fmt.Sprintf("question %d: why does the build take so long on this machine?", i)
 		a := strings.Repeat(fmt.Sprintf("answer %d explains the build. ", i), 8)
-		if err := store.AppendTurn(ctx, id, q, a, now); err != nil {
+		if err := store.AppendTurn(ctx, id, acpserver.Turn{Prompt: q, Reply: a}, now); err != nil {
 			return "", err
 		}
 	}

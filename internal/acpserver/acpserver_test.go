@@ -316,6 +316,16 @@ func (h *harness) newSession(cwd string) acp.SessionId {
 	return resp.SessionId
 }
 
+// cwdOf is the folder session id was created in.
+func (h *harness) cwdOf(id acp.SessionId) string {
+	h.t.Helper()
+	rec, err := h.store.Get(context.Background(), string(id))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec.Cwd
+}
+
 func (h *harness) prompt(id acp.SessionId, blocks ...acp.ContentBlock) (acp.StopReason, error) {
 	resp, err := h.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: id, Prompt: blocks})
 	return resp.StopReason, err
@@ -483,6 +493,35 @@ func TestResourceBlocks(t *testing.T) {
 	if got := h.tc.agentText(id); got != want {
 		t.Fatalf("q received %q, want %q", got, want)
 	}
+	// session/load replays the prompt as the blocks the client sent, not as the text q was given;
+	// the next prompt still gives q the converted text of this one in its history.
+	cwd := h.cwdOf(id)
+	h.stop()
+	h2 := start(t, h.db)
+	h2.initialize()
+	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	var user []acp.ContentBlock
+	h2.tc.mu.Lock()
+	for _, n := range h2.tc.updates {
+		if n.Update.UserMessageChunk != nil {
+			user = append(user, n.Update.UserMessageChunk.Content)
+		}
+	}
+	h2.tc.mu.Unlock()
+	if len(user) != 3 || user[0].Text == nil || user[0].Text.Text != "Review these:" ||
+		user[1].ResourceLink == nil || user[1].ResourceLink.Uri != "file:///src/main.go" || user[1].ResourceLink.Name != "main.go" ||
+		user[2].Resource == nil || user[2].Resource.Resource.TextResourceContents == nil ||
+		user[2].Resource.Resource.TextResourceContents.Text != "# Notes" || *user[2].Resource.Resource.TextResourceContents.MimeType != "text/markdown" {
+		t.Fatalf("replayed prompt: %+v", user)
+	}
+	h2.mustPrompt(id, "and now?", acp.StopReasonEndTurn)
+	if !strings.Contains(h2.tc.agentText(id), "User: Review these:\n<resource uri=\"file:///src/main.go\"/>") {
+		t.Fatalf("history given to q: %q", h2.tc.agentText(id))
+	}
+	h = h2
+
 	_, err = h.prompt(id, acp.ImageBlock("aGk=", "image/png"))
 	wantCode(t, "image prompt", err, -32602, "images are not supported")
 	_, err = h.prompt(id, acp.AudioBlock("aGk=", "audio/wav"))

@@ -1,6 +1,7 @@
 package acpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,17 +183,8 @@ func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (ac
 	if err != nil {
 		return acp.LoadSessionResponse{}, internalError(err)
 	}
-	for _, m := range msgs {
-		if m.Text == "" {
-			continue
-		}
-		u := acp.UpdateAgentMessageText(m.Text)
-		if m.Role == RoleUser {
-			u = acp.UpdateUserMessageText(m.Text)
-		}
-		if err := a.conn.SessionUpdate(a.ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
-			return acp.LoadSessionResponse{}, internalError(fmt.Errorf("replaying session %s: %w", rec.ID, err))
-		}
+	if err := a.replay(rec.ID, msgs); err != nil {
+		return acp.LoadSessionResponse{}, internalError(fmt.Errorf("replaying session %s: %w", rec.ID, err))
 	}
 	opts, err := a.sessionConfig(h)
 	if err != nil {
@@ -201,6 +193,49 @@ func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (ac
 	a.announceCommands(rec.ID)
 	// _meta names the session so the response watcher can tell this response apart.
 	return acp.LoadSessionResponse{ConfigOptions: opts, Meta: map[string]any{"sessionId": rec.ID}}, nil
+}
+
+// replayBatch is how many bytes of replayed updates go out in one write: one write per update made
+// the system calls cost as much as everything else.
+const replayBatch = 64 << 10
+
+// replay sends the transcript msgs of session id as message chunks, in order: a prompt as the
+// content blocks the client sent (or as its text), a reply as text.
+func (a *adapter) replay(id string, msgs []Message) error {
+	buf := make([]byte, 0, replayBatch+4<<10)
+	var block bytes.Buffer
+	for _, m := range msgs {
+		switch {
+		case m.Role == RoleUser && len(m.Blocks) > 0:
+			var blocks []json.RawMessage
+			if err := json.Unmarshal(m.Blocks, &blocks); err != nil {
+				return fmt.Errorf("stored prompt: %w", err)
+			}
+			for _, b := range blocks {
+				block.Reset()
+				if err := json.Compact(&block, b); err != nil { // one line each, whatever is stored
+					return fmt.Errorf("stored prompt: %w", err)
+				}
+				buf = appendChunk(buf, id, kindUserChunk, block.Bytes())
+			}
+		case m.Text == "":
+			continue
+		case m.Role == RoleUser:
+			buf = appendTextChunk(buf, id, kindUserChunk, m.Text)
+		default:
+			buf = appendTextChunk(buf, id, kindAgentChunk, m.Text)
+		}
+		if len(buf) >= replayBatch {
+			if err := a.sendLines(0, buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return a.sendLines(0, buf)
 }
 
 // ResumeSession opens a stored session without replaying it.
@@ -283,12 +318,12 @@ func (a *adapter) Prompt(reqCtx context.Context, p acp.PromptRequest) (acp.Promp
 	if err := a.requireAuth(); err != nil {
 		return acp.PromptResponse{}, err
 	}
-	text, err := PromptText(p.Prompt)
+	prompt, err := newUserPrompt(p.Prompt)
 	if err != nil {
 		return acp.PromptResponse{}, invalidParams("%v", err)
 	}
 	id := string(p.SessionId)
-	t := &turn{id: a.turns.Add(1), text: text, reply: make(chan turnResult, 1)}
+	t := &turn{id: a.turns.Add(1), prompt: prompt, reply: make(chan turnResult, 1)}
 	h, err := a.srv.route(id, msgPrompt{t: t})
 	if err != nil {
 		return acp.PromptResponse{}, a.routeError(id, err)

@@ -1,6 +1,7 @@
 package acpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -43,6 +44,28 @@ func PromptText(blocks []acp.ContentBlock) (string, error) {
 		return "", fmt.Errorf("prompt is empty")
 	}
 	return b.String(), nil
+}
+
+// userPrompt is a session/prompt as a turn needs it: the text q is given, and for the transcript
+// the content blocks as the client sent them (nil when they are one text block, which the text
+// already is), so session/load replays resources as resources.
+type userPrompt struct {
+	text   string
+	blocks json.RawMessage
+}
+
+func newUserPrompt(blocks []acp.ContentBlock) (userPrompt, error) {
+	text, err := PromptText(blocks)
+	if err != nil {
+		return userPrompt{}, err
+	}
+	p := userPrompt{text: text}
+	if len(blocks) != 1 || blocks[0].Text == nil {
+		if p.blocks, err = json.Marshal(blocks); err != nil {
+			return userPrompt{}, fmt.Errorf("prompt: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // xmlAttr escapes s for a double-quoted attribute. The content of an embedded resource is left as

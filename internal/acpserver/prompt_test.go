@@ -10,7 +10,7 @@ import (
 )
 
 func TestWithHistoryDropsOldestFirst(t *testing.T) {
-	h := []Message{{RoleUser, "old question"}, {RoleAgent, "old answer"}, {RoleUser, "new question"}, {RoleAgent, "new answer"}}
+	h := []Message{{Role: RoleUser, Text: "old question"}, {Role: RoleAgent, Text: "old answer"}, {Role: RoleUser, Text: "new question"}, {Role: RoleAgent, Text: "new answer"}}
 	got, kept := WithHistory(h, "now?", 1000)
 	if kept != 4 || !strings.HasPrefix(got, "--- CONVERSATION SO FAR ---\nUser: old question") || !strings.HasSuffix(got, "now?") {
 		t.Fatalf("whole history: %d %q", kept, got)

@@ -76,7 +76,7 @@ type setModelReply struct {
 // turn is one session/prompt.
 type turn struct {
 	id     uint64
-	text   string
+	prompt userPrompt
 	reply  chan turnResult // buffered: the actor never blocks on it
 	cancel context.CancelFunc
 }
@@ -221,13 +221,14 @@ func (s *sessionActor) start(t *turn) {
 	t.cancel = cancel
 	s.running = t
 	in := turnInput{
+		turn:      t.id,
 		sessionID: s.rec.ID,
 		cwd:       s.rec.Cwd,
 		model:     s.rec.Model,
 		trusted:   slices.Clone(s.rec.TrustedTools),
 	}
 	go func() {
-		res, always := s.a.runTurn(ctx, in, t.text)
+		res, always := s.a.runTurn(ctx, in, t.prompt)
 		cancel()
 		s.h.inbox <- msgTurnDone{t: t, res: res, always: always}
 	}()

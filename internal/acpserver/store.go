@@ -30,7 +30,18 @@ const (
 // Message is one entry of a session's transcript.
 type Message struct {
 	Role Role
+	// Text is what q was given (a prompt, with its resources converted to text) or what it said.
 	Text string
+	// Blocks are a prompt's content blocks as the client sent them, a JSON array, so session/load
+	// replays them as they were; nil for replies and for prompts stored before migration 2.
+	Blocks json.RawMessage
+}
+
+// Turn is one prompt and its reply, as AppendTurn stores them.
+type Turn struct {
+	Prompt string
+	Blocks json.RawMessage // the prompt's content blocks (a JSON array); nil: Prompt alone
+	Reply  string
 }
 
 // SessionRecord is a session as the database keeps it.
@@ -51,6 +62,23 @@ type SessionRecord struct {
 // writer, and the busy timeout makes writers wait for each other instead of failing.
 type Store struct {
 	db *sql.DB
+	// writer lets one write at a time at the database from this process. SQLite allows one writer
+	// anyway, and a connection that finds the lock taken waits in SQLite's busy handler, which
+	// sleeps in steps of up to 100 ms: fifty turns ending at once took 300 ms each to store, holding
+	// their replies all that time. Queued here, each starts as soon as the one before has
+	// committed. (Other processes still meet the busy handler.)
+	writer chan struct{}
+}
+
+// write runs f holding this process's write turn.
+func (s *Store) write(ctx context.Context, f func() error) error {
+	select {
+	case s.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writer }()
+	return f()
 }
 
 // migrations are applied in order; the database's user_version says how many have run. Never
@@ -75,6 +103,7 @@ var migrations = []string{
 		created_at INTEGER NOT NULL,
 		PRIMARY KEY (session_id, seq)
 	);`,
+	`ALTER TABLE messages ADD COLUMN blocks TEXT;`,
 }
 
 // OpenStore opens (creating it and its folder when needed) the database at path and brings its
@@ -97,7 +126,7 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	// A small pool: writers queue on SQLite's lock anyway, and each connection has its own page
 	// cache, so fifty busy sessions must not mean fifty connections.
 	db.SetMaxOpenConns(2)
-	s := &Store{db: db}
+	s := &Store{db: db, writer: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("session database %s: %w", path, err)
@@ -144,9 +173,12 @@ func (s *Store) Create(ctx context.Context, r SessionRecord) error {
 	if len(mcp) == 0 {
 		mcp = json.RawMessage("[]")
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at)
+	err := s.write(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title,
-		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+			r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("session %s: %w", r.ID, err)
 	}
@@ -229,11 +261,18 @@ func (s *Store) SetTrustedTools(ctx context.Context, id string, tools []string, 
 }
 
 func (s *Store) update(ctx context.Context, id, query string, args ...any) error {
-	res, err := s.db.ExecContext(ctx, query, args...)
+	var n int64
+	err := s.write(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, query, args...)
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
 	}
 	return nil
@@ -241,7 +280,11 @@ func (s *Store) update(ctx context.Context, id, query string, args ...any) error
 
 // AppendTurn adds one prompt and its reply to the transcript in a single transaction, so a crash
 // keeps either the whole turn or none of it. The first prompt's first line becomes the title.
-func (s *Store) AppendTurn(ctx context.Context, id, user, agent string, now time.Time) error {
+func (s *Store) AppendTurn(ctx context.Context, id string, t Turn, now time.Time) error {
+	return s.write(ctx, func() error { return s.appendTurn(ctx, id, t, now) })
+}
+
+func (s *Store) appendTurn(ctx context.Context, id string, t Turn, now time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
@@ -251,14 +294,22 @@ func (s *Store) AppendTurn(ctx context.Context, id, user, agent string, now time
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, id).Scan(&next); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	for i, m := range []Message{{RoleUser, user}, {RoleAgent, agent}} {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, created_at) VALUES (?, ?, ?, ?, ?)`,
-			id, next+int64(i), string(m.Role), m.Text, now.UnixNano()); err != nil {
+	var blocks any // NULL unless there are blocks
+	if len(t.Blocks) > 0 {
+		blocks = string(t.Blocks)
+	}
+	for i, m := range []struct {
+		role   Role
+		text   string
+		blocks any
+	}{{RoleUser, t.Prompt, blocks}, {RoleAgent, t.Reply, nil}} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, blocks, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, next+int64(i), string(m.role), m.text, m.blocks, now.UnixNano()); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`,
-		now.UnixNano(), Title(user), id)
+		now.UnixNano(), Title(t.Prompt), id)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
@@ -270,7 +321,7 @@ func (s *Store) AppendTurn(ctx context.Context, id, user, agent string, now time
 
 // Messages returns the session's transcript in order.
 func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT role, text FROM messages WHERE session_id = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT role, text, blocks FROM messages WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -278,8 +329,12 @@ func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
 	var out []Message
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.Role, &m.Text); err != nil {
+		var blocks sql.NullString
+		if err := rows.Scan(&m.Role, &m.Text, &blocks); err != nil {
 			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
+		if blocks.Valid {
+			m.Blocks = json.RawMessage(blocks.String)
 		}
 		out = append(out, m)
 	}

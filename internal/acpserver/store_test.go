@@ -2,6 +2,8 @@ package acpserver
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -70,7 +72,7 @@ func TestStoreSharedByTwoServers(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for n := 0; n < turns; n++ {
-					errs <- s.AppendTurn(ctx, id, fmt.Sprintf("q%d-%d", i, n), fmt.Sprintf("a%d-%d", i, n), time.Now())
+					errs <- s.AppendTurn(ctx, id, Turn{Prompt: fmt.Sprintf("q%d-%d", i, n), Reply: fmt.Sprintf("a%d-%d", i, n)}, time.Now())
 				}
 			}()
 		}
@@ -130,7 +132,7 @@ func TestStoreListAndErrors(t *testing.T) {
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("Get of an unknown id: %v", err)
 	}
-	if err := s.AppendTurn(ctx, "nope", "q", "a", base); err == nil {
+	if err := s.AppendTurn(ctx, "nope", Turn{Prompt: "q", Reply: "a"}, base); err == nil {
 		t.Fatal("AppendTurn to an unknown session succeeded")
 	}
 	if err := s.SetModel(ctx, "nope", "m", base); !errors.Is(err, ErrSessionNotFound) {
@@ -149,5 +151,38 @@ func TestTitle(t *testing.T) {
 		if got := Title(in); got != want {
 			t.Errorf("Title(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestStoreUpgradesAVersion1Database: a database written before prompts kept their content blocks
+// opens, and its messages read back as text.
+func TestStoreUpgradesAVersion1Database(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	old, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{migrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO sessions (id, cwd, created_at, updated_at) VALUES ('s', '/w', 1, 1)`,
+		`INSERT INTO messages (session_id, seq, role, text, created_at) VALUES ('s', 1, 'user', 'hi <resource uri="a"/>', 1), ('s', 2, 'agent', 'hello', 1)`,
+	} {
+		if _, err := old.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close()
+	s, err := OpenStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.AppendTurn(ctx, "s", Turn{Prompt: "x", Blocks: json.RawMessage(`[{"type":"text","text":"x"}]`), Reply: "y"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, "s")
+	if err != nil || len(msgs) != 4 || msgs[0].Text != `hi <resource uri="a"/>` || msgs[0].Blocks != nil ||
+		string(msgs[2].Blocks) != `[{"type":"text","text":"x"}]` || msgs[3].Blocks != nil {
+		t.Fatalf("messages after the upgrade: %+v %v", msgs, err)
 	}
 }

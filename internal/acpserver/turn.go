@@ -20,6 +20,7 @@ const maxApprovals = 8
 
 // turnInput is the session state a turn starts from: a copy, so the worker shares nothing.
 type turnInput struct {
+	turn      uint64 // the turn's id, unique within the connection
 	sessionID string
 	cwd       string
 	model     string
@@ -28,22 +29,33 @@ type turnInput struct {
 
 // runTurn runs one prompt, streams the reply, and stores the turn. It returns how the turn ended
 // and the tools the user allowed for the rest of the session.
-func (a *adapter) runTurn(ctx context.Context, in turnInput, userText string) (turnResult, []string) {
-	out := &reply{a: a, sessionID: in.sessionID, limit: a.opts.Limits.MaxResponseSize}
+func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) (turnResult, []string) {
+	out := &reply{a: a, sessionID: in.sessionID, rank: in.turn, limit: a.opts.Limits.MaxResponseSize}
 	say := out.say
 	var always []string
 	var res turnResult
-	if line, ok := a.slashCommand(userText); ok {
+	if line, ok := a.slashCommand(prompt.text); ok {
 		res = a.runCommand(ctx, in, line, say)
 	} else {
-		res = a.runAgent(ctx, in, userText, out, &always)
+		res = a.runAgent(ctx, in, prompt.text, out, &always)
 	}
 	// The turn is stored even when cancelled: the client has shown what was streamed, and a
 	// reload should show the same. WithoutCancel: a cancelled turn must still be written.
-	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, userText, out.text.String(), a.opts.Now()); err != nil {
+	t := Turn{Prompt: prompt.text, Blocks: prompt.blocks, Reply: out.text()}
+	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, t, a.opts.Now()); err != nil {
 		a.opts.Logger.Error("cannot store the turn", "session", in.sessionID, "err", err)
 	}
 	return res, always
+}
+
+// sendLines writes notification lines qkit encoded itself (appendChunk). Like the SDK's
+// SessionUpdate it sends nothing once the connection has ended: the client may have stopped
+// reading.
+func (a *adapter) sendLines(rank uint64, b []byte) error {
+	if err := a.ctx.Err(); err != nil {
+		return err
+	}
+	return a.watch.writeLines(rank, b)
 }
 
 // update sends a session/update on the connection's context, not the request's: updates sent
@@ -257,9 +269,11 @@ func (a *adapter) askPermission(ctx context.Context, sessionID, tool string) (ac
 type reply struct {
 	a         *adapter
 	sessionID string
-	limit     int64 // Limits.MaxResponseSize; 0: no cap
-	sent      int64 // bytes of the current run's stream sent
-	text      strings.Builder
+	rank      uint64   // the turn's id: older turns' chunks go out first (outLock)
+	limit     int64    // Limits.MaxResponseSize; 0: no cap
+	sent      int64    // bytes of the current run's stream sent
+	parts     []string // the transcript's text, in order: the runs' kept output is not copied
+	line      []byte   // the encoding buffer, reused for every chunk
 }
 
 // say sends text and records it.
@@ -267,8 +281,8 @@ func (r *reply) say(text string) {
 	if text == "" {
 		return
 	}
-	r.text.WriteString(text)
-	r.a.update(r.sessionID, acp.UpdateAgentMessageText(text))
+	r.parts = append(r.parts, text)
+	r.send(text)
 }
 
 // stream sends a chunk of q's output; past the cap it is dropped, as the runner drops it (the
@@ -278,14 +292,26 @@ func (r *reply) stream(text string) {
 		return
 	}
 	r.sent += int64(len(text))
-	r.a.update(r.sessionID, acp.UpdateAgentMessageText(text))
+	r.send(text)
+}
+
+func (r *reply) send(text string) {
+	r.line = appendTextChunk(r.line[:0], r.sessionID, kindAgentChunk, text)
+	if err := r.a.sendLines(r.rank, r.line); err != nil {
+		r.a.opts.Logger.Debug("session/update not sent", "session", r.sessionID, "err", err)
+	}
 }
 
 // record adds the kept output of a run to the transcript and starts the count for the next run.
 func (r *reply) record(body string) {
-	r.text.WriteString(body)
+	if body != "" {
+		r.parts = append(r.parts, body)
+	}
 	r.sent = 0
 }
+
+// text is the whole reply, as the transcript keeps it.
+func (r *reply) text() string { return strings.Join(r.parts, "") }
 
 // tail keeps the last tailSize bytes of a stream.
 type tail struct{ b []byte }

@@ -11,8 +11,12 @@ import (
 // given session id has been written. Editors drop session updates for a session they do not know
 // yet (Zed drops those sent before the session/new response), and the SDK offers no "response
 // sent" event, so this is where we learn it: the SDK writes each message with one Write call.
+//
+// It is also the one way to stdout for lines qkit encodes itself (writeLines): out keeps them and
+// the SDK's messages whole and apart.
 type responseWatcher struct {
-	w io.Writer
+	w   io.Writer
+	out outLock
 
 	mu    sync.Mutex
 	hooks map[string]func() // by `"sessionId":"<id>"` as it appears in the response
@@ -30,8 +34,19 @@ func (r *responseWatcher) afterResponse(id string, f func()) {
 	r.mu.Unlock()
 }
 
+// writeLines writes whole JSON-RPC notification lines encoded by qkit (never a response); rank
+// orders it among waiting writers (see outLock).
+func (r *responseWatcher) writeLines(rank uint64, b []byte) error {
+	r.out.lock(rank)
+	defer r.out.unlock()
+	_, err := r.w.Write(b)
+	return err
+}
+
 func (r *responseWatcher) Write(b []byte) (int, error) {
+	r.out.lock(0)
 	n, err := r.w.Write(b)
+	r.out.unlock()
 	r.mu.Lock()
 	if len(r.hooks) == 0 {
 		r.mu.Unlock()
