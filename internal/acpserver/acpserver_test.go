@@ -824,6 +824,25 @@ func TestLoadAfterRestart(t *testing.T) {
 
 	_, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: "7b0c4b8e-0000-4000-8000-000000000000", Cwd: cwd, McpServers: []acp.McpServer{}})
 	wantCode(t, "load of an unknown id", err, -32002, "not found")
+	// The session belongs to its folder: loading or resuming it from another is refused, saying
+	// which folder, and nothing is replayed.
+	before := len(h2.tc.transcript(id))
+	other := t.TempDir()
+	_, err = h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: other, McpServers: []acp.McpServer{}})
+	wantCode(t, "load from another folder", err, -32602, fmt.Sprintf("belongs to the folder %q, not %q", cwd, other))
+	_, err = h2.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: id, Cwd: other, McpServers: []acp.McpServer{}})
+	wantCode(t, "resume from another folder", err, -32602, "belongs to the folder")
+	_, err = h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: "relative", McpServers: []acp.McpServer{}})
+	wantCode(t, "load with a relative cwd", err, -32602, "not an absolute path")
+	_, err = h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: filepath.Join(other, "gone"), McpServers: []acp.McpServer{}})
+	wantCode(t, "load with a missing cwd", err, -32602, "does not exist")
+	if after := len(h2.tc.transcript(id)); after != before {
+		t.Fatalf("a refused load replayed: %d -> %d", before, after)
+	}
+	// The same folder written differently (a trailing slash) is the same folder.
+	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd + "/", McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("load with %q: %v", cwd+"/", err)
+	}
 }
 
 func TestListResumeClose(t *testing.T) {

@@ -158,7 +158,8 @@ func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (Ses
 	if err := a.requireAuth(); err != nil {
 		return SessionRecord{}, nil, err
 	}
-	if _, err := checkCwd(cwd); err != nil {
+	cwd, err := checkCwd(cwd)
+	if err != nil {
 		return SessionRecord{}, nil, err
 	}
 	rec, err := a.opts.Store.Get(ctx, string(id))
@@ -167,6 +168,12 @@ func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (Ses
 	}
 	if err != nil {
 		return rec, nil, internalError(err)
+	}
+	// A session runs q in its own folder. Loaded from another one it would either run where the
+	// editor does not expect or change what the session is about, so it is refused; the editor
+	// learns which folder the session belongs to (session/list gives it too).
+	if cwd != rec.Cwd {
+		return rec, nil, invalidParams("session %q belongs to the folder %q, not %q: open it with that cwd", id, rec.Cwd, cwd)
 	}
 	h := a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
 	return rec, h, nil
