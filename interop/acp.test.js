@@ -173,17 +173,26 @@ test('load after a restart replays the transcript; list, resume, close, set_mode
       for (const text of ['first question\nmore', 'second question']) {
         await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text }] });
       }
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [
+        { type: 'text', text: 'see' },
+        { type: 'resource_link', uri: 'file:///src/a.go', name: 'a.go' },
+        { type: 'resource', resource: { uri: 'file:///src/b.md', mimeType: 'text/markdown', text: 'B' } },
+      ] });
     }, home);
     await serve({ FAKEQ_OUTPUT: 'answer' }, async (agent, editor) => {
       await init(agent);
       await rejectsWith(agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'x' }] }), -32602, /not open/);
       await agent.request(m.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
+      // A prompt comes back as the blocks the editor sent: resources as resources.
       const replay = editor.updates.filter((u) => u.sessionId === id && u.update.sessionUpdate.endsWith('message_chunk'))
-        .map((u) => `${u.update.sessionUpdate}:${u.update.content.text}`);
+        .map((u) => `${u.update.sessionUpdate}:${u.update.content.type}:${u.update.content.text ?? u.update.content.uri ?? u.update.content.resource.text}`);
       assert.deepEqual(replay, [
-        'user_message_chunk:first question\nmore', 'agent_message_chunk:answer',
-        'user_message_chunk:second question', 'agent_message_chunk:answer',
+        'user_message_chunk:text:first question\nmore', 'agent_message_chunk:text:answer',
+        'user_message_chunk:text:second question', 'agent_message_chunk:text:answer',
+        'user_message_chunk:text:see', 'user_message_chunk:resource_link:file:///src/a.go',
+        'user_message_chunk:resource:B', 'agent_message_chunk:text:answer',
       ]);
+      await rejectsWith(agent.request(m.agent.session.load, { sessionId: id, cwd: home, mcpServers: [] }), -32602, /belongs to the folder/);
       await rejectsWith(agent.request(m.agent.session.load, { sessionId: 'no-such-session', cwd, mcpServers: [] }), -32002, /not found/);
 
       const list = await agent.request(m.agent.session.list, { cwd });

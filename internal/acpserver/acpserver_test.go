@@ -971,6 +971,27 @@ func TestInvalidParams(t *testing.T) {
 	h.newSession(t.TempDir())
 }
 
+// TestInternalErrors: a failure that is not the client's (here the database going away) answers
+// internal error with what failed, and the server goes on serving.
+func TestInternalErrors(t *testing.T) {
+	h := start(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.store.Close()
+	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new without a database", err, -32603, "database is closed")
+	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
+	wantCode(t, "session/list without a database", err, -32603, "database is closed")
+	_, err = h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/load without a database", err, -32603, "database is closed")
+	// A prompt reports the failure as the agent's message and ends with refusal.
+	h.mustPrompt(id, "hi", acp.StopReasonRefusal)
+	if !strings.Contains(h.tc.agentText(id), "database is closed") {
+		t.Fatalf("agent said %q", h.tc.agentText(id))
+	}
+}
+
 // TestMalformedParams talks raw JSON-RPC: the SDK's client cannot send ill-typed params.
 func TestMalformedParams(t *testing.T) {
 	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
@@ -1235,6 +1256,9 @@ func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 	srv := newServer()
 	go srv.loop(ctx)
 	defer func() { cancel(); srv.shutdown() }()
+	if n := cap((&adapter{ctx: ctx}).startSession(SessionRecord{ID: "x"}).inbox); n != 32 {
+		t.Fatalf("a session's inbox holds %d messages, want 32 (seed 001)", n)
+	}
 	h := &sessionHandle{id: "s", inbox: make(chan sessionMsg, inboxSize), done: make(chan struct{})}
 	srv.open("s", func() *sessionHandle { return h }) // no actor reads the inbox
 	for i := 0; i < inboxSize; i++ {
