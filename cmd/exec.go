@@ -150,7 +150,11 @@ func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, op
 			return jerr
 		}
 	} else {
-		if _, werr := io.WriteString(a.IO.Out, res.Output); werr != nil {
+		out := res.Output
+		if res.Truncation != nil {
+			out += "\n" // the notice ends the output without a line break
+		}
+		if _, werr := io.WriteString(a.IO.Out, out); werr != nil {
 			return werr
 		}
 		if _, werr := io.WriteString(a.IO.ErrOut, res.Stderr); werr != nil {

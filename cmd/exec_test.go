@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -407,4 +408,30 @@ func FuzzInternalPrepare(f *testing.F) {
 			t.Fatalf("would run %q, not an exposed command", call.Argv)
 		}
 	})
+}
+
+// TestInternalCommandLogsTruncation: output over agent.max_response_size is cut with the notice and,
+// as the agent runner does, logged on the server's stderr.
+func TestInternalCommandLogsTruncation(t *testing.T) {
+	a, _, errOut := testApp(t)
+	a.Logger = app.NewLogger(errOut, slog.LevelInfo)
+	if code := Run(context.Background(), a, []string{"settings", "set", "agent.max_response_size", "100"}); code != 0 {
+		t.Fatalf("settings set: exit %d", code)
+	}
+	if err := a.Load(config.LoadOptions{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	a.Logger = app.NewLogger(errOut, slog.LevelInfo)
+	reg := internalRegistry(a, nil)
+	call, err := reg.Prepare(commands.Request{Command: "settings", Subcommand: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceMCP})
+	if err != nil || res.Truncation == nil || !strings.Contains(res.Output, "[RESPONSE TRUNCATED: Output exceeded 100B limit.") {
+		t.Fatalf("not capped: %+v, %v", res, err)
+	}
+	if !strings.Contains(errOut.String(), `msg="internal command output truncated" command="settings list"`) {
+		t.Fatalf("not logged: %q", errOut)
+	}
 }

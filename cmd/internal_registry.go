@@ -166,6 +166,11 @@ func (e treeExecutor) Run(ctx context.Context, argv []string, source, dir string
 		}
 	}()
 	code := runRoot(ctx, child, e.newRoot(child), append(globalArgs(e.parent), argv...))
+	if e.maxOutput > 0 && stdout.Total() > e.maxOutput {
+		// As the agent runner does: the notice tells the assistant, the log tells whoever runs the server.
+		e.parent.Logger.Warn("internal command output truncated", "command", strings.Join(argv, " "),
+			"original_bytes", stdout.Total(), "limit", e.maxOutput)
+	}
 	return commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: code}
 }
 
