@@ -304,7 +304,7 @@ func TestTrusted(t *testing.T) {
 func TestDescribeOnlyOffersWhatExists(t *testing.T) {
 	r := newTestRegistry(t, &fakeExec{}, Options{})
 	d := r.Describe()
-	for _, want := range []string{"- context add (change): Add files", "Usage: context add <path>...", `"Add this file to my context" -> command="context", subcommand="add", args=["file.txt"]`, "With --create, --delete it is a change."} {
+	for _, want := range []string{"- context add (change): Add files", "Usage: context add <path>...", `"Add this file to my context" -> command="context", subcommand="add", args=["file.txt"]`, "With --create, --delete it is a change.", "  Flags: --global, --force, --profile=string\n"} {
 		if !strings.Contains(d, want) {
 			t.Errorf("description lacks %q:\n%s", want, d)
 		}

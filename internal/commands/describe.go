@@ -109,11 +109,19 @@ Available commands:
 `)
 	for _, e := range r.Runnable() {
 		fmt.Fprintf(&b, "- %s (%s): %s\n  Usage: %s\n", e.Name, e.Access, e.Short, e.Usage)
-		var changes []string
+		var flags, changes []string
 		for _, f := range e.Flags {
+			if f.NoValue {
+				flags = append(flags, "--"+f.Name)
+			} else {
+				flags = append(flags, "--"+f.Name+"="+f.Type)
+			}
 			if f.Change {
 				changes = append(changes, "--"+f.Name)
 			}
+		}
+		if len(flags) > 0 {
+			fmt.Fprintf(&b, "  Flags: %s\n", strings.Join(flags, ", "))
 		}
 		if len(changes) > 0 {
 			fmt.Fprintf(&b, "  With %s it is a change.\n", strings.Join(changes, ", "))
