@@ -19,6 +19,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
@@ -410,6 +411,19 @@ func TestInitializeAndAuth(t *testing.T) {
 	wantCode(t, "session/new before auth", err, -32000, "login")
 	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
 	wantCode(t, "session/list before auth", err, -32000, "Authentication required")
+	// Every session method, not only the first ones an editor calls.
+	const someID = "0b7f3c52-1111-4000-8000-000000000000"
+	cwd := t.TempDir()
+	_, err = h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: someID, Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/load before auth", err, -32000, "Authentication required")
+	_, err = h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: someID, Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/resume before auth", err, -32000, "Authentication required")
+	_, err = h.prompt(someID, acp.TextBlock("hi"))
+	wantCode(t, "session/prompt before auth", err, -32000, "Authentication required")
+	_, err = h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: someID})
+	wantCode(t, "session/close before auth", err, -32000, "Authentication required")
+	_, err = h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: someID, ConfigId: "model", Value: "default"}})
+	wantCode(t, "session/set_config_option before auth", err, -32000, "Authentication required")
 	_, err = h.conn.Authenticate(context.Background(), acp.AuthenticateRequest{MethodId: "cli"})
 	wantCode(t, "authenticate while logged out", err, -32000, "login")
 	_, err = h.conn.Authenticate(context.Background(), acp.AuthenticateRequest{MethodId: "oauth"})
@@ -1238,6 +1252,10 @@ func TestAgentProfileAndMCPServersStored(t *testing.T) {
 	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: mcp})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The session id is a UUID (seed 001: the ACP session is the conversation's UUID).
+	if u, err := uuid.Parse(string(resp.SessionId)); err != nil || u.Version() != 4 {
+		t.Fatalf("session id %q is not a UUID (%v)", resp.SessionId, err)
 	}
 	h.mustPrompt(resp.SessionId, "hi", acp.StopReasonEndTurn)
 	if argv := runs()[0]; strings.Join(argv[:4], " ") != "chat --no-interactive --agent my-profile" {

@@ -368,6 +368,9 @@ func (a *adapter) Cancel(ctx context.Context, p acp.CancelNotification) error {
 
 // CloseSession cancels the session's work, waits for it to end and frees the actor.
 func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	if err := a.requireAuth(); err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
 	id := string(p.SessionId)
 	reply := make(chan struct{}, 1)
 	h, err := a.srv.route(id, msgClose{reply: reply})
