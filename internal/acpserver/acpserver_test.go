@@ -880,6 +880,9 @@ func TestListResumeClose(t *testing.T) {
 	if err != nil || len(inA.Sessions) != 1 || inA.Sessions[0].SessionId != a || inA.Sessions[0].Cwd != cwdA {
 		t.Fatalf("list --cwd: %+v %v", inA, err)
 	}
+	bogus := "not-a-cursor"
+	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cursor: &bogus})
+	wantCode(t, "list with a cursor it never gave", err, -32602, `cursor "not-a-cursor"`)
 	rel := "relative/dir"
 	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &rel})
 	wantCode(t, "list with a relative cwd", err, -32602, "not an absolute path")
@@ -914,6 +917,36 @@ func TestListResumeClose(t *testing.T) {
 	h.mustPrompt(a, "again", acp.StopReasonEndTurn)
 	_, err = h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: "nope", Cwd: cwdA, McpServers: []acp.McpServer{}})
 	wantCode(t, "resume of an unknown id", err, -32002, "not found")
+}
+
+// TestListPages: session/list gives 100 sessions a page and a nextCursor that leads to the rest.
+func TestListPages(t *testing.T) {
+	h := start(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	seen := map[acp.SessionId]bool{}
+	for i := 0; i < 101; i++ {
+		seen[h.newSession(cwd)] = false
+	}
+	first, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
+	if err != nil || len(first.Sessions) != 100 || first.NextCursor == nil {
+		t.Fatalf("first page: %d sessions, cursor %v (%v)", len(first.Sessions), first.NextCursor, err)
+	}
+	rest, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd, Cursor: first.NextCursor})
+	if err != nil || len(rest.Sessions) != 1 || rest.NextCursor != nil {
+		t.Fatalf("second page: %+v (%v)", rest, err)
+	}
+	for _, s := range append(first.Sessions, rest.Sessions...) {
+		if seen[s.SessionId] {
+			t.Fatalf("%s listed twice", s.SessionId)
+		}
+		seen[s.SessionId] = true
+	}
+	for id, ok := range seen {
+		if !ok {
+			t.Fatalf("%s never listed", id)
+		}
+	}
 }
 
 func TestCloseCancelsTheRunningTurn(t *testing.T) {

@@ -298,6 +298,10 @@ func (a *adapter) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (
 	}
 	if p.Cursor != nil {
 		after = *p.Cursor
+		// The cursor is the id of the last session of the previous page.
+		if _, err := a.opts.Store.Get(ctx, after); errors.Is(err, ErrSessionNotFound) {
+			return acp.ListSessionsResponse{}, invalidParams("cursor %q is not one session/list gave: pass its nextCursor, or none for the first page", after)
+		}
 	}
 	const page = 100
 	recs, err := a.opts.Store.List(ctx, cwd, after, page+1)
