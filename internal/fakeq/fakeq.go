@@ -9,6 +9,8 @@
 //	FAKEQ_BYTES=n          print n bytes as 84-byte lines (the last one may be shorter)
 //	FAKEQ_INTERVAL=d       wait d (Go duration) between lines
 //	FAKEQ_FIRST_STAMP=file after the first line is written, write the time (Unix nanoseconds) to file
+//	FAKEQ_BEFORE_STAMP=file the same, but the time just before the first line is written: a latency
+//	                       measured from it is never less than the real one
 //	FAKEQ_ANSI=1           colour every stdout line and prefix the reply with q's green "> "
 //	FAKEQ_STDERR=text      print text to stderr
 //	FAKEQ_APPROVAL=1       fail as q does when a tool needs approval in --no-interactive mode
@@ -137,17 +139,22 @@ func chat(args []string) int {
 	interval := envDuration("FAKEQ_INTERVAL")
 	ansi := os.Getenv("FAKEQ_ANSI") != ""
 	stampFile := os.Getenv("FAKEQ_FIRST_STAMP")
+	beforeFile := os.Getenv("FAKEQ_BEFORE_STAMP")
 	first := true
 	emit := func(line string) {
 		if ansi {
 			line = "\x1b[32m" + line + "\x1b[0m"
 		}
+		before := time.Now() // taken before the write, stored after it: the file costs time too
 		_, _ = w.WriteString(line)
 		if interval > 0 || first {
 			_ = w.Flush()
 		}
 		if first && stampFile != "" {
 			_ = os.WriteFile(stampFile, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o600)
+		}
+		if first && beforeFile != "" {
+			_ = os.WriteFile(beforeFile, []byte(strconv.FormatInt(before.UnixNano(), 10)), 0o600)
 		}
 		first = false
 		if interval > 0 {

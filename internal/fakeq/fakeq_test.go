@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,27 @@ func TestRecordAndOutput(t *testing.T) {
 	var argv []string
 	if err := json.Unmarshal(data, &argv); err != nil || strings.Join(argv, " ") != "chat --no-interactive hi" {
 		t.Fatalf("argv %q (%v)", data, err)
+	}
+}
+
+// TestStamps: the time just before the first line is written, and just after, in that order.
+func TestStamps(t *testing.T) {
+	dir := t.TempDir()
+	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	out, _, code := runFake(t, []string{"FAKEQ_LINES=2", "FAKEQ_BEFORE_STAMP=" + before, "FAKEQ_FIRST_STAMP=" + after}, "chat", "x")
+	if code != 0 || out != "line 1\nline 2\n" {
+		t.Fatalf("code %d out %q", code, out)
+	}
+	read := func(f string) int64 {
+		data, err := os.ReadFile(f)
+		n, perr := strconv.ParseInt(string(data), 10, 64)
+		if err != nil || perr != nil || n <= 0 {
+			t.Fatalf("%s: %q (%v %v)", f, data, err, perr)
+		}
+		return n
+	}
+	if b, a := read(before), read(after); b > a {
+		t.Fatalf("before %d is after after %d", b, a)
 	}
 }
 
