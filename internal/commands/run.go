@@ -105,13 +105,14 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 	return res, nil
 }
 
-// ListingText is the registry as text: each runnable entry's usage, access and description. A bare
+// ListingText is the registry as text: each runnable entry's name, access, description and usage. A bare
 // `help` prints it.
 func (r *Registry) ListingText() string {
 	var b strings.Builder
 	b.WriteString("Internal commands (read: runs at once; change: needs the user's confirmation):\n")
 	for _, e := range r.Runnable() {
-		fmt.Fprintf(&b, "  %-40s %-6s %s\n", e.Usage, e.Access, e.Short)
+		// Usage lines run from 10 to 70 characters: a column for them would not line up.
+		fmt.Fprintf(&b, "  %s (%s): %s\n      %s\n", e.Name, e.Access, e.Short, e.Usage)
 	}
 	return b.String()
 }
