@@ -109,6 +109,10 @@ func TestPrepareArgvAndAccess(t *testing.T) {
 		{Request{Command: "context", Subcommand: "add", Args: []string{"--force"}}, []string{"context", "add", "--", "--force"}, Change, true},
 		// The subcommand may come as the first argument.
 		{Request{Command: "context", Args: []string{"show", "x"}}, []string{"context", "show", "x"}, Read, false},
+		// The whole command in the command field.
+		{Request{Command: "context add", Args: []string{"a.md"}}, []string{"context", "add", "a.md"}, Change, true},
+		{Request{Command: " /context  profile ", Flags: map[string]string{"create": "w"}}, []string{"context", "profile", "--create=w"}, Change, true},
+		{Request{Command: "help context", Subcommand: "add"}, []string{"help", "context", "add"}, Read, false},
 		// A change flag turns a read into a change; false does not.
 		{Request{Command: "context", Subcommand: "profile", Flags: map[string]string{"create": "work"}}, []string{"context", "profile", "--create=work"}, Change, true},
 		// --help is always a read.

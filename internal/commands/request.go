@@ -190,6 +190,14 @@ type Call struct {
 // Prepare validates a request against the registry and the command's own parser. Every error is a
 // usage error (exit 2) that says plainly what is wrong; nothing has run.
 func (r *Registry) Prepare(req Request) (*Call, error) {
+	if words := strings.Fields(normalizeCommand(req.Command)); len(words) > 1 {
+		// {"command": "context add"}: assistants often put the whole command in one field.
+		rest := words[1:]
+		if sub := strings.TrimSpace(req.Subcommand); sub != "" {
+			rest = append(rest, sub)
+		}
+		req.Command, req.Subcommand, req.Args = words[0], "", append(rest, req.Args...)
+	}
 	command := normalizeCommand(req.Command)
 	if command == "" {
 		return nil, output.UsageErrorf("a command is required; %s", r.availableText())
