@@ -182,10 +182,6 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 		}
 		return commands.ParseRequest(data)
 	}
-	if len(args) == 0 {
-		names := reg.TopLevel()
-		return commands.Request{}, output.UsageErrorf("a command is required; Available commands: %s", strings.Join(names, ", "))
-	}
 	var flags map[string]string
 	for _, kv := range opts.flags {
 		name, value, _ := strings.Cut(kv, "=")
