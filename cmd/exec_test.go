@@ -187,6 +187,41 @@ func TestExecutorRecoversPanics(t *testing.T) {
 	}
 }
 
+// TestArgumentNeverReachesAHiddenChild: cobra routes by the words after a command's path, so an
+// argument naming a child that is not exposed must be refused, not run.
+func TestArgumentNeverReachesAHiddenChild(t *testing.T) {
+	a, _, _ := testApp(t)
+	ran := false
+	tree := func(a *app.App) *cobra.Command {
+		root := NewRoot(a)
+		parent := exposeRead(&cobra.Command{Use: "parent", Short: "Exposed", Args: cobra.ArbitraryArgs, RunE: func(*cobra.Command, []string) error { return nil }})
+		parent.AddCommand(&cobra.Command{Use: "secret", Short: "Not exposed", RunE: func(*cobra.Command, []string) error { ran = true; return nil }})
+		root.AddCommand(parent)
+		return root
+	}
+	reg := commands.New(internalEntries(tree(a)), treeExecutor{parent: a, newRoot: tree}, commands.Options{})
+	for _, req := range []commands.Request{
+		{Command: "parent", Args: []string{"secret"}},
+		{Command: "parent", Subcommand: "secret"},
+		{Command: "parent secret"},
+	} {
+		call, err := reg.Prepare(req)
+		if err == nil {
+			_, _ = reg.Run(context.Background(), call, commands.RunOptions{Source: commands.SourceMCP})
+			t.Errorf("%+v validated as %q", req, call.Argv)
+		} else if output.Code(err) != output.ExitUsage {
+			t.Errorf("%+v: exit %d: %v", req, output.Code(err), err)
+		}
+	}
+	if ran {
+		t.Fatal("the hidden child ran")
+	}
+	// The exposed command itself still takes arguments.
+	if call, err := reg.Prepare(commands.Request{Command: "parent", Args: []string{"other"}}); err != nil || call.CommandLine != "qkit parent other" {
+		t.Fatalf("parent other: %v, %v", call, err)
+	}
+}
+
 // TestInternalCommandRunsInGivenDir: an in-process run for an ACP session resolves relative paths
 // against the session's folder (RunOptions.Dir), not the process's.
 func TestInternalCommandRunsInGivenDir(t *testing.T) {

@@ -136,7 +136,14 @@ func (e treeExecutor) Check(argv []string) error {
 	if err := c.ParseFlags(rest); err != nil {
 		return err
 	}
-	if help, _ := c.Flags().GetBool("help"); help {
+	help, _ := c.Flags().GetBool("help")
+	// cobra descends into subcommands by the words after the path, so an argument could name a child
+	// that is not exposed (`parent secret`); what runs must be what the registry validated. A group
+	// is reached only for its --help, and `help TOPIC` is the help command the registry checked.
+	if c.Annotations[annExposure] == "" && !(help && exposesAny(c)) && !(argv[0] == commands.HelpName && c.Parent() == nil) {
+		return fmt.Errorf("%q is not an exposed command", strings.TrimPrefix(c.CommandPath(), root.Name()+" "))
+	}
+	if help {
 		return nil
 	}
 	if err := c.ValidateArgs(c.Flags().Args()); err != nil {
@@ -146,6 +153,19 @@ func (e treeExecutor) Check(argv []string) error {
 		return err
 	}
 	return c.ValidateFlagGroups()
+}
+
+// exposesAny reports whether c or a command below it is exposed.
+func exposesAny(c *cobra.Command) bool {
+	if c.Annotations[annExposure] != "" {
+		return true
+	}
+	for _, sub := range c.Commands() {
+		if exposesAny(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Run executes argv on a fresh tree whose streams are buffers: stdin is empty and nothing prompts.
