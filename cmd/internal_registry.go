@@ -140,7 +140,7 @@ func (e treeExecutor) Check(argv []string) error {
 	// cobra descends into subcommands by the words after the path, so an argument could name a child
 	// that is not exposed (`parent secret`); what runs must be what the registry validated. A group
 	// is reached only for its --help, and `help TOPIC` is the help command the registry checked.
-	if c.Annotations[annExposure] == "" && !(help && exposesAny(c)) && !(argv[0] == commands.HelpName && c.Parent() == nil) {
+	if c.Annotations[annExposure] == "" && !(help && exposesAny(c)) && !(argv[0] == commands.HelpName && (c == root || c.Parent() == root && c.Name() == commands.HelpName)) {
 		return fmt.Errorf("%q is not an exposed command", strings.TrimPrefix(c.CommandPath(), root.Name()+" "))
 	}
 	if help {
