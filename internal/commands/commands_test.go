@@ -290,6 +290,11 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	if call.Trusted || !call.NeedsConfirmation {
 		t.Fatalf("a trusted group changed the trust list unasked: %+v", call)
 	}
+	// Nor the program qkit runs as the agent.
+	call, _ = r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"agent.command", "/tmp/evil"}})
+	if call.Trusted || !call.NeedsConfirmation {
+		t.Fatalf("a trusted group changed agent.command unasked: %+v", call)
+	}
 	call, _ = r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"agent.timeout", "5m"}})
 	if !call.Trusted || call.NeedsConfirmation {
 		t.Fatalf("trusted change still asks: %+v", call)

@@ -255,7 +255,7 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	if access == Change {
 		// Trust never extends to changing the trust list itself: an assistant trusted with
 		// "settings" must still ask before it widens what it may do unasked.
-		call.Trusted = r.Trusted(cur.Name) && !mentions(argv, TrustSetting)
+		call.Trusted = r.Trusted(cur.Name) && !mentionsGuarded(argv)
 		call.NeedsConfirmation = !call.Trusted
 	}
 	return call, nil
@@ -345,10 +345,17 @@ func (r *Registry) prepareHelp(req Request) (*Call, error) {
 // TrustSetting is the setting that lists the changes needing no confirmation.
 const TrustSetting = "internal.trusted"
 
-func mentions(argv []string, word string) bool {
+// guardedSettings are the settings trust never covers a change to: the trust list itself, and the
+// program qkit runs as the agent (changing it unasked would let an assistant pick what the next
+// `qkit ask` executes).
+var guardedSettings = []string{TrustSetting, "agent.command"}
+
+func mentionsGuarded(argv []string) bool {
 	for _, a := range argv {
-		if strings.Contains(a, word) {
-			return true
+		for _, g := range guardedSettings {
+			if strings.Contains(a, g) {
+				return true
+			}
 		}
 	}
 	return false
