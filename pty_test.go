@@ -81,24 +81,36 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}()
+	// quiet waits until the program has answered the previous key (or started, for the first one)
+	// by printing something, and has then gone quiet: typing earlier can land before a prompt has
+	// put the terminal in raw mode, and the key is lost.
+	seen := 0
 	quiet := func() {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(15 * time.Second)
 		for time.Now().Before(deadline) {
 			mu.Lock()
-			idle := time.Since(last)
+			idle, printed := time.Since(last), screen.Len()
 			mu.Unlock()
-			if idle > 150*time.Millisecond {
+			if printed > seen && idle > 150*time.Millisecond {
+				seen = printed
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		mu.Lock()
+		seen = screen.Len()
+		mu.Unlock()
 	}
 	for _, k := range keys {
 		quiet()
 		_, err := f.Write([]byte(k))
 		ts.Check(err)
 	}
+	// A program still waiting for input a minute after the last key would hang the whole test run:
+	// stop it and fail with what the terminal showed.
+	hung := time.AfterFunc(time.Minute, func() { _ = c.Process.Kill() })
 	werr := c.Wait()
+	timedOut := !hung.Stop()
 	// Drain before closing: the reader ends with EIO once the child's side is closed and all it
 	// wrote has been read. Closing first loses the tail of the output under load.
 	drain, stop := context.WithTimeout(context.Background(), 5*time.Second)
@@ -112,6 +124,9 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	mu.Lock()
 	_, _ = ts.Stdout().Write(screen.Bytes())
 	mu.Unlock()
+	if timedOut {
+		ts.Fatalf("%s was still running a minute after the last key; killed", args[1])
+	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
 		ts.Fatalf("%s: %v", args[1], werr)
