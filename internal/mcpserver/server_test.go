@@ -2,11 +2,13 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -119,6 +121,44 @@ func TestMalformedInput(t *testing.T) {
 		t.Fatalf("tools/list after garbage: %v", m)
 	}
 	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestOverlongLine sends a line over the 16 MiB limit: it is answered with a parse error, skipped
+// to its end, and the session carries on.
+func TestOverlongLine(t *testing.T) {
+	a := mcptest.NewApp(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, &mcpserver.Stdio{In: inR, Out: outW, EOFGrace: time.Minute})
+	}()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"qkit_help","arguments":{"tool_name":"`)
+		_, _ = inW.Write(bytes.Repeat([]byte("x"), mcp.DefaultMaxLineLength))
+		_, _ = io.WriteString(inW, `"}}}`+"\n")
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+		inW.Close()
+	}()
+	responses := bufio.NewScanner(outR)
+	responses.Buffer(nil, 1<<20)
+	var got []string
+	for responses.Scan() {
+		got = append(got, responses.Text())
+		if len(got) == 3 {
+			break
+		}
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 3 || !strings.Contains(all, `{"code":-32700,"message":"Parse error: message longer than 16 MiB"}`) ||
+		!strings.Contains(all, `"id":2,"result"`) {
+		t.Fatalf("responses %.2000q", got)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
