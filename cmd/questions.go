@@ -136,26 +136,33 @@ func firstHeader(s *questions.Session) string {
 	return ""
 }
 
-// sessionJSON is one question set in --json output.
+// sessionJSON is one question set in list --json. Every key is always present (empty string, or
+// null for expiresAt without a timeout), so scripts see the same shape whatever the set's state.
 type sessionJSON struct {
-	ID              string                       `json:"id"`
-	ShortID         string                       `json:"shortId"`
-	CallID          string                       `json:"callId"`
-	Status          questions.State              `json:"status"`
-	Source          string                       `json:"source,omitempty"`
-	CreatedAt       time.Time                    `json:"createdAt"`
-	UpdatedAt       time.Time                    `json:"updatedAt"`
-	ExpiresAt       *time.Time                   `json:"expiresAt,omitempty"`
-	AgeSeconds      int64                        `json:"ageSeconds"`
-	QuestionCount   int                          `json:"questionCount"`
-	Header          string                       `json:"header"`
-	Questions       []questions.Question         `json:"questions,omitempty"`
-	Answers         []questions.AnsweredQuestion `json:"answers,omitempty"`
-	RejectionReason string                       `json:"rejectionReason,omitempty"`
-	Reason          string                       `json:"reason,omitempty"`
+	ID              string          `json:"id"`
+	ShortID         string          `json:"shortId"`
+	CallID          string          `json:"callId"`
+	Status          questions.State `json:"status"`
+	Source          string          `json:"source"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	UpdatedAt       time.Time       `json:"updatedAt"`
+	ExpiresAt       *time.Time      `json:"expiresAt"`
+	AgeSeconds      int64           `json:"ageSeconds"`
+	QuestionCount   int             `json:"questionCount"`
+	Header          string          `json:"header"`
+	RejectionReason string          `json:"rejectionReason"`
+	Reason          string          `json:"reason"`
 }
 
-func toSessionJSON(a *app.App, s *questions.Session, full bool) sessionJSON {
+// sessionDetailJSON is one question set in show, wait, answer and reject --json: the list fields
+// plus the questions and the answers (empty until answered).
+type sessionDetailJSON struct {
+	sessionJSON
+	Questions []questions.Question         `json:"questions"`
+	Answers   []questions.AnsweredQuestion `json:"answers"`
+}
+
+func toSessionJSON(a *app.App, s *questions.Session) sessionJSON {
 	j := sessionJSON{
 		ID: s.ID, ShortID: s.ShortID(), CallID: s.Status.CallID, Status: s.Status.Status,
 		CreatedAt: s.Status.CreatedAt, UpdatedAt: s.Status.UpdatedAt,
@@ -165,11 +172,16 @@ func toSessionJSON(a *app.App, s *questions.Session, full bool) sessionJSON {
 	if s.Request != nil {
 		j.Source, j.ExpiresAt = s.Request.Source, s.Request.ExpiresAt
 	}
-	if full {
-		j.Questions = s.Set().Questions
-		if s.Status.Status == questions.Completed && s.Answers != nil {
-			j.Answers = questions.ResultOf(s).Answers
-		}
+	return j
+}
+
+func toSessionDetail(a *app.App, s *questions.Session) sessionDetailJSON {
+	j := sessionDetailJSON{sessionJSON: toSessionJSON(a, s), Questions: s.Set().Questions, Answers: []questions.AnsweredQuestion{}}
+	if j.Questions == nil {
+		j.Questions = []questions.Question{}
+	}
+	if s.Status.Status == questions.Completed && s.Answers != nil {
+		j.Answers = questions.ResultOf(s).Answers
 	}
 	return j
 }

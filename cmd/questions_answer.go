@@ -42,7 +42,7 @@ A pending set whose asking process has exited is marked abandoned here, never si
 				if !all && !s.Status.Status.Open() {
 					continue
 				}
-				out = append(out, toSessionJSON(a, s, false))
+				out = append(out, toSessionJSON(a, s))
 				rows = append(rows, []string{s.ShortID(), age(a.Now().Sub(s.Status.CreatedAt)), string(s.Status.Status),
 					fmt.Sprint(len(s.Set().Questions)), firstHeader(s)})
 			}
@@ -84,7 +84,7 @@ the only pending set is shown.`,
 				return err
 			}
 			if asJSON {
-				return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+				return output.JSON(a.IO.Out, toSessionDetail(a, s))
 			}
 			printSession(a.IO.Out, a, s)
 			return nil
@@ -181,7 +181,7 @@ func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
 
 func reportDone(a *app.App, s *questions.Session, asJSON bool) error {
 	if asJSON {
-		return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+		return output.JSON(a.IO.Out, toSessionDetail(a, s))
 	}
 	if a.IO.StderrTTY {
 		verb := "Answers sent"

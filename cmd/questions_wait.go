@@ -69,7 +69,7 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 		if err != nil {
 			return err
 		}
-		return output.JSON(a.IO.Out, toSessionJSON(a, s, true))
+		return output.JSON(a.IO.Out, toSessionDetail(a, s))
 	}
 	p, err := a.Prompt("--json")
 	if err != nil {

@@ -7,13 +7,13 @@ import (
 )
 
 // Result is what the assistant gets back: the structured answers (the tool's structuredContent and
-// `qkit questions ask --json`) and the text rendering of them.
+// `qkit questions ask --json`) and the text rendering of them. Every key is always present.
 type Result struct {
 	SessionID       string             `json:"sessionId"`
 	CallID          string             `json:"callId"`
 	Status          State              `json:"status"`
 	Answers         []AnsweredQuestion `json:"answers"`
-	RejectionReason string             `json:"rejectionReason,omitempty"`
+	RejectionReason string             `json:"rejectionReason"`
 
 	questions []Question // for the option descriptions in Text
 }
@@ -24,7 +24,7 @@ type AnsweredQuestion struct {
 	Header        string   `json:"header"`
 	Question      string   `json:"question"`
 	Selected      []string `json:"selected"`
-	Other         string   `json:"other,omitempty"`
+	Other         string   `json:"other"`
 }
 
 // ResultOf builds the result of an answered or rejected session.
