@@ -325,3 +325,25 @@ func pendingOrClaimed(t *testing.T, st *questions.Store) *questions.Session {
 	}
 	return all[0]
 }
+
+// With several sets pending, the walk says how many more are waiting after this one.
+func TestQuestionsWaitSaysHowManyMoreAreWaiting(t *testing.T) {
+	tm, tty := newTerm(t)
+	a, st := ttyApp(t, tty)
+	askInBackground(t, st)
+	pendingSet(t, st)
+	askInBackground(t, st)
+	for {
+		if all, _ := st.List(); len(all) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code := runInBackground(a, "questions", "wait", "--once")
+	tm.expect("1 more question set is waiting after this one.")
+	tm.expect("Reject this question set…")
+	tm.send("\x03")
+	if c := <-code; c != 130 {
+		t.Fatalf("wait exited %d, want 130", c)
+	}
+}

@@ -80,6 +80,9 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 		if err != nil {
 			return err
 		}
+		if n := waitingAfter(st, s.ID); n > 0 {
+			fmt.Fprintf(a.IO.Out, "\n%s waiting after this one.\n", plural(n, "more question set is", "more question sets are"))
+		}
 		err = answerInteractively(a, st, p, s, false)
 		switch {
 		case errors.Is(err, questions.ErrClaimed), output.Code(err) == output.ExitNotFound:
@@ -105,4 +108,19 @@ func waitPending(ctx context.Context, a *app.App, st *questions.Store, opts *wai
 		return nil, output.Errorf(output.ExitInterrupted, "interrupted while waiting for a question set")
 	}
 	return s, err
+}
+
+// waitingAfter counts the other pending sets, so the person knows how many are queued.
+func waitingAfter(st *questions.Store, id string) int {
+	all, err := st.List()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, s := range all {
+		if s.ID != id && s.Status.Status == questions.Pending {
+			n++
+		}
+	}
+	return n
 }
