@@ -3,7 +3,6 @@ package questions
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -28,7 +27,8 @@ type AskOptions struct {
 }
 
 // Ask is the whole ask_user_questions flow, shared by the MCP tool and `qkit questions ask`: start a
-// background cleanup of expired sessions, create the session, wait for the person, and return the
+// background cleanup of expired sessions (which delays neither the question nor the answer; Close
+// joins it), create the session, wait for the person, and return the
 // result (answered or rejected). Timeouts and abandonment are *EndedError; the session id is in the
 // returned session even then.
 func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
@@ -36,20 +36,9 @@ func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Re
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var cleanup sync.WaitGroup
 	if opts.Retention > 0 {
-		cleanup.Go(func() {
-			n, err := s.Cleanup(opts.Retention)
-			if err != nil {
-				log.Warn("cleanup of expired question sessions failed", "error", err)
-			}
-			if n > 0 {
-				log.Info("removed expired question sessions", "count", n)
-			}
-		})
+		s.cleanupInBackground(opts.Retention, log)
 	}
-	// The cleanup never delays the question; it is only joined so no goroutine outlives the call.
-	defer cleanup.Wait()
 
 	sess, err := s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout})
 	if err != nil {
@@ -76,4 +65,22 @@ func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Re
 		log.Info("Session completed successfully", "sessionId", sess.ID, "callId", res.CallID)
 	}
 	return res, done, nil
+}
+
+// cleanupInBackground starts Cleanup unless one is already running, logs what it removed, and only
+// warns when it fails.
+func (s *Store) cleanupInBackground(retention time.Duration, log *slog.Logger) {
+	if !s.cleaning.CompareAndSwap(false, true) {
+		return // the running one covers this call too
+	}
+	s.bg.Go(func() {
+		defer s.cleaning.Store(false)
+		n, err := s.Cleanup(retention)
+		if err != nil {
+			log.Warn("cleanup of expired question sessions failed", "error", err)
+		}
+		if n > 0 {
+			log.Info("removed expired question sessions", "count", n)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -160,6 +161,9 @@ type Store struct {
 	mu    sync.Mutex
 	hub   *hub // started by the first wait, stopped when the last one ends
 	users int
+
+	cleaning atomic.Bool    // a background cleanup is running
+	bg       sync.WaitGroup // background cleanups, joined by Close
 }
 
 // Options tune a Store; zero values take the defaults.
@@ -194,9 +198,10 @@ func NewStore(dir string, opts Options) (*Store, error) {
 // Dir is the directory that holds the sessions.
 func (s *Store) Dir() string { return s.dir }
 
-// Close releases the store. The file watcher stops by itself when the last wait ends, so Close
-// only matters for code that abandons waits; it is safe to call more than once.
+// Close waits for a background cleanup to finish and releases the store. The file watcher stops by
+// itself when the last wait ends. Close is safe to call more than once.
 func (s *Store) Close() error {
+	s.bg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hub != nil {

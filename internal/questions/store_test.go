@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 func newStore(t *testing.T) *Store {
@@ -462,3 +465,64 @@ func TestFreshMalformedAnswersWaitBeforeAbandoning(t *testing.T) {
 		t.Fatalf("settled: %+v %v", got, err)
 	}
 }
+
+// The cleanup started by Ask runs beside the question: a cleanup that is stuck (here on a finished
+// session's lock) delays neither the session nor the answer. It is joined by Close.
+func TestAskDoesNotWaitForTheCleanup(t *testing.T) {
+	s := newStore(t)
+	old := create(t, s)
+	if _, err := s.Reject(old.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	stale := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339Nano)
+	rewrite(t, s.path(old.ID, StatusFile), func(m map[string]any) { m["createdAt"], m["updatedAt"] = stale, stale })
+	lock, err := filestore.LockFor(s.path(old.ID, StatusFile), dirPerm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock() // also on failure, or Close would wait for the stuck cleanup forever
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	created := make(chan *Session, 1)
+	go func() {
+		sess := <-created
+		_, _ = s.Answer(sess.ID, goodAnswers, "")
+	}()
+	done := make(chan error, 1)
+	go func() {
+		res, _, err := s.Ask(context.Background(), mustSet(t, langSet), AskOptions{
+			Retention: time.Hour, Logger: logger, Created: func(s *Session) { created <- s },
+		})
+		if err == nil && res.Status != Completed {
+			err = errors.New("status " + string(res.Status))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		lock.Unlock()
+		t.Fatal("Ask waited for the cleanup")
+	}
+	lock.Unlock()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), `msg="removed expired question sessions" count=1`) {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
