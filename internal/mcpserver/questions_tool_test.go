@@ -222,8 +222,11 @@ func TestQuestionsToolTimeout(t *testing.T) {
 	if len(all) != 1 || all[0].Status.Status != questions.TimedOut {
 		t.Fatalf("sessions %+v", all)
 	}
-	if !strings.Contains(logs.String(), `msg="Session failed"`) {
-		t.Fatalf("log:\n%s", logs.String())
+	// The seed: "Session failed" with the error details.
+	want := `msg="Session failed" tool=ask_user_questions sessionId=` + all[0].ID + ` callId=` + all[0].Status.CallID +
+		` error="question set ` + all[0].ID + ` timed out waiting for the user's answer (no answer within 200ms)"`
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("log has no %s:\n%s", want, logs.String())
 	}
 }
 
