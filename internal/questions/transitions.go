@@ -81,8 +81,10 @@ func (s *Store) Answer(id string, answers []Answer, claim string) (*Session, err
 // Reject closes the session as rejected by the person, with an optional reason.
 func (s *Store) Reject(id, reason, claim string) (*Session, error) {
 	reason = strings.TrimSpace(reason)
-	if len([]rune(reason)) > MaxReasonLen {
-		return nil, fmt.Errorf("the reason is too long: at most %d characters", MaxReasonLen)
+	if n := len([]rune(reason)); n > MaxReasonLen {
+		ve := &ValidationError{}
+		ve.add("reason", "at most %d characters, not %d", MaxReasonLen, n)
+		return nil, ve
 	}
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if err := openCheck(sess, claim); err != nil {
