@@ -126,6 +126,8 @@ type askJSON struct {
 type dryRunJSON struct {
 	Argv   []string `json:"argv"`
 	Prompt string   `json:"prompt"`
+	// PromptOnStdin is set when the prompt is too long for one argument and goes on stdin.
+	PromptOnStdin bool `json:"prompt_on_stdin"`
 }
 
 func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error {
@@ -170,7 +172,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		r.Prompt = full
 	}
 	if opts.dryRun {
-		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt)
+		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt, agent.PromptOnStdin(r))
 	}
 	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
 		return output.WithCode(output.ExitUsage, err)
@@ -235,11 +237,14 @@ func readPrompt(a *app.App, args []string) (string, error) {
 	return strings.TrimRight(string(data), "\r\n"), nil // as q does with a prompt on stdin
 }
 
-func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string) error {
+func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string, onStdin bool) error {
 	if opts.asJSON {
-		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt})
+		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt, PromptOnStdin: onStdin})
 	}
 	line := shellquote.Join(argv[:len(argv)-1]...) + " <prompt>"
+	if onStdin {
+		line = shellquote.Join(argv...) + " < prompt (on stdin: too long for one argument)"
+	}
 	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(prompt, "\n"))
 	return err
 }

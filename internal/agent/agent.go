@@ -3,8 +3,11 @@
 //
 // The argv is `<agent.command> chat --no-interactive [--resume] [--agent A] [--model M]
 // [--trust-all-tools] [--trust-tools=a,b] [--verbose] <prompt>` (a prompt that starts with "-",
-// such as a context block, is preceded by "--" so the CLI does not read it as a flag). The agent runs
-// in the caller's working directory (or Request.Dir), in its own process group, with stdin closed.
+// such as a context block, is preceded by "--" so the CLI does not read it as a flag). A prompt
+// longer than PromptArgMax goes on stdin instead, with no positional prompt (q and kiro-cli read
+// stdin in --no-interactive mode when no prompt is given): Linux refuses a single argument over
+// 128 KiB, and context files easily make a prompt that long. The agent runs in the caller's working
+// directory (or Request.Dir), in its own process group, with stdin closed (or holding the prompt).
 // Its stdout is ANSI-stripped and streamed to a callback as it arrives while only MaxResponseSize
 // bytes are kept (memory stays flat whatever it prints); stderr is captured separately (its last
 // 64 KiB). On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after a
@@ -16,7 +19,6 @@ package agent
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -123,11 +125,23 @@ func Argv(l Limits, r Request) []string {
 	if r.Verbose {
 		argv = append(argv, "--verbose")
 	}
+	if PromptOnStdin(r) {
+		return argv
+	}
 	if strings.HasPrefix(r.Prompt, "-") {
 		argv = append(argv, "--")
 	}
 	return append(argv, r.Prompt)
 }
+
+// PromptArgMax is the longest prompt passed as a command-line argument; a longer one is written to
+// the agent's stdin. It stays well under Linux's 128 KiB limit for one argument, on every system,
+// so a prompt travels the same way wherever qkit runs.
+const PromptArgMax = 64 << 10
+
+// PromptOnStdin reports whether r's prompt goes to the agent on stdin rather than as its last
+// argument.
+func PromptOnStdin(r Request) bool { return len(r.Prompt) > PromptArgMax }
 
 func model(l Limits, r Request) string {
 	if r.Model != "" {
@@ -160,10 +174,6 @@ func Validate(l Limits, r Request) error {
 	if strings.IndexByte(r.Prompt, 0) >= 0 {
 		return fmt.Errorf("the prompt contains a NUL byte, which cannot be passed to the agent as a command-line argument")
 	}
-	if n := maxArgLen(); n > 0 && len(r.Prompt) > n {
-		return fmt.Errorf("the prompt is too long for the agent: %d bytes, and one command-line argument is limited to %d bytes on this system; "+
-			"shorten it (for qkit ask the context files count too: see qkit context show, or use --no-context)", len(r.Prompt), n)
-	}
 	for _, v := range []struct{ name, value string }{{"agent", r.Agent}, {"model", model(l, r)}} {
 		if strings.HasPrefix(v.value, "-") {
 			return fmt.Errorf("invalid %s %q: a name cannot start with \"-\"", v.name, v.value)
@@ -182,16 +192,6 @@ func Validate(l Limits, r Request) error {
 		return fmt.Errorf("invalid max response size %d: it must not be negative", l.MaxResponseSize)
 	}
 	return nil
-}
-
-// maxArgLen is the longest single command-line argument the system passes to a program, or 0 where
-// there is no per-argument limit to check up front. Linux caps each argument at MAX_ARG_STRLEN (32
-// pages, with the terminating NUL); exec fails with E2BIG past it.
-func maxArgLen() int {
-	if runtime.GOOS == "linux" {
-		return 32*4096 - 1
-	}
-	return 0
 }
 
 // ApprovalRequired reports whether the agent's stderr says a tool needed approval that

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,16 +120,16 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.r, err, c.want)
 		}
 	}
-	if runtime.GOOS == "linux" {
-		long := strings.Repeat("a", 128<<10)
-		if err := Validate(Limits{Command: "q"}, Request{Prompt: long}); err == nil || !strings.Contains(err.Error(), "the prompt is too long for the agent: 131072 bytes") {
-			t.Errorf("a prompt over MAX_ARG_STRLEN: %v", err)
-		}
-		// The longest prompt Validate accepts really reaches the agent.
+	// A prompt too long for one argument (Linux refuses over 128 KiB) travels on stdin, whole.
+	for _, n := range []int{PromptArgMax, PromptArgMax + 1, 1 << 20} {
+		long := strings.Repeat("a", n-1) + "z"
 		l := fake(t, "FAKEQ_ECHO_PROMPT=1")
-		res, err := Run(t.Context(), l, Request{Prompt: long[1:]}, nil)
-		if err != nil || len(strings.TrimSpace(res.Output)) != len(long)-1 {
-			t.Errorf("a prompt just under MAX_ARG_STRLEN: %v (%d bytes back)", err, len(res.Output))
+		res, err := Run(t.Context(), l, Request{Prompt: long}, nil)
+		if err != nil || strings.TrimSpace(res.Output) != long {
+			t.Errorf("a %d-byte prompt: %v (%d bytes back)", n, err, len(res.Output))
+		}
+		if onStdin := slices.Contains(res.Argv, long); onStdin == PromptOnStdin(Request{Prompt: long}) {
+			t.Errorf("a %d-byte prompt: argv holds it: %v, on stdin: %v", n, onStdin, PromptOnStdin(Request{Prompt: long}))
 		}
 	}
 	// Nothing runs for an invalid request.

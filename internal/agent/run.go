@@ -56,6 +56,19 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	cmd := exec.Command(res.Argv[0], res.Argv[1:]...)
 	cmd.Dir = r.Dir
 	cmd.Stdin = nil // /dev/null: the agent never waits for input
+	var inW *os.File
+	if PromptOnStdin(r) {
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return res, err
+		}
+		cmd.Stdin = inR
+		defer inW.Close() // unblocks a write the agent never reads, once the run is over
+	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	newGroup(cmd)
 	log.Info("running agent", "command", res.Argv[0], "dir", r.Dir, "timeout", l.Timeout, "max_response_size", l.MaxResponseSize)
@@ -63,6 +76,17 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	if f, ok := cmd.Stdin.(*os.File); ok {
+		f.Close()
+	}
+	if err == nil && inW != nil {
+		go func() {
+			// The prompt, then end of input. An agent that exits without reading it makes the
+			// write fail, which is fine: the run's result says what happened.
+			_, _ = io.WriteString(inW, r.Prompt)
+			_ = inW.Close()
+		}()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()

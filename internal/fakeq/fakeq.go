@@ -4,7 +4,8 @@
 //
 //	FAKEQ_RECORD=file      append this run's argv (without the program name) as one JSON line
 //	FAKEQ_OUTPUT=text      print text to stdout ("\n" escapes are read as line breaks)
-//	FAKEQ_ECHO_PROMPT=1    print the prompt (the last argument) to stdout
+//	FAKEQ_ECHO_PROMPT=1    print the prompt to stdout: the positional argument or, when there is
+//	                       none, all of stdin (as q reads it in --no-interactive mode)
 //	FAKEQ_LINES=n          print n lines "line 1" … "line n"
 //	FAKEQ_BYTES=n          print n bytes as 84-byte lines (the last one may be shorter)
 //	FAKEQ_INTERVAL=d       wait d (Go duration) between lines
@@ -27,6 +28,7 @@ package fakeq
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,8 +166,12 @@ func chat(args []string) int {
 	if ansi {
 		_, _ = w.WriteString("\x1b[38;5;10m> \x1b[0m")
 	}
-	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" && len(args) > 1 {
-		emit(args[len(args)-1] + "\n")
+	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" {
+		if p, ok := prompt(args[1:]); ok {
+			emit(p + "\n")
+		} else if in, err := io.ReadAll(os.Stdin); err == nil && len(in) > 0 {
+			emit(strings.TrimSpace(string(in)) + "\n")
+		}
 	}
 	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
 		for _, line := range strings.SplitAfter(unescape(s), "\n") {
@@ -191,6 +197,25 @@ func chat(args []string) int {
 		}
 	}
 	return 0
+}
+
+// prompt finds q chat's positional prompt among its flags, as q's parser would.
+func prompt(args []string) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", false
+		case a == "--agent" || a == "--model" || a == "--profile":
+			i++ // the flag's value
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a, true
+		}
+	}
+	return "", false
 }
 
 func startGrandchild(pidFile string) error {
