@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -94,6 +96,10 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 		// near it instead of letting the heap double (GOMEMLIMIT overrides it).
 		debug.SetMemoryLimit(acpMemoryLimit)
 	}
+	// An editor that dies closes our stdout; the next write there would kill qkit with SIGPIPE
+	// and leave a running agent's process group behind. Ignored, the write fails, the connection
+	// ends and every turn is cancelled.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx := c.Context()
 	store, err := acpserver.OpenStore(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))
 	if err != nil {
