@@ -28,8 +28,8 @@ package fakeq
 import (
 	"bufio"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
