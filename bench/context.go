@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -153,16 +155,6 @@ func expansionFigures(b *bench, root, walker, label string, n, runs int) ([]figu
 		info(p+": filepath.WalkDir in-process median", ms(inProc), "ms"),
 		info(p+": show / WalkDir in-process", float64(show)/float64(inProc), "x"),
 	}, nil
-}
-
-func runOut(env []string, dir string, argv ...string) (string, error) {
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Env, c.Dir = env, dir
-	out, err := c.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", strings.Join(argv, " "), err)
-	}
-	return string(out), nil
 }
 
 func medianOf(n int, fn func()) time.Duration {

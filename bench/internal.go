@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -7,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,7 +31,7 @@ func internalSuite(b *bench) ([]figure, error) {
 			return nil, err
 		}
 	}
-	if err := runOnce(env, work, b.qkit, "context", "add", "notes-*.md"); err != nil {
+	if _, err := runOut(env, work, b.qkit, "context", "add", "notes-*.md"); err != nil {
 		return nil, err
 	}
 
@@ -51,15 +52,6 @@ func internalSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	return append(figs, rt...), nil
-}
-
-func runOnce(env []string, dir string, argv ...string) error {
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Env, c.Dir = env, dir
-	if out, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, out)
-	}
-	return nil
 }
 
 // interleaved times a and b alternately n times each, so drift in the machine's load hits both

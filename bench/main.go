@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures qkit end to end and prints one table of figures against their targets.
 // It builds qkit, the fake q and a hello-world binary into a scratch folder, runs every suite, then
 // the Go benchmarks of the repository. Run it with `make bench`.
@@ -132,6 +134,39 @@ func peakRSS(c *exec.Cmd) (int64, error) {
 		return 0, fmt.Errorf("no rusage on this platform")
 	}
 	return ru.Maxrss * 1024, nil
+}
+
+// runOut runs argv once and returns its stdout; a failure carries its stderr.
+func runOut(env []string, dir string, argv ...string) (string, error) {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Env, c.Dir = env, dir
+	var errb strings.Builder
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
+	}
+	return string(out), nil
+}
+
+// cpuTicks reads utime+stime of pid from /proc.
+func cpuTicks(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
+		return 0, err
+	}
+	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
+		return 0, err
+	}
+	return utime + stime, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -132,26 +134,6 @@ func idleTicks(ctx context.Context, b *bench, home string) (int64, error) {
 		return 0, err
 	}
 	return after - before, nil
-}
-
-// cpuTicks reads utime+stime of pid from /proc.
-func cpuTicks(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		return 0, err
-	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		return 0, err
-	}
-	return utime + stime, nil
 }
 
 type server struct {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -7,8 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -152,12 +152,12 @@ func idleCPU(ctx context.Context, b *bench, home string, st *questions.Store, ar
 		}
 	}
 	time.Sleep(3 * time.Second) // settle: start-up, GC
-	before, err := cpuSeconds(s.cmd.Process.Pid)
+	before, err := cpuTicks(s.cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
 	time.Sleep(10 * time.Second)
-	after, err := cpuSeconds(s.cmd.Process.Pid)
+	after, err := cpuTicks(s.cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
@@ -174,7 +174,7 @@ func idleCPU(ctx context.Context, b *bench, home string, st *questions.Store, ar
 	if _, err := s.close(); err != nil {
 		return 0, err
 	}
-	return after - before, nil
+	return float64(after-before) / 100, nil // CLK_TCK is 100 on Linux
 }
 
 // watchCommit reports when status.json is renamed into place in dir.
@@ -205,17 +205,4 @@ func watchCommit(dir string) (<-chan time.Time, error) {
 		}
 	}()
 	return out, nil
-}
-
-// cpuSeconds reads utime + stime of pid from /proc (Linux).
-func cpuSeconds(pid int) (float64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, fmt.Errorf("CPU time needs /proc: %w", err)
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100, nil // CLK_TCK is 100 on Linux
 }
