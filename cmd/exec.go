@@ -42,7 +42,7 @@ type execInternalOptions struct {
 type execResultJSON struct {
 	CommandLine string `json:"command_line"`
 	Output      string `json:"output"`
-	Error       string `json:"error,omitempty"`
+	Error       string `json:"error"`
 	ExitCode    int    `json:"exit_code"`
 	Confirmed   bool   `json:"confirmed"`
 }
