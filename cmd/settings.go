@@ -37,7 +37,7 @@ type settingJSON struct {
 	Key         string `json:"key"`
 	Value       any    `json:"value"`
 	Source      string `json:"source"`
-	Origin      string `json:"origin,omitempty"`
+	Origin      string `json:"origin"`
 	Default     string `json:"default"`
 	Type        string `json:"type"`
 	Description string `json:"description"`
