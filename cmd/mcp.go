@@ -20,8 +20,9 @@ func newMCPCmd(a *app.App) *cobra.Command {
 		Short: "Serve qkit's tools over the Model Context Protocol",
 		Long: `Serve qkit's tools to MCP clients (Claude Code, Gemini CLI, Cursor, Q itself) and inspect them.
 
-Tools: q-developer-agent (optional: enable it with ENABLE_ADDITIONAL_TOOLS or tools.enabled),
-qkit_help, and the tools other qkit commands add.`,
+Tools: ask_user_questions, internal_command, qkit_help and, when enabled, q-developer-agent
+(ENABLE_ADDITIONAL_TOOLS=q-developer-agent, or qkit settings set tools.enabled q-developer-agent).
+'qkit mcp tools' lists them with their state.`,
 		Example: `  qkit mcp serve
   qkit mcp tools
   qkit mcp tools help q-developer-agent`,
