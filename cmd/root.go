@@ -254,8 +254,12 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 		msgs := make([]string, len(a.Config.Problems))
 		for i, p := range a.Config.Problems {
 			msgs[i] = p.Error()
+			var ve *config.ValueError
+			if errors.As(p, &ve) {
+				msgs[i] += " (" + ve.Hint() + ")"
+			}
 		}
-		return output.UsageErrorf("bad setting: %s (fix it with qkit settings set or unset the variable)", strings.Join(msgs, "; "))
+		return output.UsageErrorf("bad setting: %s", strings.Join(msgs, "; "))
 	}
 	return nil
 }

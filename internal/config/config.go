@@ -161,8 +161,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 		parsed, err := k.Parse(val.Raw)
 		if err != nil {
-			where := val.Origin
-			c.Problems = append(c.Problems, fmt.Errorf("%s: %w", where, err))
+			c.Problems = append(c.Problems, &ValueError{Source: val.Source, Origin: val.Origin, Err: err})
 			parsed, _ = k.Parse(k.Default)
 			val = Value{Key: k, Raw: k.Default, Source: SourceDefault}
 		}
@@ -305,6 +304,29 @@ func (v Value) JSONValue() any {
 		}
 	}
 	return v.Parsed
+}
+
+// ValueError is a value from the file, the environment or --set that did not parse: Source and
+// Origin say where it came from (the file's path, the variable's name, or "--set").
+type ValueError struct {
+	Source Source
+	Origin string
+	Err    error
+}
+
+func (e *ValueError) Error() string { return e.Origin + ": " + e.Err.Error() }
+
+func (e *ValueError) Unwrap() error { return e.Err }
+
+// Hint says how the user fixes the value where it came from.
+func (e *ValueError) Hint() string {
+	switch e.Source {
+	case SourceFlag:
+		return "correct the --set value"
+	case SourceEnv:
+		return "unset " + e.Origin + " or correct it"
+	}
+	return "fix it with qkit settings set"
 }
 
 // UnknownKeyError names the key and suggests the nearest valid ones (exit 2 through the caller).
