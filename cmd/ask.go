@@ -74,7 +74,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	}
 	f := c.Flags()
 	f.BoolVar(&opts.resume, "resume", false, "continue the conversation saved for this directory (--resume)")
-	f.StringVar(&opts.agentName, "agent", "", "the q agent (context profile) `NAME` to use (--agent)")
+	f.StringVar(&opts.agentName, "agent", "", "the q agent `NAME` to use (--agent): q's agent configuration, not a qkit context --profile")
 	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model): one of the agent.models setting (default: agent.model)")
 	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
 	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
