@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -90,6 +91,9 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	}
 	if model != "" && !slices.Contains(a.Config.List("agent.models"), model) {
 		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models)", model, a.Config.List("agent.models"))
+	}
+	if strings.HasPrefix(opts.agent, "-") {
+		return output.UsageErrorf("invalid --agent %q: a name cannot start with \"-\"", opts.agent)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		// A soft limit for a server that may stream fifty replies at once: the GC works harder
