@@ -49,7 +49,10 @@ past it the reply is cut at a line break and a notice goes to stderr. A run that
 (AGENT_TIMEOUT, default 180s) is stopped with everything it started; what it printed is kept.
 
 --json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
-duration_ms, stderr} (output without the notices; truncated and timed_out say what happened).
+duration_ms, stderr} (output without the notices; truncated and timed_out say what happened;
+exit_code is q's, -1 when qkit stopped it). qkit's exit status is the same as without --json.
+--dry-run prints the command line and the full prompt and runs nothing; with --json,
+{argv, prompt, prompt_on_stdin}.
 
 Exit status: 0 ok, 1 the agent failed (its stderr is in the message) or stdout closed early, 2 empty prompt or bad flag
 value, 4 no such profile, 124 timed out (partial output still printed), 130 interrupted.`,
@@ -83,7 +86,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.StringVar(&opts.timeout, "timeout", "", "stop the run after `DURATION` (90s, 3m; a number is seconds; default: agent.timeout)")
 	f.StringVar(&opts.maxSize, "max-response-size", "", "keep at most `SIZE` of the reply (2MB, 512KB, bytes; default: agent.max_response_size)")
 	f.BoolVar(&opts.noContext, "no-context", false, "do not prepend the context files")
-	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing")
+	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
 	f.BoolVar(&opts.asJSON, "json", false, "print {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr}")
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
