@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit lint vet interop bench docs docs-check clean fuzz
+.PHONY: all build install test unit race lint vet interop bench docs clean fuzz
 
 all: build
 
@@ -25,12 +25,17 @@ install: build
 	install -m 0644 completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
 	install -m 0644 completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
-# Everything CI runs: vet and staticcheck, unit tests, testscripts, the docs drift check (a Go test)
-# and the Node interop suites.
-test: lint unit interop
+# Everything CI runs: vet and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
+# the core packages again under the race detector, and the Node interop suites.
+test: lint unit race interop
 
 unit:
 	$(GO) test -count=1 ./...
+
+# The core packages (actors, runners, stores, servers) under the race detector. The end-to-end
+# testscripts are left out: under -race they take minutes and add no concurrency of qkit's own.
+race:
+	$(GO) test -race -count=1 ./internal/...
 
 vet:
 	$(GO) vet ./...
