@@ -14,6 +14,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestACPServeClientGone: an editor that dies mid-turn closes qkit's stdin and stdout. `acp serve`
@@ -50,14 +51,7 @@ func TestACPServeClientGone(t *testing.T) {
 	go func() {
 		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
 	}()
-	var pid int
-	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
-		data, _ := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not start")
-		}
-	}
+	pid := waitPidFile(t, pidFile)
 	stdout.Close()
 	stdin.Close()
 	waited := make(chan error, 1)
@@ -71,16 +65,7 @@ func TestACPServeClientGone(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatal("the server kept running after its editor went away")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the agent's grandchild %d outlived the server", pid)
-		}
-	}
+	waitGone(t, pid)
 }
 
 // quietEditor is an ACP client that accepts updates and refuses everything else.
@@ -110,4 +95,108 @@ func (quietEditor) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) 
 }
 func (quietEditor) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
 	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+// TestServersStopOnSIGTERM: SIGTERM (how a client or a supervisor stops a stdio server) ends `mcp
+// serve` and `acp serve` promptly while an agent run is under way, and stops the agent's whole process
+// group, grandchild included.
+func TestServersStopOnSIGTERM(t *testing.T) {
+	for _, server := range []string{"mcp", "acp"} {
+		t.Run(server, func(t *testing.T) {
+			home := t.TempDir()
+			pidFile := filepath.Join(home, "grandchild.pid")
+			cmd := exec.Command("qkit", server, "serve")
+			cmd.Env = append(cmd.Environ(),
+				"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "QKIT_ACP_ENABLED=true",
+				"ENABLE_ADDITIONAL_TOOLS=q-developer-agent",
+				"FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = io.Discard
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill() }()
+			if server == "mcp" {
+				startMCPAgentCall(t, stdin, stdout)
+			} else {
+				startACPPrompt(t, stdin, stdout, home)
+			}
+			pid := waitPidFile(t, pidFile)
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			select {
+			case <-waited:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the server kept running after SIGTERM")
+			}
+			waitGone(t, pid)
+		})
+	}
+}
+
+func startMCPAgentCall(t *testing.T, stdin io.WriteCloser, stdout io.Reader) {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: stdin}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
+	}()
+}
+
+func startACPPrompt(t *testing.T, stdin io.Writer, stdout io.Reader, cwd string) {
+	t.Helper()
+	conn := acp.NewClientSideConnection(quietEditor{}, stdin, stdout)
+	ctx := context.Background()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v", err)
+	}
+	go func() {
+		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
+	}()
+}
+
+// waitPidFile waits for the fake q's grandchild to start and returns its pid.
+func waitPidFile(t *testing.T, pidFile string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(pidFile)
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start")
+		}
+	}
+}
+
+// waitGone fails the test unless process pid exits (or is a zombie) within ten seconds.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the agent's grandchild %d outlived the server", pid)
+		}
+	}
 }

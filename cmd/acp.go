@@ -78,7 +78,7 @@ stderr. Requires the setting acp.enabled (a feature gate).`,
 		}
 		return a.Config.List("agent.models"), cobra.ShellCompDirectiveNoFileComp
 	})
-	return c
+	return interruptible(c)
 }
 
 func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {

@@ -32,3 +32,12 @@ const annChangeFlags = "qkit/change-flags"
 func changeFlags(c *cobra.Command, flags string) *cobra.Command {
 	return annotate(c, annChangeFlags, flags)
 }
+
+// annInterruptible marks commands that wait (for the agent, a person or a client) and so handle
+// Ctrl-C and SIGTERM themselves: their context is cancelled and they clean up (stop the agent's
+// process group, mark a question set abandoned) before exiting 130. Other commands finish in
+// milliseconds and keep the default, immediate exit: installing the handler costs a thread and about
+// a millisecond of start-up.
+const annInterruptible = "qkit/interruptible"
+
+func interruptible(c *cobra.Command) *cobra.Command { return annotate(c, annInterruptible, "true") }

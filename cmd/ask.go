@@ -97,7 +97,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	_ = c.RegisterFlagCompletionFunc("trust-tools", cobra.FixedCompletions([]string{
 		"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate",
 	}, cobra.ShellCompDirectiveNoFileComp))
-	return c
+	return interruptible(c)
 }
 
 // askModels returns the models --model accepts: the agent.models setting. Completion runs before

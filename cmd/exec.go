@@ -120,7 +120,7 @@ internal command's (3 when the change was declined).`,
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return c
+	return interruptible(c)
 }
 
 func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, opts *execInternalOptions, args []string) error {

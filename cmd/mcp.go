@@ -73,7 +73,7 @@ that pipe requests in and expect long calls to finish raise it.`,
 	}
 	c.Flags().DurationVar(&eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "give calls still running this `DURATION` to finish once stdin ends (0: cancel them at once)")
 	_ = c.RegisterFlagCompletionFunc("eof-grace", cobra.NoFileCompletions)
-	return c
+	return interruptible(c)
 }
 
 func newMCPToolsCmd(a *app.App) *cobra.Command {

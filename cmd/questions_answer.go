@@ -135,7 +135,7 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 	_ = c.RegisterFlagCompletionFunc("other", completeAnswerSpecs(a, true))
 	c.MarkFlagsMutuallyExclusive("answers-file", "answer")
 	c.MarkFlagsMutuallyExclusive("answers-file", "other")
-	return c
+	return interruptible(c)
 }
 
 func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
@@ -252,7 +252,7 @@ one is given. A set that is no longer pending exits 4.`,
 	}
 	c.Flags().StringVar(&reason, "reason", "", "tell the assistant why, as `TEXT`")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rejected set as JSON (as show --json)")
-	return c
+	return interruptible(c)
 }
 
 // completeAnswerSpecs completes --answer with N=LABEL for every option of the set named by the

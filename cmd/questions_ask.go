@@ -103,5 +103,5 @@ rejected (the rejection is printed too), 124 when --timeout (default: questions.
 	c.Flags().StringVar(&file, "file", "", "read the question set from `F` (- for stdin)")
 	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (0 = never): exit 124 (default: questions.timeout)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print {sessionId, callId, status, answers, rejectionReason}")
-	return c
+	return interruptible(c)
 }

@@ -54,7 +54,7 @@ exit 130 when interrupted.`,
 	c.Flags().BoolVar(&opts.once, "once", false, "answer one question set, then exit")
 	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (90s, 10m, 1h) without a pending set: exit 124")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print the pending set as JSON and exit (as show --json)")
-	return c
+	return interruptible(c)
 }
 
 func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error {

@@ -21,8 +21,8 @@ import (
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // also releases the signal handler of an interruptible command
 	return Run(ctx, app.New(app.System(), buildVersion()), args)
 }
 
@@ -40,7 +40,8 @@ func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string
 		return output.ExitOK
 	}
 	err = classify(err)
-	if ctx.Err() != nil && output.Code(err) == output.ExitFailure {
+	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
+	if interrupted && output.Code(err) == output.ExitFailure {
 		err = output.WithCode(output.ExitInterrupted, err)
 	}
 	var silent output.SilentError
@@ -114,6 +115,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			catchInterrupts(c)
 			return loadApp(a, c, opts)
 		},
 	}
@@ -223,6 +225,18 @@ func subcommands(a *app.App) []*cobra.Command {
 // annLenientConfig marks commands that run even when the configuration has bad values (so the
 // settings commands can fix them).
 const annLenientConfig = "qkit/lenient-config"
+
+// catchInterrupts gives an interruptible command (see annInterruptible) a context that Ctrl-C and
+// SIGTERM cancel. The handler is released when the caller's context ends.
+func catchInterrupts(c *cobra.Command) {
+	if c.Annotations[annInterruptible] == "" {
+		return
+	}
+	parent := c.Context()
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(parent, stop)
+	c.SetContext(ctx)
+}
 
 func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 	a.IO.NoInput = a.IO.NoInput || opts.noInput
