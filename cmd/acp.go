@@ -55,7 +55,11 @@ func newACPServeCmd(a *app.App) *cobra.Command {
 Each ACP session is its own conversation with q, kept in <data>/qkit.db with its transcript, so
 an editor can list, load and resume sessions after a restart. Prompts run through the agent CLI
 (agent.command) with your context files prepended. Stdout carries the protocol only; logs go to
-stderr. Requires the setting acp.enabled (a feature gate).`,
+stderr. Requires the setting acp.enabled (a feature gate).
+
+The server stops when stdin ends: running prompts are cancelled and requests still in flight get
+no answer. A script that pipes requests in keeps stdin open until it has read the answers, e.g.
+(cat requests.jsonl; sleep 5) | qkit acp serve.`,
 		Example: `  # Enable the feature once
   qkit settings set acp.enabled true
 
