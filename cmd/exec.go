@@ -78,7 +78,7 @@ internal command's (3 when the change was declined).`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.flags, "flag", nil, "a flag of the internal command, as `NAME=VALUE` or NAME for a switch (repeatable)")
-	f.StringVar(&opts.request, "request", "", "the request as JSON {command, subcommand, args, flags}, or - to read it from stdin")
+	f.StringVar(&opts.request, "request", "", "the request as `JSON` {command, subcommand, args, flags}, or - to read it from stdin")
 	f.BoolVarP(&opts.yes, "yes", "y", false, "confirm a change without asking")
 	f.BoolVar(&opts.asJSON, "json", false, "print {command_line, output, error, exit_code, confirmed}")
 	f.BoolVar(&opts.list, "list", false, "list the internal commands")
