@@ -57,9 +57,10 @@ an editor can list, load and resume sessions after a restart. Prompts run throug
 (agent.command) with your context files prepended. Stdout carries the protocol only; logs go to
 stderr. Requires the setting acp.enabled (a feature gate).
 
-The server stops when stdin ends: running prompts are cancelled and requests still in flight get
-no answer. A script that pipes requests in keeps stdin open until it has read the answers, e.g.
-(cat requests.jsonl; sleep 5) | qkit acp serve.`,
+The server stops when stdin ends: requests still being answered get up to 5s to finish, so
+requests piped in from a script are answered (cat requests.jsonl | qkit acp serve); running
+prompts are cancelled at once. A script that wants a prompt's reply keeps stdin open until the
+prompt's answer arrives.`,
 		Example: `  # Enable the feature once
   qkit settings set acp.enabled true
 

@@ -53,6 +53,9 @@ type Options struct {
 	Now      func() time.Time
 }
 
+// eofGrace is how long the end of stdin waits for requests still being answered (not prompts).
+const eofGrace = 5 * time.Second
+
 // Serve runs the agent on in/out (stdin/stdout) until the client disconnects or ctx ends. Before it
 // returns, every running prompt is cancelled and its agent process group stopped.
 func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
@@ -68,9 +71,11 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watch := newResponseWatcher(out)
+	hold := newEOFHold(in, eofGrace)
+	watch.onWrite = hold.answered
 	srv := newServer()
 	a := &adapter{opts: opts, srv: srv, watch: watch, ctx: ctx}
-	conn := acp.NewAgentSideConnection(a, watch, in)
+	conn := acp.NewAgentSideConnection(a, watch, hold)
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
 	go srv.loop(ctx)

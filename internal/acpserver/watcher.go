@@ -20,6 +20,8 @@ type responseWatcher struct {
 
 	mu    sync.Mutex
 	hooks map[string]func() // by `"sessionId":"<id>"` as it appears in the response
+	// onWrite, when set, sees every message the SDK writes (after it is written).
+	onWrite func([]byte)
 }
 
 func newResponseWatcher(w io.Writer) *responseWatcher {
@@ -47,6 +49,9 @@ func (r *responseWatcher) Write(b []byte) (int, error) {
 	r.out.lock(0)
 	n, err := r.w.Write(b)
 	r.out.unlock()
+	if r.onWrite != nil {
+		r.onWrite(b)
+	}
 	r.mu.Lock()
 	if len(r.hooks) == 0 {
 		r.mu.Unlock()
