@@ -24,6 +24,7 @@ type adapter struct {
 	opts  Options
 	srv   *server
 	watch *responseWatcher
+	hold  *eofHold // nil in tests that build an adapter by hand
 	conn  *acp.AgentSideConnection
 	// ctx lives as long as the connection; updates and agent runs hang off it, not off a request.
 	ctx   context.Context
@@ -105,6 +106,9 @@ func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (
 }
 
 func (a *adapter) requireAuth() error {
+	if a.hold != nil {
+		a.hold.initialized(a.ctx)
+	}
 	if !a.srv.authenticated() {
 		return a.authRequired()
 	}

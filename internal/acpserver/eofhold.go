@@ -2,6 +2,7 @@ package acpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"sync"
@@ -19,11 +20,12 @@ type eofHold struct {
 	mu      sync.Mutex
 	partial []byte
 	pending map[string]bool // ids of requests not answered yet
+	inits   map[string]bool // ids of initialize requests not answered yet
 	changed chan struct{}   // closed and replaced whenever pending shrinks
 }
 
 func newEOFHold(r io.Reader, grace time.Duration) *eofHold {
-	return &eofHold{r: r, grace: grace, pending: map[string]bool{}, changed: make(chan struct{})}
+	return &eofHold{r: r, grace: grace, pending: map[string]bool{}, inits: map[string]bool{}, changed: make(chan struct{})}
 }
 
 type rpcHead struct {
@@ -43,6 +45,9 @@ func (h *eofHold) Read(p []byte) (int, error) {
 		var m rpcHead
 		if json.Unmarshal(h.partial[:i], &m) == nil && len(m.ID) > 0 && m.Method != "" && m.Method != "session/prompt" {
 			h.pending[string(m.ID)] = true
+			if m.Method == "initialize" {
+				h.inits[string(m.ID)] = true
+			}
 		}
 		h.partial = h.partial[i+1:]
 	}
@@ -81,8 +86,28 @@ func (h *eofHold) answered(b []byte) {
 	h.mu.Lock()
 	if h.pending[string(m.ID)] {
 		delete(h.pending, string(m.ID))
+		delete(h.inits, string(m.ID))
 		close(h.changed)
 		h.changed = make(chan struct{})
 	}
 	h.mu.Unlock()
+}
+
+// initialized waits until every initialize request read so far has been answered (or ctx ends):
+// the SDK handles requests concurrently, and a session request piped in right after initialize
+// must not be refused because the login check has not finished yet.
+func (h *eofHold) initialized(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		empty, changed := len(h.inits) == 0, h.changed
+		h.mu.Unlock()
+		if empty {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -43,3 +43,23 @@ func TestEOFHoldIgnoresGarbage(t *testing.T) {
 	h := newEOFHold(strings.NewReader("not json\n{\"id\":\n[1,2]\n"), time.Hour)
 	<-readAll(h)
 }
+
+func TestEOFHoldInitialized(t *testing.T) {
+	h := newEOFHold(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"), time.Hour)
+	buf := make([]byte, 4096)
+	if _, err := h.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() {
+		h.initialized(t.Context())
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		t.Fatal("initialized returned before initialize was answered")
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.answered([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	<-waited
+}

@@ -74,7 +74,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	hold := newEOFHold(in, eofGrace)
 	watch.onWrite = hold.answered
 	srv := newServer()
-	a := &adapter{opts: opts, srv: srv, watch: watch, ctx: ctx}
+	a := &adapter{opts: opts, srv: srv, watch: watch, hold: hold, ctx: ctx}
 	conn := acp.NewAgentSideConnection(a, watch, hold)
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
