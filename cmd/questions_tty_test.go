@@ -126,10 +126,17 @@ func askInBackground(t *testing.T, st *questions.Store) <-chan askResult {
 		t.Fatal(err)
 	}
 	out := make(chan askResult, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		res, _, err := st.Ask(context.Background(), set, questions.AskOptions{Source: "test", Timeout: time.Minute})
+		defer close(done)
+		res, _, err := st.Ask(ctx, set, questions.AskOptions{Source: "test", Timeout: time.Minute})
 		out <- askResult{res, err}
 	}()
+	// A test that ends with the set still open must not leave the asker writing into the store while
+	// the temporary folder is removed (cleanups run last-registered first, so this one comes before
+	// the folder's).
+	t.Cleanup(func() { cancel(); <-done })
 	return out
 }
 
