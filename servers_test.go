@@ -17,55 +17,123 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestACPServeClientGone: an editor that dies mid-turn closes qkit's stdin and stdout. `acp serve`
-// must not die of SIGPIPE on its next write (leaving q running): it ends the turn, stops q's whole
-// process group and exits.
-func TestACPServeClientGone(t *testing.T) {
-	home := t.TempDir()
-	pidFile := filepath.Join(home, "grandchild.pid")
-	cmd := exec.Command("qkit", "acp", "serve")
-	cmd.Env = append(cmd.Environ(),
-		"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "QKIT_ACP_ENABLED=true",
-		"FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)
-	stdin, err := cmd.StdinPipe()
+// TestServersStopTheAgent: however a stdio server is stopped while q is running (SIGTERM from the
+// client or a supervisor, or a client that dies and closes qkit's stdin and stdout), `mcp serve` and
+// `acp serve` exit cleanly and promptly (never killed by SIGPIPE on the next write), and q's whole
+// process group, grandchild included, is stopped with them.
+func TestServersStopTheAgent(t *testing.T) {
+	for _, server := range []string{"mcp", "acp"} {
+		for _, how := range []string{"SIGTERM", "client gone"} {
+			t.Run(server+"/"+how, func(t *testing.T) {
+				home := t.TempDir()
+				pidFile := filepath.Join(home, "grandchild.pid")
+				args := []string{server, "serve"}
+				if server == "mcp" {
+					args = append(args, "--eof-grace", "200ms") // a vanished client's calls get 200 ms, not 10 s
+				}
+				cmd := exec.Command("qkit", args...)
+				cmd.Env = append(cmd.Environ(),
+					"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "QKIT_ACP_ENABLED=true",
+					"ENABLE_ADDITIONAL_TOOLS=q-developer-agent",
+					"FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				stdout, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.Stderr = io.Discard
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = cmd.Process.Kill() }()
+				if server == "mcp" {
+					startMCPAgentCall(t, stdin, stdout)
+				} else {
+					startACPPrompt(t, stdin, stdout, home)
+				}
+				pid := waitPidFile(t, pidFile)
+				if how == "SIGTERM" {
+					if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					stdout.Close()
+					stdin.Close()
+				}
+				waited := make(chan error, 1)
+				go func() { waited <- cmd.Wait() }()
+				select {
+				case err := <-waited:
+					if how != "SIGTERM" && err != nil {
+						t.Fatalf("server exit: %v", err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("the server kept running after %s", how)
+				}
+				waitGone(t, pid)
+			})
+		}
+	}
+}
+
+func startMCPAgentCall(t *testing.T, stdin io.WriteCloser, stdout io.Reader) {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: stdin}, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect: %v", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
+	}()
+}
+
+func startACPPrompt(t *testing.T, stdin io.Writer, stdout io.Reader, cwd string) {
+	t.Helper()
 	conn := acp.NewClientSideConnection(quietEditor{}, stdin, stdout)
 	ctx := context.Background()
 	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: home, McpServers: []acp.McpServer{}})
+	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
 	go func() {
 		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
 	}()
-	pid := waitPidFile(t, pidFile)
-	stdout.Close()
-	stdin.Close()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			t.Fatalf("server exit: %v", err)
+}
+
+// waitPidFile waits for the fake q's grandchild to start and returns its pid.
+func waitPidFile(t *testing.T, pidFile string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(pidFile)
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid > 0 {
+			return pid
 		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("the server kept running after its editor went away")
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start")
+		}
 	}
-	waitGone(t, pid)
+}
+
+// waitGone fails the test unless process pid exits (or is a zombie) within ten seconds.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the agent's grandchild %d outlived the server", pid)
+		}
+	}
 }
 
 // quietEditor is an ACP client that accepts updates and refuses everything else.
@@ -141,62 +209,5 @@ func TestServersStopOnSIGTERM(t *testing.T) {
 			}
 			waitGone(t, pid)
 		})
-	}
-}
-
-func startMCPAgentCall(t *testing.T, stdin io.WriteCloser, stdout io.Reader) {
-	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil).
-		Connect(t.Context(), &mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: stdin}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	go func() {
-		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
-	}()
-}
-
-func startACPPrompt(t *testing.T, stdin io.Writer, stdout io.Reader, cwd string) {
-	t.Helper()
-	conn := acp.NewClientSideConnection(quietEditor{}, stdin, stdout)
-	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatalf("session/new: %v", err)
-	}
-	go func() {
-		_, _ = conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}})
-	}()
-}
-
-// waitPidFile waits for the fake q's grandchild to start and returns its pid.
-func waitPidFile(t *testing.T, pidFile string) int {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		data, _ := os.ReadFile(pidFile)
-		if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not start")
-		}
-	}
-}
-
-// waitGone fails the test unless process pid exits (or is a zombie) within ten seconds.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the agent's grandchild %d outlived the server", pid)
-		}
 	}
 }
