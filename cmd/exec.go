@@ -73,7 +73,7 @@ internal command's (3 when the change was declined).`,
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runExecInternal(c.Context(), a, internalRegistry(a, c.Root()), opts, args)
+			return runExecInternal(c.Context(), a, internalRegistry(a, nil), opts, args)
 		},
 	}
 	f := c.Flags()

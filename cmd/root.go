@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
@@ -29,7 +30,7 @@ func Main(args []string) int {
 // Run executes one command line against a fresh command tree on a's streams, prints any error to
 // a's stderr as "qkit: <message>" and returns the exit code.
 func Run(ctx context.Context, a *app.App, args []string) int {
-	return runRoot(ctx, a, NewRoot(a), args)
+	return runRoot(ctx, a, newRoot(a, commandNamed(args)), args)
 }
 
 // runRoot is Run on a tree built for a (internal commands run on a fresh one each time).
@@ -92,7 +93,11 @@ type rootOptions struct {
 
 // NewRoot builds the whole command tree on a. Every call returns a fresh, independent tree: the
 // internal-command registry runs commands on one of its own.
-func NewRoot(a *app.App) *cobra.Command {
+func NewRoot(a *app.App) *cobra.Command { return newRoot(a, "") }
+
+// newRoot builds the tree with every top-level command, or with only the one named only: a run
+// that names its command needs no other, and building them all is a fifth of qkit's start-up work.
+func newRoot(a *app.App, only string) *cobra.Command {
 	opts := &rootOptions{}
 	root := &cobra.Command{
 		Use:   "qkit <command>",
@@ -125,12 +130,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return output.WithCode(output.ExitUsage, usageError{err})
 	})
-	pf := root.PersistentFlags()
-	pf.StringVar(&opts.configFile, "config", "", "read settings from `FILE` instead of <config>/config.yaml")
-	pf.StringVar(&opts.logLevel, "log-level", "", "log `LEVEL` on stderr: debug, info, warn or error (default: setting log.level)")
-	pf.BoolVar(&opts.noInput, "no-input", false, "never prompt; fail with the flag to pass instead")
-	pf.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
-	pf.StringVar(&a.ProfileFlag, "profile", "", "context profile `NAME` to use instead of the active one")
+	defineGlobalFlags(root.PersistentFlags(), opts, &a.ProfileFlag)
 	_ = root.RegisterFlagCompletionFunc("profile", completeProfiles(a, nil))
 	logLevel, _ := config.LookupKey("log.level")
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevel.Values, cobra.ShellCompDirectiveNoFileComp))
@@ -142,8 +142,10 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	)
 	root.SetHelpCommand(newHelpCmd())
 	root.SetCompletionCommandGroupID(groupConfig)
-	for _, c := range subcommands(a) {
-		root.AddCommand(c)
+	for _, tc := range topCommands() {
+		if only == "" || tc.name == only {
+			root.AddCommand(tc.build(a))
+		}
 	}
 	root.InitDefaultCompletionCmd()
 	addCompletionExamples(root)
@@ -207,19 +209,62 @@ const (
 	groupConfig = "config"
 )
 
-// subcommands lists the top-level commands. Each group adds itself here.
-func subcommands(a *app.App) []*cobra.Command {
-	return []*cobra.Command{
-		newContextCmd(a),
-		newExecCmd(a),
-		newSettingsCmd(a),
-		newMCPCmd(a),
-		newAskCmd(a),
-		newQuestionsCmd(a),
-		newACPCmd(a),
-		newVersionCmd(a),
-		newExitCodesTopic(),
+// defineGlobalFlags defines the flags every command takes on fs.
+func defineGlobalFlags(fs *pflag.FlagSet, opts *rootOptions, profile *string) {
+	fs.StringVar(&opts.configFile, "config", "", "read settings from `FILE` instead of <config>/config.yaml")
+	fs.StringVar(&opts.logLevel, "log-level", "", "log `LEVEL` on stderr: debug, info, warn or error (default: setting log.level)")
+	fs.BoolVar(&opts.noInput, "no-input", false, "never prompt; fail with the flag to pass instead")
+	fs.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
+	fs.StringVar(profile, "profile", "", "context profile `NAME` to use instead of the active one")
+}
+
+// topCommand is a top-level command and how to build it.
+type topCommand struct {
+	name  string
+	build func(*app.App) *cobra.Command
+}
+
+// topCommands lists the top-level commands. Each group adds itself here.
+func topCommands() []topCommand {
+	return []topCommand{
+		{"context", newContextCmd},
+		{"exec", newExecCmd},
+		{"settings", newSettingsCmd},
+		{"mcp", newMCPCmd},
+		{"ask", newAskCmd},
+		{"questions", newQuestionsCmd},
+		{"acp", newACPCmd},
+		{"version", newVersionCmd},
+		{"exit-codes", func(*app.App) *cobra.Command { return newExitCodesTopic() }},
 	}
+}
+
+// commandNamed returns the top-level command args run, when it is certain: the first word after the
+// global flags, if it names one. Anything else (help, completion, an unknown word or flag) gets the
+// whole tree, so help, suggestions and completion see every command.
+func commandNamed(args []string) string {
+	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	defineGlobalFlags(global, &rootOptions{}, new(string))
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !strings.HasPrefix(arg, "-") {
+			for _, tc := range topCommands() {
+				if tc.name == arg {
+					return arg
+				}
+			}
+			return ""
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		f := global.Lookup(name)
+		if f == nil || !strings.HasPrefix(arg, "--") {
+			return ""
+		}
+		if !hasValue && f.NoOptDefVal == "" {
+			i++ // the flag's value is the next word
+		}
+	}
+	return ""
 }
 
 // annLenientConfig marks commands that run even when the configuration has bad values (so the
