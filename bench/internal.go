@@ -36,12 +36,13 @@ func internalSuite(b *bench) ([]figure, error) {
 	}
 
 	const n = 40
-	direct, viaExec, err := interleaved(n, env, work,
+	meds, err := interleaved(n, env, work,
 		[]string{b.qkit, "context", "show", "--json"},
 		[]string{b.qkit, "exec", "internal", "context", "show", "--flag", "json"})
 	if err != nil {
 		return nil, err
 	}
+	direct, viaExec := meds[0], meds[1]
 	figs := []figure{
 		info("internal: qkit context show --json median", ms(direct), "ms"),
 		info("internal: qkit exec internal context show --flag json median", ms(viaExec), "ms"),
@@ -52,25 +53,6 @@ func internalSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	return append(figs, rt...), nil
-}
-
-// interleaved times a and b alternately n times each, so drift in the machine's load hits both
-// alike, and returns their medians.
-func interleaved(n int, env []string, dir string, a, b []string) (time.Duration, time.Duration, error) {
-	var ta, tb []time.Duration
-	for range n {
-		for _, side := range []struct {
-			argv []string
-			into *[]time.Duration
-		}{{a, &ta}, {b, &tb}} {
-			d, err := timeRuns(1, env, dir, side.argv...)
-			if err != nil {
-				return 0, 0, err
-			}
-			*side.into = append(*side.into, d)
-		}
-	}
-	return median(ta), median(tb), nil
 }
 
 // mcpRoundTrip starts `qkit mcp serve` once, then times n calls of internal_command for

@@ -112,6 +112,26 @@ func timeRuns(n int, env []string, dir string, argv ...string) (time.Duration, e
 	return median(times), nil
 }
 
+// interleaved runs each argv once per round, n rounds, so drift in the machine's load hits them all
+// alike, and returns their medians in order.
+func interleaved(n int, env []string, dir string, argvs ...[]string) ([]time.Duration, error) {
+	times := make([][]time.Duration, len(argvs))
+	for range n {
+		for i, argv := range argvs {
+			d, err := timeRuns(1, env, dir, argv...)
+			if err != nil {
+				return nil, err
+			}
+			times[i] = append(times[i], d)
+		}
+	}
+	meds := make([]time.Duration, len(argvs))
+	for i, ts := range times {
+		meds[i] = median(ts)
+	}
+	return meds, nil
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
@@ -258,23 +278,17 @@ func (b *bench) build() error {
 }
 
 // startupSuite: median wall time of `qkit version` and `qkit settings list --json` over 50 runs,
-// each as a ratio against the hello-world binary timed in the same run.
+// each as a ratio against the hello-world binary timed in the same run (the three interleaved, so
+// a change in the machine's load does not favour one of them).
 func startupSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "startup")
 	env := b.env(home)
 	const n = 50
-	hello, err := timeRuns(n, env, b.dir, b.hello)
+	meds, err := interleaved(n, env, b.dir, []string{b.hello}, []string{b.qkit, "version"}, []string{b.qkit, "settings", "list", "--json"})
 	if err != nil {
 		return nil, err
 	}
-	version, err := timeRuns(n, env, b.dir, b.qkit, "version")
-	if err != nil {
-		return nil, err
-	}
-	list, err := timeRuns(n, env, b.dir, b.qkit, "settings", "list", "--json")
-	if err != nil {
-		return nil, err
-	}
+	hello, version, list := meds[0], meds[1], meds[2]
 	return []figure{
 		info("startup: hello-world median", ms(hello), "ms"),
 		info("startup: qkit version median", ms(version), "ms"),
