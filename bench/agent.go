@@ -28,18 +28,14 @@ func agentSuite(b *bench) ([]figure, error) {
 	q := filepath.Join(b.fakeq, "q")
 	env := b.env(home, "FAKEQ_OUTPUT=the answer\\n")
 	const n = 50
-	direct, err := timeRuns(n, env, home, q, "chat", "--no-interactive", "hello")
+	meds, err := interleaved(n, env, home,
+		[]string{q, "chat", "--no-interactive", "hello"},
+		[]string{b.qkit, "ask", "--no-context", "hello"},
+		[]string{b.qkit, "version"})
 	if err != nil {
 		return nil, err
 	}
-	ask, err := timeRuns(n, env, home, b.qkit, "ask", "--no-context", "hello")
-	if err != nil {
-		return nil, err
-	}
-	version, err := timeRuns(n, env, home, b.qkit, "version")
-	if err != nil {
-		return nil, err
-	}
+	direct, ask, version := meds[0], meds[1], meds[2]
 	latency, err := streamLatency(b, home, 30)
 	if err != nil {
 		return nil, err
