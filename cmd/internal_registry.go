@@ -38,7 +38,7 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 		opts.MaxOutput = a.Config.Size("agent.max_response_size")
 		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
 	}
-	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput, newRoot: NewRoot}, opts)
+	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)
 }
 
 // internalEntries walks the tree for commands annotated with annExposure.
@@ -122,12 +122,20 @@ func scratchApp(parent *app.App) *app.App {
 type treeExecutor struct {
 	parent    *app.App
 	maxOutput int64
-	newRoot   func(*app.App) *cobra.Command // NewRoot; tests add commands
+	newRoot   func(*app.App) *cobra.Command // nil: the tree Run would build for argv; tests add commands
+}
+
+// tree builds the command tree for argv: only the top-level command it names, as Run does.
+func (e treeExecutor) tree(a *app.App, argv []string) *cobra.Command {
+	if e.newRoot != nil {
+		return e.newRoot(a)
+	}
+	return newRoot(a, commandNamed(argv))
 }
 
 // Check parses argv's flags and arguments as the command would, without running it.
 func (e treeExecutor) Check(argv []string) error {
-	root := e.newRoot(scratchApp(e.parent))
+	root := e.tree(scratchApp(e.parent), argv)
 	c, rest, err := root.Find(argv)
 	if err != nil {
 		return err
@@ -185,7 +193,8 @@ func (e treeExecutor) Run(ctx context.Context, argv []string, source, dir string
 			out = commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: output.ExitFailure}
 		}
 	}()
-	code := runRoot(ctx, child, e.newRoot(child), append(globalArgs(e.parent), argv...))
+	full := append(globalArgs(e.parent), argv...)
+	code := runRoot(ctx, child, e.tree(child, full), full)
 	if e.maxOutput > 0 && stdout.Total() > e.maxOutput {
 		// As the agent runner does: the notice tells the assistant, the log tells whoever runs the server.
 		e.parent.Logger.Warn("internal command output truncated", "command", strings.Join(argv, " "),
