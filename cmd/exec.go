@@ -73,7 +73,15 @@ internal command's (3 when the change was declined).`,
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runExecInternal(c.Context(), a, internalRegistry(a, nil), opts, args)
+			// The registry needs only the named command's group (every other request, --list and
+			// the errors that list the available commands, get the whole tree).
+			var root *cobra.Command
+			if len(args) > 0 && opts.request == "" && !opts.list {
+				if only := commandNamed(args[:1]); only != "" {
+					root = newRoot(scratchApp(a), only)
+				}
+			}
+			return runExecInternal(c.Context(), a, internalRegistry(a, root), opts, args)
 		},
 	}
 	f := c.Flags()
