@@ -72,6 +72,20 @@ func questionsErr(err error) error {
 
 // resolveSession turns the optional ID argument into a session. Without one, the only open session
 // is meant; several are an error that lists them.
+// withSession opens the store, resolves the set args names (or the only pending one) and calls fn.
+func withSession(a *app.App, args []string, fn func(*questions.Store, *questions.Session) error) error {
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := resolveSession(st, args)
+	if err != nil {
+		return err
+	}
+	return fn(st, s)
+}
+
 func resolveSession(st *questions.Store, args []string) (*questions.Session, error) {
 	if len(args) == 1 {
 		id, err := st.Resolve(args[0])

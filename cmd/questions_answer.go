@@ -74,20 +74,13 @@ the only pending set is shown.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, true),
 		RunE: func(_ *cobra.Command, args []string) error {
-			st, err := openQuestions(a)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			s, err := resolveSession(st, args)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return output.JSON(a.IO.Out, toSessionDetail(a, s))
-			}
-			printSession(a.IO.Out, a, s)
-			return nil
+			return withSession(a, args, func(_ *questions.Store, s *questions.Session) error {
+				if asJSON {
+					return output.JSON(a.IO.Out, toSessionDetail(a, s))
+				}
+				printSession(a.IO.Out, a, s)
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: the list fields plus questions and answers [{questionIndex, header, question, selected, other}]")
@@ -139,15 +132,12 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 }
 
 func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
-	st, err := openQuestions(a)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	s, err := resolveSession(st, args)
-	if err != nil {
-		return err
-	}
+	return withSession(a, args, func(st *questions.Store, s *questions.Session) error {
+		return answerSession(a, opts, st, s)
+	})
+}
+
+func answerSession(a *app.App, opts *answerOptions, st *questions.Store, s *questions.Session) error {
 	if !s.Status.Status.Open() {
 		return questionsErr(&questions.ClosedError{ID: s.ID, Status: s.Status.Status, Reason: s.Status.Reason})
 	}
@@ -162,6 +152,7 @@ func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
 			return output.WithCode(output.ExitUsage, err)
 		}
 	case len(opts.answers) > 0 || len(opts.others) > 0:
+		var err error
 		if answers, err = questions.AnswersFromSpecs(s.Set(), opts.answers, opts.others); err != nil {
 			return output.WithCode(output.ExitUsage, err)
 		}
@@ -234,20 +225,13 @@ one is given. A set that is no longer pending exits 4.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, false),
 		RunE: func(_ *cobra.Command, args []string) error {
-			st, err := openQuestions(a)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			s, err := resolveSession(st, args)
-			if err != nil {
-				return err
-			}
-			done, err := st.Reject(s.ID, reason, "")
-			if err != nil {
-				return questionsErr(err)
-			}
-			return reportDone(a, done, asJSON)
+			return withSession(a, args, func(st *questions.Store, s *questions.Session) error {
+				done, err := st.Reject(s.ID, reason, "")
+				if err != nil {
+					return questionsErr(err)
+				}
+				return reportDone(a, done, asJSON)
+			})
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "tell the assistant why, as `TEXT`")
