@@ -272,20 +272,8 @@ type acpServer struct {
 }
 
 func startACP(b *bench, home string, extra ...string) (*acpServer, error) {
-	cmd := exec.Command(b.qkit, "acp", "serve")
-	cmd.Env = b.env(home, append([]string{"QKIT_ACP_ENABLED=true"}, extra...)...)
-	cmd.Dir = home
-	errb := &strings.Builder{}
-	cmd.Stderr = errb
-	in, err := cmd.StdinPipe()
+	cmd, in, out, errb, err := b.startServe(home, append([]string{"QKIT_ACP_ENABLED=true"}, extra...), "acp")
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &benchClient{chunk: make(chan struct{}, 1)}

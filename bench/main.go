@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,27 @@ func peakRSS(c *exec.Cmd) (int64, error) {
 		return 0, fmt.Errorf("no rusage on this platform")
 	}
 	return ru.Maxrss * 1024, nil
+}
+
+// startServe starts `qkit <server> serve` in home with its stdin and stdout as pipes for a client;
+// stderr is collected for error messages.
+func (b *bench) startServe(home string, env []string, server string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *strings.Builder, error) {
+	cmd := exec.Command(b.qkit, server, "serve")
+	cmd.Env, cmd.Dir = b.env(home, env...), home
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cmd, in, out, errb, nil
 }
 
 // runOut runs argv once and returns its stdout; a failure carries its stderr.

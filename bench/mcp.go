@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -142,20 +141,8 @@ type server struct {
 }
 
 func startServer(ctx context.Context, b *bench, home string, extra ...string) (*server, error) {
-	cmd := exec.Command(b.qkit, "mcp", "serve")
-	cmd.Env = b.env(home, append([]string{"ENABLE_ADDITIONAL_TOOLS=q-developer-agent"}, extra...)...)
-	cmd.Dir = home
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	in, err := cmd.StdinPipe()
+	cmd, in, out, errb, err := b.startServe(home, append([]string{"ENABLE_ADDITIONAL_TOOLS=q-developer-agent"}, extra...), "mcp")
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "qkit-bench", Version: "1"}, nil).
