@@ -1,0 +1,150 @@
+package agent
+
+import "encoding/json"
+
+// EventType says what an Event reports. Both backends (the text runner that scrapes
+// `chat --no-interactive`, and the ACP client of `<agent> acp`) yield the same types, so every
+// front end (ask's stream-json, ACP sessions, MCP progress) is written once over events. The
+// values are the "type" field of `qkit ask --output-format stream-json`; they are a documented
+// format, so a value is never renamed.
+type EventType string
+
+// The event types. The text backend can only know some of them (message chunks, tool calls from
+// the agent's banners, denials); the ACP backend yields them all.
+const (
+	// EventMessage is a chunk of the agent's reply (Text). Concatenated, the chunks are the reply.
+	EventMessage EventType = "message"
+	// EventThought is a chunk of the agent's reasoning (Text); it is not part of the reply.
+	EventThought EventType = "thought"
+	// EventToolCall is a tool call the agent started (Tool, with Status pending or in_progress).
+	EventToolCall EventType = "tool_call"
+	// EventToolCallUpdate changes a tool call started earlier (Tool, same ID); only the fields
+	// that changed need to be set, and Status ends as completed or failed.
+	EventToolCallUpdate EventType = "tool_call_update"
+	// EventPlan replaces the agent's whole plan (Plan).
+	EventPlan EventType = "plan"
+	// EventPermissionRequested is the agent asking to run a tool (Permission, without Decision).
+	EventPermissionRequested EventType = "permission_requested"
+	// EventPermissionDecided is the answer given to a permission request (Permission, with
+	// Decision and DecidedBy).
+	EventPermissionDecided EventType = "permission_decided"
+	// EventUsage reports what the turn used so far (Usage).
+	EventUsage EventType = "usage"
+)
+
+// Event is one thing that happened during a run. Type says which of the other fields is set.
+type Event struct {
+	Type       EventType   `json:"type"`
+	Text       string      `json:"text,omitempty"`
+	Tool       *ToolCall   `json:"tool,omitempty"`
+	Plan       []PlanEntry `json:"plan,omitempty"`
+	Permission *Permission `json:"permission,omitempty"`
+	Usage      *Usage      `json:"usage,omitempty"`
+}
+
+// Tool call statuses, as ACP names them.
+const (
+	ToolPending    = "pending"
+	ToolInProgress = "in_progress"
+	ToolCompleted  = "completed"
+	ToolFailed     = "failed"
+)
+
+// ToolCall is a tool the agent runs, as far as the backend can tell.
+type ToolCall struct {
+	// ID identifies the call within the run (ACP's toolCallId; the text backend numbers them).
+	ID string `json:"id"`
+	// Title is what a person reads ("Running: ls", or the tool's name when nothing better is known).
+	Title string `json:"title,omitempty"`
+	// Name is the tool's name as the agent knows it (execute_bash, shell, fs_read, or the MCP
+	// tool's own name); empty when the backend cannot tell.
+	Name string `json:"name,omitempty"`
+	// Server is the MCP server the tool comes from; empty for the agent's built-in tools. The
+	// agent trusts such a tool as "@server/name" (TrustName).
+	Server string `json:"server,omitempty"`
+	// Kind is ACP's tool kind: read, edit, delete, move, search, execute, think, fetch, other.
+	Kind string `json:"kind,omitempty"`
+	// Status is pending, in_progress, completed or failed.
+	Status string `json:"status,omitempty"`
+	// Trusted is set when the agent ran the tool without asking (it was trusted).
+	Trusted bool `json:"trusted,omitempty"`
+	// Denied is set when the tool was refused (by the agent's policy or by a person).
+	Denied bool `json:"denied,omitempty"`
+	// Locations are the files the call touches.
+	Locations []Location `json:"locations,omitempty"`
+	// Diffs are the changes an edit makes.
+	Diffs []Diff `json:"diffs,omitempty"`
+	// Input is the tool's raw input, when the agent reports it.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Output is the tool's text output, when the agent reports it.
+	Output string `json:"output,omitempty"`
+}
+
+// TrustName is the name under which the agent trusts this tool in --trust-tools: "@server/name"
+// for an MCP tool (a bare name leaves an MCP tool untrusted), the name itself otherwise.
+func (t ToolCall) TrustName() string {
+	if t.Server != "" {
+		return "@" + t.Server + "/" + t.Name
+	}
+	return t.Name
+}
+
+// Location is a file (and optionally a line) a tool call touches.
+type Location struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Diff is a change to one file; OldText is nil for a new file.
+type Diff struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"old_text,omitempty"`
+	NewText string  `json:"new_text"`
+}
+
+// PlanEntry is one step of the agent's plan.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority,omitempty"`
+	Status   string `json:"status,omitempty"`
+}
+
+// Permission is the agent asking to run a tool, and, once decided, the answer.
+type Permission struct {
+	// Tool is the call the agent wants to make (ID, Title and whatever else it said).
+	Tool ToolCall `json:"tool"`
+	// Options are the answers the agent offers.
+	Options []PermissionOption `json:"options,omitempty"`
+	// Decision is the chosen option's kind (allow_once, allow_always, reject_once,
+	// reject_always) or "cancelled"; empty while undecided.
+	Decision string `json:"decision,omitempty"`
+	// DecidedBy says who decided: "policy" (--yolo, --trust-tools, --deny-tools,
+	// --on-permission), "person" (a questions client or the terminal), "client" (an editor).
+	DecidedBy string `json:"decided_by,omitempty"`
+}
+
+// PermissionOption is one answer the agent offers to a permission request.
+type PermissionOption struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// Kind is allow_once, allow_always, reject_once or reject_always.
+	Kind string `json:"kind"`
+}
+
+// Usage is what a turn used, as far as the agent reports it (kiro's _kiro.dev/metadata: credits,
+// context used, turn duration).
+type Usage struct {
+	Credits        float64       `json:"credits,omitempty"`
+	ContextPercent float64       `json:"context_percent,omitempty"`
+	TurnDurationMs int64         `json:"turn_duration_ms,omitempty"`
+	InputTokens    int64         `json:"input_tokens,omitempty"`
+	OutputTokens   int64         `json:"output_tokens,omitempty"`
+}
+
+// ToolUse is one tool a run used, as `ask --json` reports it in "tools".
+type ToolUse struct {
+	Name    string `json:"name"`
+	Server  string `json:"server"`
+	Trusted bool   `json:"trusted"`
+	Denied  bool   `json:"denied"`
+}
