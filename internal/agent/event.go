@@ -134,11 +134,11 @@ type PermissionOption struct {
 // Usage is what a turn used, as far as the agent reports it (kiro's _kiro.dev/metadata: credits,
 // context used, turn duration).
 type Usage struct {
-	Credits        float64       `json:"credits,omitempty"`
-	ContextPercent float64       `json:"context_percent,omitempty"`
-	TurnDurationMs int64         `json:"turn_duration_ms,omitempty"`
-	InputTokens    int64         `json:"input_tokens,omitempty"`
-	OutputTokens   int64         `json:"output_tokens,omitempty"`
+	Credits        float64 `json:"credits,omitempty"`
+	ContextPercent float64 `json:"context_percent,omitempty"`
+	TurnDurationMs int64   `json:"turn_duration_ms,omitempty"`
+	InputTokens    int64   `json:"input_tokens,omitempty"`
+	OutputTokens   int64   `json:"output_tokens,omitempty"`
 }
 
 // ToolUse is one tool a run used, as `ask --json` reports it in "tools".
