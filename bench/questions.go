@@ -30,7 +30,7 @@ func questionsSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	st, err := questions.NewStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
+	st, err := questions.NewFileStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func maxDuration(ds []time.Duration) time.Duration {
 // idleCPU starts a server, makes n calls that stay pending (with progress tokens when progress is
 // set), lets it settle, and returns the CPU seconds (user + system) it uses over the next 10 seconds.
 // The calls are then rejected.
-func idleCPU(ctx context.Context, b *bench, home string, st *questions.Store, args map[string]any, n int, progress bool) (float64, error) {
+func idleCPU(ctx context.Context, b *bench, home string, st *questions.FileStore, args map[string]any, n int, progress bool) (float64, error) {
 	s, err := startServer(ctx, b, home)
 	if err != nil {
 		return 0, err

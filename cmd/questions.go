@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,8 +43,8 @@ is optional, the only pending set is meant.`,
 }
 
 // openQuestions opens the session store under the state folder.
-func openQuestions(a *app.App) (*questions.Store, error) {
-	return questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{Now: a.Now, Logger: a.Logger})
+func openQuestions(a *app.App) (questions.Store, error) {
+	return questions.Open(a.Config, questions.Options{Now: a.Now, Logger: a.Logger})
 }
 
 // questionsErr maps the core's errors to exit codes.
@@ -73,7 +72,7 @@ func questionsErr(err error) error {
 // resolveSession turns the optional ID argument into a session. Without one, the only open session
 // is meant; several are an error that lists them.
 // withSession opens the store, resolves the set args names (or the only pending one) and calls fn.
-func withSession(a *app.App, args []string, fn func(*questions.Store, *questions.Session) error) error {
+func withSession(a *app.App, args []string, fn func(questions.Store, *questions.Session) error) error {
 	st, err := openQuestions(a)
 	if err != nil {
 		return err
@@ -86,7 +85,7 @@ func withSession(a *app.App, args []string, fn func(*questions.Store, *questions
 	return fn(st, s)
 }
 
-func resolveSession(st *questions.Store, args []string) (*questions.Session, error) {
+func resolveSession(st questions.Store, args []string) (*questions.Session, error) {
 	if len(args) == 1 {
 		id, err := st.Resolve(args[0])
 		if err != nil {

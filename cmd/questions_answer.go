@@ -74,7 +74,7 @@ the only pending set is shown.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, true),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return withSession(a, args, func(_ *questions.Store, s *questions.Session) error {
+			return withSession(a, args, func(_ questions.Store, s *questions.Session) error {
 				if asJSON {
 					return output.JSON(a.IO.Out, toSessionDetail(a, s))
 				}
@@ -132,12 +132,12 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 }
 
 func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
-	return withSession(a, args, func(st *questions.Store, s *questions.Session) error {
+	return withSession(a, args, func(st questions.Store, s *questions.Session) error {
 		return answerSession(a, opts, st, s)
 	})
 }
 
-func answerSession(a *app.App, opts *answerOptions, st *questions.Store, s *questions.Session) error {
+func answerSession(a *app.App, opts *answerOptions, st questions.Store, s *questions.Session) error {
 	if !s.Status.Status.Open() {
 		return questionsErr(&questions.ClosedError{ID: s.ID, Status: s.Status.Status, Reason: s.Status.Reason})
 	}
@@ -186,7 +186,7 @@ func reportDone(a *app.App, s *questions.Session, asJSON bool) error {
 
 // answerInteractively claims the session, walks the person through it and submits their decision.
 // Ctrl-C hands the session back as pending.
-func answerInteractively(a *app.App, st *questions.Store, p prompt.Prompter, s *questions.Session, asJSON bool) error {
+func answerInteractively(a *app.App, st questions.Store, p prompt.Prompter, s *questions.Session, asJSON bool) error {
 	token, s, err := st.Claim(s.ID)
 	if err != nil {
 		return questionsErr(err)
@@ -225,7 +225,7 @@ one is given. A set that is no longer pending exits 4.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, false),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return withSession(a, args, func(st *questions.Store, s *questions.Session) error {
+			return withSession(a, args, func(st questions.Store, s *questions.Session) error {
 				done, err := st.Reject(s.ID, reason, "")
 				if err != nil {
 					return questionsErr(err)

@@ -97,17 +97,17 @@ const ttySet = `{"questions":[
 
 // ttyApp returns an App whose streams are the terminal, with its state under a temporary QKIT_HOME,
 // and the store behind it.
-func ttyApp(t *testing.T, tty *os.File) (*app.App, *questions.Store) {
+func ttyApp(t *testing.T, tty *os.File) (*app.App, *questions.FileStore) {
 	return ttyAppIn(t, t.TempDir(), tty)
 }
 
-func ttyAppIn(t *testing.T, home string, tty *os.File) (*app.App, *questions.Store) {
+func ttyAppIn(t *testing.T, home string, tty *os.File) (*app.App, *questions.FileStore) {
 	t.Setenv("QKIT_HOME", home)
 	for _, v := range []string{"QKIT_CONFIG", "QKIT_LOG_LEVEL", "QKIT_QUESTIONS_TIMEOUT"} {
 		t.Setenv(v, "")
 	}
 	s := &app.Streams{In: tty, Out: tty, ErrOut: tty, StdinTTY: true, StdoutTTY: true, StderrTTY: true, NoColor: true}
-	st, err := questions.NewStore(filepath.Join(home, "state", "questions"), questions.Options{})
+	st, err := questions.NewFileStore(filepath.Join(home, "state", "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ type askResult struct {
 	err error
 }
 
-func askInBackground(t *testing.T, st *questions.Store) <-chan askResult {
+func askInBackground(t *testing.T, st *questions.FileStore) <-chan askResult {
 	set, err := questions.ParseQuestionSet([]byte(ttySet))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestQuestionsWaitInterruptedOnATerminal(t *testing.T) {
 	}
 }
 
-func pendingSet(t *testing.T, st *questions.Store) *questions.Session {
+func pendingSet(t *testing.T, st *questions.FileStore) *questions.Session {
 	t.Helper()
 	s, err := st.WaitPending(context.Background(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
 	if err != nil {
@@ -324,7 +324,7 @@ func TestQuestionsTwoTerminalsNeverBothAnswer(t *testing.T) {
 	}
 }
 
-func pendingOrClaimed(t *testing.T, st *questions.Store) *questions.Session {
+func pendingOrClaimed(t *testing.T, st *questions.FileStore) *questions.Session {
 	t.Helper()
 	all, err := st.List()
 	if err != nil || len(all) != 1 {

@@ -96,7 +96,7 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 	}
 }
 
-func waitPending(ctx context.Context, a *app.App, st *questions.Store, opts *waitOptions, say bool) (*questions.Session, error) {
+func waitPending(ctx context.Context, a *app.App, st questions.Store, opts *waitOptions, say bool) (*questions.Session, error) {
 	if say && a.IO.StderrTTY {
 		fmt.Fprintln(a.IO.ErrOut, "Waiting for questions… (Ctrl-C to stop)")
 	}
@@ -111,7 +111,7 @@ func waitPending(ctx context.Context, a *app.App, st *questions.Store, opts *wai
 }
 
 // waitingAfter counts the other pending sets, so the person knows how many are queued.
-func waitingAfter(st *questions.Store, id string) int {
+func waitingAfter(st questions.Store, id string) int {
 	all, err := st.List()
 	if err != nil {
 		return 0

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,14 +154,13 @@ func questionsTool() Tool {
 type questionsHandler struct {
 	d     *Deps
 	once  sync.Once
-	store *questions.Store
+	store questions.Store
 	err   error
 }
 
-func (h *questionsHandler) open() (*questions.Store, error) {
+func (h *questionsHandler) open() (questions.Store, error) {
 	h.once.Do(func() {
-		dir := filepath.Join(h.d.App.Config.Paths.State, "questions")
-		h.store, h.err = questions.NewStore(dir, questions.Options{Logger: h.d.App.Logger})
+		h.store, h.err = questions.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
 	})
 	return h.store, h.err
 }

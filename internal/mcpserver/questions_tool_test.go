@@ -34,7 +34,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 // questionsServer connects a client to a server with the given settings and returns the session
 // store the human side uses, and the server's log.
-func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.Store, *syncBuffer) {
+func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
 	t.Helper()
 	a := mcptest.NewApp(t, env)
 	logs := &syncBuffer{}
@@ -45,7 +45,7 @@ func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOption
 		}
 	})
 	d := &mcpserver.Deps{App: a, ProgressEvery: 20 * time.Millisecond}
-	st, err := questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func askAsync(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolPa
 	return out
 }
 
-func nextPending(t *testing.T, st *questions.Store) *questions.Session {
+func nextPending(t *testing.T, st *questions.FileStore) *questions.Session {
 	t.Helper()
 	s, err := st.WaitPending(t.Context(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
 	if err != nil {

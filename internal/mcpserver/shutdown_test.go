@@ -151,7 +151,7 @@ func TestEndOfInputCancelsRunningAgent(t *testing.T) {
 // question set is marked abandoned and Serve returns, instead of waiting up to questions.timeout.
 func TestEndOfInputAbandonsQuestions(t *testing.T) {
 	a := mcptest.NewApp(t, nil)
-	st, err := questions.NewStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package questions
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,13 +33,18 @@ type AskOptions struct {
 // joins it), create the session, wait for the person, and return the
 // result (answered or rejected). Timeouts and abandonment are *EndedError; the session id is in the
 // returned session even then.
-func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
+func (s *FileStore) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
+	return ask(ctx, s, &s.bg, set, opts)
+}
+
+// ask is Ask over any Store; bg is the store's own background, so Close can join the cleanup.
+func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Retention > 0 {
-		s.cleanupInBackground(opts.Retention, log)
+		bg.cleanup(s, opts.Retention, log)
 	}
 
 	sess, err := s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout})
@@ -67,14 +74,21 @@ func (s *Store) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Re
 	return res, done, nil
 }
 
-// cleanupInBackground starts Cleanup unless one is already running, logs what it removed, and only
-// warns when it fails.
-func (s *Store) cleanupInBackground(retention time.Duration, log *slog.Logger) {
-	if !s.cleaning.CompareAndSwap(false, true) {
+// background runs a store's cleanups one at a time, so that they delay no question and no answer;
+// the store's Close joins them.
+type background struct {
+	cleaning atomic.Bool    // a cleanup is running
+	wg       sync.WaitGroup // the running cleanup, joined by wait
+}
+
+// cleanup starts s.Cleanup unless one is already running, logs what it removed, and only warns when
+// it fails.
+func (b *background) cleanup(s Store, retention time.Duration, log *slog.Logger) {
+	if !b.cleaning.CompareAndSwap(false, true) {
 		return // the running one covers this call too
 	}
-	s.bg.Go(func() {
-		defer s.cleaning.Store(false)
+	b.wg.Go(func() {
+		defer b.cleaning.Store(false)
 		n, err := s.Cleanup(retention)
 		if err != nil {
 			log.Warn("cleanup of expired question sessions failed", "error", err)
@@ -84,3 +98,5 @@ func (s *Store) cleanupInBackground(retention time.Duration, log *slog.Logger) {
 		}
 	})
 }
+
+func (b *background) wait() { b.wg.Wait() }

@@ -16,7 +16,7 @@ import (
 // asking process has exited are marked abandoned first, so the person can still see them for a whole
 // retention period. It returns how many sessions it removed; it keeps going past errors and returns
 // them joined.
-func (s *Store) Cleanup(retention time.Duration) (int, error) {
+func (s *FileStore) Cleanup(retention time.Duration) (int, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return 0, fmt.Errorf("question sessions %s: %w", s.dir, err)
@@ -66,7 +66,7 @@ func (s *Store) Cleanup(retention time.Duration) (int, error) {
 }
 
 // remove deletes a finished session under its lock, checking again that it is still finished and old.
-func (s *Store) remove(id string, cutoff time.Time) (bool, error) {
+func (s *FileStore) remove(id string, cutoff time.Time) (bool, error) {
 	lock, err := filestore.LockFor(s.path(id, StatusFile), dirPerm)
 	if err != nil {
 		return false, err

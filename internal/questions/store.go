@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,9 +149,9 @@ func (e *ClosedError) Error() string {
 	return msg
 }
 
-// Store keeps sessions under one directory (<state>/questions). It is safe for concurrent use by
+// FileStore keeps sessions under one directory (<state>/questions). It is safe for concurrent use by
 // goroutines and processes: every change to a session happens under that session's lock.
-type Store struct {
+type FileStore struct {
 	dir    string
 	now    func() time.Time
 	poll   time.Duration
@@ -162,11 +161,10 @@ type Store struct {
 	hub   *hub // started by the first wait, stopped when the last one ends
 	users int
 
-	cleaning atomic.Bool    // a background cleanup is running
-	bg       sync.WaitGroup // background cleanups, joined by Close
+	bg background // the cleanups Ask starts, joined by Close
 }
 
-// Options tune a Store; zero values take the defaults.
+// Options tune a store; zero values take the defaults.
 type Options struct {
 	// Now is the clock.
 	Now func() time.Time
@@ -177,15 +175,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NewStore opens the store in dir, creating it 0700 when missing and tightening it when it is not.
-func NewStore(dir string, opts Options) (*Store, error) {
+// NewFileStore opens the store in dir, creating it 0700 when missing and tightening it when it is not.
+func NewFileStore(dir string, opts Options) (*FileStore, error) {
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("question sessions %s: %w", dir, err)
 	}
 	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		_ = os.Chmod(dir, dirPerm)
 	}
-	s := &Store{dir: dir, now: opts.Now, poll: opts.Poll, logger: opts.Logger}
+	s := &FileStore{dir: dir, now: opts.Now, poll: opts.Poll, logger: opts.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -196,12 +194,12 @@ func NewStore(dir string, opts Options) (*Store, error) {
 }
 
 // Dir is the directory that holds the sessions.
-func (s *Store) Dir() string { return s.dir }
+func (s *FileStore) Dir() string { return s.dir }
 
 // Close waits for a background cleanup to finish and releases the store. The file watcher stops by
 // itself when the last wait ends. Close is safe to call more than once.
-func (s *Store) Close() error {
-	s.bg.Wait()
+func (s *FileStore) Close() error {
+	s.bg.wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hub != nil {
@@ -229,7 +227,7 @@ func validPrefix(p string) bool {
 	return true
 }
 
-func (s *Store) path(id, file string) string { return filepath.Join(s.dir, id, file) }
+func (s *FileStore) path(id, file string) string { return filepath.Join(s.dir, id, file) }
 
 // CreateOptions describe a new session.
 type CreateOptions struct {
@@ -240,7 +238,7 @@ type CreateOptions struct {
 
 // Create writes a new pending session. The directory is built under a temporary name and renamed
 // into place, so no reader ever sees half a session.
-func (s *Store) Create(set *QuestionSet, opts CreateOptions) (*Session, error) {
+func (s *FileStore) Create(set *QuestionSet, opts CreateOptions) (*Session, error) {
 	id := uuid.NewString()
 	callID := opts.CallID
 	if callID == "" {
@@ -279,7 +277,7 @@ func writeJSON(path string, v any) error {
 }
 
 // Resolve turns an id or unambiguous prefix into a full session id.
-func (s *Store) Resolve(prefix string) (string, error) {
+func (s *FileStore) Resolve(prefix string) (string, error) {
 	p := strings.ToLower(strings.TrimSpace(prefix))
 	if !validPrefix(p) {
 		return "", &InvalidIDError{ID: prefix}
@@ -307,7 +305,7 @@ func (s *Store) Resolve(prefix string) (string, error) {
 }
 
 // ids lists the session directories; anything not named by a UUID is ignored.
-func (s *Store) ids() ([]string, error) {
+func (s *FileStore) ids() ([]string, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -326,7 +324,7 @@ func (s *Store) ids() ([]string, error) {
 
 // read loads a session without changing it. A missing directory is ErrNotFound; malformed files are
 // reported in Problem.
-func (s *Store) read(id string) (*Session, error) {
+func (s *FileStore) read(id string) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
@@ -420,7 +418,7 @@ func readJSON(path string, v any) error {
 }
 
 // Get loads one session by full id, settling it first (see reconcile).
-func (s *Store) Get(id string) (*Session, error) {
+func (s *FileStore) Get(id string) (*Session, error) {
 	sess, err := s.read(id)
 	if err != nil {
 		return nil, err
@@ -429,7 +427,7 @@ func (s *Store) Get(id string) (*Session, error) {
 }
 
 // List returns every session, oldest first, each settled (see reconcile).
-func (s *Store) List() ([]*Session, error) {
+func (s *FileStore) List() ([]*Session, error) {
 	ids, err := s.ids()
 	if err != nil {
 		return nil, err

@@ -15,9 +15,9 @@ import (
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
-func newStore(t *testing.T) *Store {
+func newStore(t *testing.T) *FileStore {
 	t.Helper()
-	s, err := NewStore(filepath.Join(t.TempDir(), "questions"), Options{})
+	s, err := NewFileStore(filepath.Join(t.TempDir(), "questions"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func newStore(t *testing.T) *Store {
 	return s
 }
 
-func create(t *testing.T, s *Store) *Session {
+func create(t *testing.T, s *FileStore) *Session {
 	t.Helper()
 	sess, err := s.Create(mustSet(t, langSet), CreateOptions{Source: "test"})
 	if err != nil {
@@ -410,7 +410,7 @@ func TestAskFlow(t *testing.T) {
 // BenchmarkCreateAnswerWait is one whole session in process: create (two fsynced files), answer
 // (two more) and the waiter woken by the file event.
 func BenchmarkCreateAnswerWait(b *testing.B) {
-	s, _ := NewStore(filepath.Join(b.TempDir(), "q"), Options{})
+	s, _ := NewFileStore(filepath.Join(b.TempDir(), "q"), Options{})
 	defer s.Close()
 	set := mustSet(b, langSet)
 	for b.Loop() {

@@ -14,7 +14,7 @@ import (
 
 // transition runs fn on the session under its lock and writes what fn changed. fn returns whether to
 // write status.json (and answers.json when answers is non-nil).
-func (s *Store) transition(id string, fn func(sess *Session) (answers *Answers, write bool, err error)) (*Session, error) {
+func (s *FileStore) transition(id string, fn func(sess *Session) (answers *Answers, write bool, err error)) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
@@ -64,7 +64,7 @@ func openCheck(sess *Session, claim string) error {
 // Answer records the person's answers and completes the session. claim is the token from Claim when
 // the answers come from a terminal that claimed the session, else empty. Exactly one of Answer,
 // Reject, a timeout or an abandonment wins; the others get a ClosedError.
-func (s *Store) Answer(id string, answers []Answer, claim string) (*Session, error) {
+func (s *FileStore) Answer(id string, answers []Answer, claim string) (*Session, error) {
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if err := openCheck(sess, claim); err != nil {
 			return nil, false, err
@@ -79,7 +79,7 @@ func (s *Store) Answer(id string, answers []Answer, claim string) (*Session, err
 }
 
 // Reject closes the session as rejected by the person, with an optional reason.
-func (s *Store) Reject(id, reason, claim string) (*Session, error) {
+func (s *FileStore) Reject(id, reason, claim string) (*Session, error) {
 	reason = strings.TrimSpace(reason)
 	if n := len([]rune(reason)); n > MaxReasonLen {
 		ve := &ValidationError{}
@@ -96,7 +96,7 @@ func (s *Store) Reject(id, reason, claim string) (*Session, error) {
 }
 
 // Claim marks a pending session as in progress in this terminal and returns the claim's token.
-func (s *Store) Claim(id string) (string, *Session, error) {
+func (s *FileStore) Claim(id string) (string, *Session, error) {
 	token := uuid.NewString()
 	sess, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if err := openCheck(sess, token); err != nil {
@@ -113,7 +113,7 @@ func (s *Store) Claim(id string) (string, *Session, error) {
 }
 
 // Release hands a claimed session back (pending) when the terminal stops without answering.
-func (s *Store) Release(id, token string) error {
+func (s *FileStore) Release(id, token string) error {
 	_, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if sess.Status.Status != InProgress || sess.Status.Claim == nil || sess.Status.Claim.Token != token {
 			return nil, false, nil
@@ -125,7 +125,7 @@ func (s *Store) Release(id, token string) error {
 }
 
 // Abandon closes an open session as abandoned with a reason. A closed session is left as it is.
-func (s *Store) Abandon(id, reason string) (*Session, error) {
+func (s *FileStore) Abandon(id, reason string) (*Session, error) {
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if !sess.Status.Status.Open() {
 			return nil, false, nil
@@ -136,7 +136,7 @@ func (s *Store) Abandon(id, reason string) (*Session, error) {
 }
 
 // expire closes an open session as timed out. A session answered meanwhile keeps its answer.
-func (s *Store) expire(id string, after time.Duration) (*Session, error) {
+func (s *FileStore) expire(id string, after time.Duration) (*Session, error) {
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if ans, write, done := adopt(sess, s.now); done {
 			return ans, write, nil
@@ -180,7 +180,7 @@ func adopt(sess *Session, now func() time.Time) (answers *Answers, write, done b
 
 // reconcile settles what reading alone reveals: malformed files and answers written by other tools,
 // owners that have exited (abandoned, never deleted unseen) and claims whose terminal has gone.
-func (s *Store) reconcile(sess *Session) (*Session, error) {
+func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 	if s.unsettled(sess) > 0 {
 		return sess, nil // an answer in flight, or a file still being written: not yet
 	}

@@ -45,7 +45,7 @@ type WaitOptions struct {
 // with a slow poll as a safety net. On timeout the session becomes timed_out and the error is an
 // *EndedError; when ctx is cancelled (the caller went away) the session becomes abandoned and the
 // error is ctx's.
-func (s *Store) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
+func (s *FileStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
 	sb, poll := s.watch(filepath.Join(s.dir, id))
 	defer s.unwatch(sb)
 	pollT := time.NewTicker(poll)
@@ -122,7 +122,7 @@ const malformedDelay = time.Second
 // settled (adopted as the answer, or abandoning the session when malformed); 0 when it can be
 // settled now or there is nothing to settle. It goes by the file's modification time, so it works
 // the same with or without file events, and for list and show as well as for waits.
-func (s *Store) unsettled(sess *Session) time.Duration {
+func (s *FileStore) unsettled(sess *Session) time.Duration {
 	if !sess.answersPending() || sess.answersMod.IsZero() {
 		return 0
 	}
@@ -139,7 +139,7 @@ func (s *Store) unsettled(sess *Session) time.Duration {
 
 // settled reads the session and reports whether the wait is over: answered (returned), rejected
 // (returned) or ended without an answer (EndedError).
-func (s *Store) settled(id string) (*Session, bool, error) {
+func (s *FileStore) settled(id string) (*Session, bool, error) {
 	sess, err := s.read(id)
 	if err == nil {
 		sess, err = s.reconcile(sess)
@@ -169,7 +169,7 @@ func (s *Store) settled(id string) (*Session, bool, error) {
 }
 
 // corrupt marks a completed session whose answers cannot be read as abandoned.
-func (s *Store) corrupt(id, reason string) (*Session, error) {
+func (s *FileStore) corrupt(id, reason string) (*Session, error) {
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if sess.Status.Status != Completed || sess.Answers != nil && sess.Request != nil {
 			return nil, false, nil
@@ -190,7 +190,7 @@ type WaitPendingOptions struct {
 
 // WaitPending blocks until an open, unclaimed session exists and returns the oldest one. A session
 // whose answers.json is being written (not settled yet) is not offered.
-func (s *Store) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
+func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)

@@ -8,7 +8,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// hub shares one fsnotify watcher among every wait of a Store: a server waiting on a hundred
+// hub shares one fsnotify watcher among every wait of a FileStore: a server waiting on a hundred
 // sessions holds one inotify instance (the default per-user limit is 128), not a hundred.
 type hub struct {
 	w    *fsnotify.Watcher // nil when file events are unavailable
@@ -128,7 +128,7 @@ func (h *hub) close() {
 	<-h.done
 }
 
-func (s *Store) watch(dir string) (*sub, time.Duration) {
+func (s *FileStore) watch(dir string) (*sub, time.Duration) {
 	s.mu.Lock()
 	if s.hub == nil {
 		s.hub = newHub()
@@ -147,7 +147,7 @@ func (s *Store) watch(dir string) (*sub, time.Duration) {
 	return sb, poll
 }
 
-func (s *Store) unwatch(sb *sub) {
+func (s *FileStore) unwatch(sb *sub) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hub == nil {

@@ -1,0 +1,68 @@
+package questions
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/config"
+)
+
+// Store is where question sets wait for the person. Everything above the core (the MCP tool, the
+// `qkit questions` commands, the web page, approvals from the ACP backend) holds a Store and never
+// knows which one: the files under the state folder (FileStore, the default) or a key-value bucket
+// shared by several machines. Open picks the one the settings name.
+//
+// Every implementation keeps these semantics, and the one store test suite checks them on each:
+//
+//   - Create stores a new pending set under a fresh UUID; no reader ever sees half of one.
+//   - Resolve takes a full id or any unambiguous prefix (InvalidIDError for text that is not UUID hex,
+//     ErrNotFound, AmbiguousError). Get reads one set; List returns every set, oldest first. Both
+//     settle what reading reveals (an owner known to have exited abandons its open set; a claim whose
+//     terminal has gone lapses back to pending), and one unreadable set never hides the others.
+//   - Answer, Reject, a timeout and an abandonment race for an open set (pending or in-progress):
+//     exactly one wins, once, everywhere; the losers get a *ClosedError naming the status that won.
+//     Answers are checked against the set (CheckAnswers) before they can win.
+//   - Claim marks a set in-progress for one terminal and returns its token; a change with another
+//     live claim's token gets ErrClaimed, a change with no token ("" — a script) is allowed. Release
+//     hands a claimed set back as pending.
+//   - Wait blocks without polling until the set is answered or rejected (returned), or ends without
+//     an answer: timed out after WaitOptions.Timeout (the set becomes timed_out, unless an answer won
+//     the race), abandoned (an *EndedError), or gone (removed: ErrNotFound). A cancelled ctx marks
+//     the set abandoned with WaitOptions.CancelReason and returns ctx's error.
+//   - WaitPending blocks until an open, unclaimed set exists and returns the oldest.
+//   - Cleanup removes finished sets (completed, rejected, timed_out, abandoned) last changed more than
+//     retention ago, never an open one, and reports how many it removed.
+//   - Ask is the whole flow of one question (cleanup in the background, Create, Wait, logs), the same
+//     on every store; Close joins that cleanup and releases the store.
+//
+// Errors are the package's own (ErrNotFound, ErrClaimed, *ClosedError, *EndedError, *InvalidIDError,
+// *AmbiguousError, *ValidationError), so callers map them to exit codes the same way for any store.
+type Store interface {
+	Create(set *QuestionSet, opts CreateOptions) (*Session, error)
+	Resolve(prefix string) (string, error)
+	Get(id string) (*Session, error)
+	List() ([]*Session, error)
+	Answer(id string, answers []Answer, claim string) (*Session, error)
+	Reject(id, reason, claim string) (*Session, error)
+	Claim(id string) (token string, sess *Session, err error)
+	Release(id, token string) error
+	Abandon(id, reason string) (*Session, error)
+	Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error)
+	WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error)
+	Cleanup(retention time.Duration) (int, error)
+	Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error)
+	// Location says where the sets live, for messages: a folder, or a server and bucket.
+	Location() string
+	Close() error
+}
+
+var _ Store = (*FileStore)(nil)
+
+// Open opens the store qkit's settings choose: today the files under <state>/questions.
+func Open(cfg *config.Config, opts Options) (Store, error) {
+	return NewFileStore(filepath.Join(cfg.Paths.State, "questions"), opts)
+}
+
+// Location is the folder that holds the sessions.
+func (s *FileStore) Location() string { return s.dir }
