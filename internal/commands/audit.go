@@ -57,7 +57,7 @@ func AppendAudit(path string, rec AuditRecord) error {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	defer lock.Unlock()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := filestore.OpenNoFollow(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

@@ -23,6 +23,7 @@ func WriteAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	// CreateTemp opens with O_CREATE|O_EXCL: it never follows a link planted at the temporary name.
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -69,7 +70,7 @@ func LockFor(path string, dirPerm fs.FileMode) (*Lock, error) {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	name := path + ".lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := OpenNoFollow(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -110,6 +111,23 @@ func Update(path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte,
 		return err
 	}
 	return WriteAtomic(path, data, perm, dirPerm)
+}
+
+// ErrNotRegular is returned by OpenRegular for anything but a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// checkRegular returns f when it is a regular file, and closes it otherwise.
+func checkRegular(f *os.File) (*os.File, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: f.Name(), Err: ErrNotRegular}
+	}
+	return f, nil
 }
 
 // ErrNoChange, returned by an Update function, means there is nothing to write.
