@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // EstimateTokens is qkit's token estimate for n bytes of text: bytes/4, rounded up.
@@ -21,7 +22,7 @@ var errNotText = errors.New("binary or not UTF-8 text")
 // (limit >= 0), only its first len(buf) bytes are checked and its size is taken from the file system:
 // such a file cannot be sent anyway.
 func checkText(path string, buf []byte, limit int64) (int64, error) {
-	f, err := os.Open(path)
+	f, err := filestore.OpenRegular(path)
 	if err != nil {
 		return 0, err
 	}

@@ -51,11 +51,9 @@ func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 			globRule = append(globRule, i)
 			continue
 		}
-		var warn string
-		matched[i], warn = plainPath(r.full)
-		if warn != "" {
-			ex.warnings = append(ex.warnings, warn)
-		}
+		var warnings []string
+		matched[i], warnings = plainPath(r.full)
+		ex.warnings = append(ex.warnings, warnings...)
 	}
 	w := walker{
 		onMatch: func(rule int, path string) { matched[rule] = append(matched[rule], path) },
@@ -64,6 +62,7 @@ func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 	for _, g := range groupGlobs(globs, globRule) {
 		w.walkGroup(g)
 	}
+	ex.warnings = uniq(ex.warnings)
 
 	scopeOf := map[string]string{}
 	for i, paths := range matched {
@@ -82,39 +81,55 @@ func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 	return ex
 }
 
-// plainPath expands a rule without meta characters: a file is itself, a directory adds the files
-// directly inside it (not recursively), a missing path adds nothing.
-func plainPath(full string) ([]string, string) {
+// plainPath expands a rule without meta characters: a file is itself (a path named exactly is taken
+// as given, links and all), a directory adds the regular files directly inside it (not recursively;
+// a link there counts only when it leads to a regular file inside the directory), a missing path or
+// anything else (a FIFO, a device) adds nothing.
+func plainPath(full string) ([]string, []string) {
 	fi, err := os.Stat(full)
 	if err != nil {
-		return nil, ""
+		return nil, nil
 	}
 	if fi.Mode().IsRegular() {
-		return []string{full}, ""
+		return []string{full}, nil
 	}
 	if !fi.IsDir() {
-		return nil, ""
+		return nil, nil
 	}
 	entries, err := os.ReadDir(full)
 	if err != nil {
-		return nil, fmt.Sprintf("skipping unreadable folder %s: %v", full, unwrapPath(err))
+		return nil, []string{fmt.Sprintf("skipping unreadable folder %s: %v", full, unwrapPath(err))}
 	}
-	var out []string
+	root := realPath(full)
+	var out, warnings []string
 	for _, e := range entries {
 		p := filepath.Join(full, e.Name())
 		if e.Type().IsRegular() {
 			out = append(out, p)
-		} else if e.Type()&os.ModeSymlink != 0 {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				out = append(out, p)
-			}
+			continue
 		}
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if _, inside := within(root, real); !inside {
+			warnings = append(warnings, outsideWarning(p, real, full))
+			continue
+		}
+		out = append(out, p)
 	}
-	return out, ""
+	return out, warnings
 }
 
 // groupGlobs puts globs into walk groups: one per base directory, and a base inside another base
-// joins the outer group with its pattern prefixed by the (escaped) path between them.
+// joins the outer group with its pattern prefixed by the (escaped) path between them, provided its
+// real path lies inside the outer base's too (a base reached through a link is walked on its own).
 func groupGlobs(globs []resolved, ruleIdx []int) []group {
 	order := make([]int, len(globs))
 	for i := range order {
@@ -131,16 +146,19 @@ func groupGlobs(globs []resolved, ruleIdx []int) []group {
 			if !ok {
 				continue
 			}
+			if _, real := within(g.root, r.root); !real {
+				continue
+			}
 			pattern := r.pattern
 			if rel != "" {
 				pattern = escapeMeta(filepath.ToSlash(rel)) + "/" + pattern
 			}
-			g.matchers = append(g.matchers, newMatcher(ruleIdx[i], pattern))
+			g.matchers = append(g.matchers, newMatcher(ruleIdx[i], r, pattern))
 			placed = true
 			break
 		}
 		if !placed {
-			groups = append(groups, group{base: r.base, matchers: []*matcher{newMatcher(ruleIdx[i], r.pattern)}})
+			groups = append(groups, group{base: r.base, root: r.root, matchers: []*matcher{newMatcher(ruleIdx[i], r, r.pattern)}})
 		}
 	}
 	return groups

@@ -58,7 +58,7 @@ func FuzzGlobPattern(f *testing.F) {
 		if !doublestar.MatchUnvalidated(pattern, path) {
 			return
 		}
-		m := newMatcher(0, pattern)
+		m := newMatcher(0, resolved{}, pattern)
 		segs := strings.Split(path, "/")
 		for depth, seg := range segs[:len(segs)-1] {
 			if !m.enters(depth, seg) {

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // The markers of the prompt block (DESIGN.md, "Context files").
@@ -135,7 +136,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 	for _, f := range kept {
 		rep.TotalTokens += f.Tokens
 		if opts.Expand {
-			data, err := os.ReadFile(f.Path)
+			data, err := readInto(f.Path, nil)
 			if err != nil {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
 				continue
@@ -206,9 +207,9 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	return b.String(), warnings, nil
 }
 
-// readInto reads the whole file at path into buf (grown as needed) and returns the filled slice.
+// readInto reads the whole regular file at path into buf (grown as needed) and returns the filled slice.
 func readInto(path string, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := filestore.OpenRegular(path)
 	if err != nil {
 		return buf[:0], err
 	}

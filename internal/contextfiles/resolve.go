@@ -18,6 +18,9 @@ type resolved struct {
 	// to it.
 	base    string
 	pattern string
+	// root is the real path of base (symbolic links resolved; base itself when that fails): the
+	// folder a glob's files must really lie in.
+	root string
 }
 
 // isGlob reports whether a rule is a pattern rather than a path: it holds one of doublestar's meta
@@ -67,14 +70,24 @@ func (s *Store) resolve(rule, cwd string) (resolved, error) {
 	if r.glob {
 		base, pat := doublestar.SplitPattern(filepath.ToSlash(r.full))
 		r.base, r.pattern = filepath.FromSlash(base), pat
+		r.root = realPath(r.base)
 	}
 	return r, nil
+}
+
+// realPath is path with every symbolic link resolved, or path itself when that fails (it does not
+// exist, or a loop).
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 // globHasMatch reports whether a glob rule matches at least one file (used to validate `add`).
 func (s *Store) globHasMatch(r resolved) bool {
 	found := false
 	w := walker{stopAfterFirst: true, onMatch: func(int, string) { found = true }, warn: func(string) {}}
-	w.walkGroup(group{base: r.base, matchers: []*matcher{newMatcher(0, r.pattern)}})
+	w.walkGroup(group{base: r.base, root: r.root, matchers: []*matcher{newMatcher(0, r, r.pattern)}})
 	return found
 }

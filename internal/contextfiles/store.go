@@ -224,6 +224,12 @@ func (s *Store) validate(p string, opts AddOptions) error {
 	if r.glob && !validPattern(r.pattern) {
 		return output.UsageErrorf("Invalid path '%s': Invalid glob pattern '%s'", p, r.full)
 	}
+	if !r.glob {
+		// Only files and folders are context; a FIFO or a device would block or flood every read.
+		if fi, err := os.Stat(r.full); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return output.UsageErrorf("Invalid path '%s': '%s' is not a regular file or a folder", p, r.full)
+		}
+	}
 	if opts.Force {
 		return nil
 	}

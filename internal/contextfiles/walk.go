@@ -21,7 +21,10 @@ const maxDepth = 256
 type matcher struct {
 	rule    int    // index of the rule it belongs to
 	pattern string // doublestar pattern relative to the group's base
-	segs    []string
+	// base is the rule's own base folder and root its real path: a file whose real path lies
+	// outside root is never taken, however the walk reached it.
+	base, root string
+	segs       []string
 	// deepAt is the index of the first segment holding "**" (len(segs) when none): from that depth
 	// on, every directory may hold a match.
 	deepAt int
@@ -35,8 +38,10 @@ type matcher struct {
 	filter bool
 }
 
-func newMatcher(rule int, pattern string) *matcher {
-	m := &matcher{rule: rule, pattern: pattern, segs: strings.Split(pattern, "/")}
+// newMatcher prepares glob rule number rule, resolved as r, for the walk of a group whose base is
+// r.base or a folder above it; pat is r's pattern relative to the group's base.
+func newMatcher(rule int, r resolved, pat string) *matcher {
+	m := &matcher{rule: rule, pattern: pat, base: r.base, root: r.root, segs: strings.Split(pat, "/")}
 	m.deepAt = len(m.segs)
 	for i, s := range m.segs {
 		if strings.Contains(s, "**") {
@@ -44,7 +49,7 @@ func newMatcher(rule int, pattern string) *matcher {
 			break
 		}
 	}
-	m.prune = !strings.ContainsAny(pattern, "{}") && !slashInsideMeta(pattern)
+	m.prune = !strings.ContainsAny(pat, "{}") && !slashInsideMeta(pat)
 	m.last = m.segs[len(m.segs)-1]
 	if m.prune && m.last != "" && !strings.Contains(m.last, "**") {
 		m.filter = true
@@ -101,13 +106,16 @@ func (m *matcher) nameMay(name string) bool {
 	return doublestar.MatchUnvalidated(m.last, name)
 }
 
-// group is a set of glob rules walked together from one base directory.
+// group is a set of glob rules walked together from one base directory. root is the base's real
+// path: the walk never enters a linked folder whose real path lies outside it.
 type group struct {
 	base     string
+	root     string
 	matchers []*matcher
 }
 
-// walker walks groups, following symbolic links to directories while refusing loops.
+// walker walks groups, following symbolic links to directories inside the group's base folder while
+// refusing loops; links that lead outside the base (to a folder or a file) are skipped with a warning.
 type walker struct {
 	onMatch        func(rule int, path string)
 	warn           func(msg string)
@@ -126,11 +134,7 @@ func (w *walker) walkGroup(g group) {
 	if err != nil || !fi.IsDir() {
 		return // a missing base matches nothing
 	}
-	real, err := filepath.EvalSymlinks(g.base)
-	if err != nil {
-		real = g.base
-	}
-	w.reals = append(w.reals[:0], real)
+	w.reals = append(w.reals[:0], g.root)
 	alive := make([]int, len(g.matchers))
 	for i := range alive {
 		alive[i] = i
@@ -169,7 +173,10 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 		name := e.Name()
 		path := dir + string(filepath.Separator) + name
 		typ := e.Type()
-		viaLink := ""
+		// real is the entry's real path: its folder's real path and its name, or where its link
+		// leads.
+		real := w.reals[len(w.reals)-1] + string(filepath.Separator) + name
+		linked := false
 		if typ&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(path)
 			if err != nil {
@@ -179,12 +186,14 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 				continue // a dangling link is no file
 			}
 			typ = fi.Mode().Type()
-			if typ.IsDir() {
-				if viaLink, err = filepath.EvalSymlinks(path); err != nil {
-					w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
-					continue
-				}
+			if !typ.IsDir() && !typ.IsRegular() {
+				continue
 			}
+			if real, err = filepath.EvalSymlinks(path); err != nil {
+				w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
+				continue
+			}
+			linked = true
 		}
 		switch {
 		case typ.IsDir():
@@ -192,21 +201,29 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 			if len(next) == 0 {
 				continue
 			}
-			real := w.reals[len(w.reals)-1] + string(filepath.Separator) + name
-			if viaLink != "" {
-				if w.isAncestor(viaLink) {
+			if linked {
+				if _, inside := within(g.root, real); !inside {
+					w.warn(outsideWarning(path, real, g.base))
+					continue
+				}
+				if w.isAncestor(real) {
 					w.warn(fmt.Sprintf("skipping symlink loop at %s", path))
 					continue
 				}
-				real = viaLink
 			}
 			w.reals = append(w.reals, real)
 			w.walkDir(g, path, joinRel(rel, name), depth+1, next)
 			w.reals = w.reals[:len(w.reals)-1]
 		case typ.IsRegular():
-			w.matchFile(g, alive, rel, name, path)
+			w.matchFile(g, alive, rel, name, path, real)
 		}
 	}
+}
+
+// outsideWarning is the warning for a link the walk does not follow because it leads out of the
+// rule's base folder.
+func outsideWarning(path, real, base string) string {
+	return fmt.Sprintf("skipping %s: it links to %s, outside %s", path, real, base)
 }
 
 func (w *walker) entering(g group, alive []int, depth int, name string) []int {
@@ -219,7 +236,7 @@ func (w *walker) entering(g group, alive []int, depth int, name string) []int {
 	return next
 }
 
-func (w *walker) matchFile(g group, alive []int, rel, name, path string) {
+func (w *walker) matchFile(g group, alive []int, rel, name, path, real string) {
 	relName := ""
 	for _, i := range alive {
 		m := g.matchers[i]
@@ -230,6 +247,10 @@ func (w *walker) matchFile(g group, alive []int, rel, name, path string) {
 			relName = joinRel(rel, name)
 		}
 		if doublestar.MatchUnvalidated(m.pattern, relName) {
+			if _, inside := within(m.root, real); !inside {
+				w.warn(outsideWarning(path, real, m.base))
+				continue
+			}
 			w.onMatch(m.rule, path)
 			if w.stopAfterFirst {
 				w.stopped = true

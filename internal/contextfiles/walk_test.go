@@ -168,7 +168,7 @@ func TestUnreadableFolderIsReportedAndSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.walkGroup(group{base: r.base, matchers: []*matcher{newMatcher(0, r.pattern)}})
+	w.walkGroup(group{base: r.base, root: r.root, matchers: []*matcher{newMatcher(0, r, r.pattern)}})
 	want := "skipping unreadable folder " + locked + ": permission denied"
 	if len(found) != 1 || len(warnings) != 1 || warnings[0] != want {
 		t.Fatalf("files %q, warnings %q; want one file and %q", found, warnings, want)
