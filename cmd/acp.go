@@ -60,7 +60,10 @@ stderr. Requires the setting acp.enabled (a feature gate).
 The server stops when stdin ends: requests still being answered get up to 5s to finish, so
 requests piped in from a script are answered (cat requests.jsonl | qkit acp serve); running
 prompts are cancelled at once. A script that wants a prompt's reply keeps stdin open until the
-prompt's answer arrives.`,
+prompt's answer arrives.
+
+A JSON-RPC line may be up to 10 MiB; a longer one, or one that is not valid JSON-RPC, is answered
+with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the session carries on.`,
 		Example: `  # Enable the feature once
   qkit settings set acp.enabled true
 

@@ -1115,6 +1115,71 @@ func TestMalformedParams(t *testing.T) {
 	}
 }
 
+// TestMalformedLines sends lines the SDK alone would drop without an answer, or end the session
+// on (issue 15 item 6): each gets a JSON-RPC error that is valid JSON, with the request's id where
+// it can be read, and the session carries on. A line just under the limit is read.
+func TestMalformedLines(t *testing.T) {
+	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), testOptions(store), c2sR, s2cW)
+		s2cW.Close()
+	}()
+	lines := bufio.NewScanner(s2cR)
+	lines.Buffer(nil, 1<<20)
+	call := func(msg string) map[string]any {
+		t.Helper()
+		go func() { _, _ = io.WriteString(c2sW, msg+"\n") }()
+		if !lines.Scan() {
+			t.Fatalf("no answer to %.100s", msg)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", lines.Bytes(), err)
+		}
+		return m
+	}
+	code := func(m map[string]any) float64 {
+		e, _ := m["error"].(map[string]any)
+		c, _ := e["code"].(float64)
+		return c
+	}
+	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	huge := func(id string, size int) string {
+		pre := `{"jsonrpc":"2.0","id":` + id + `,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"resource","resource":{"uri":"file:///big.txt","text":"`
+		post := `"}}]}}`
+		return pre + strings.Repeat("x", size-len(pre)-len(post)) + post
+	}
+	for i, c := range []struct {
+		line string
+		code float64
+		id   any
+	}{
+		{`garbage`, -32700, nil},
+		{strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000), -32700, nil},
+		{"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"session/list\",\"params\":{}}", 0, "\uFFFD\uFFFD"},
+		{huge("7", MaxLine+1), -32700, float64(7)},
+		{huge("8", MaxLine), -32002, float64(8)}, // read, and answered: no such session
+	} {
+		m := call(c.line)
+		if code(m) != c.code || m["id"] != c.id {
+			t.Fatalf("case %d: answer %.300v, want code %v and id %v", i, m, c.code, c.id)
+		}
+	}
+	if m := call(`{"jsonrpc":"2.0","id":9,"method":"session/list","params":{}}`); m["result"] == nil {
+		t.Fatalf("the server stopped serving after malformed lines: %v", m)
+	}
+	c2sW.Close()
+	<-done
+}
+
 // TestKillMidTurnKeepsCompletedTurns kills a real `acp serve` process with SIGKILL in the middle
 // of a turn: every completed turn is in the database afterwards.
 func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {

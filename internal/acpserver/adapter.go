@@ -15,6 +15,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
+
+	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
 // adapter implements the SDK's Agent interface (pinned v0.13.0: the interface changes between
@@ -23,8 +25,7 @@ import (
 type adapter struct {
 	opts  Options
 	srv   *server
-	watch *responseWatcher
-	hold  *eofHold // nil in tests that build an adapter by hand
+	pipe  *stdiorpc.Pipe
 	conn  *acp.AgentSideConnection
 	// ctx lives as long as the connection; updates and agent runs hang off it, not off a request.
 	ctx   context.Context
@@ -106,9 +107,7 @@ func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (
 }
 
 func (a *adapter) requireAuth() error {
-	if a.hold != nil {
-		a.hold.initialized(a.ctx)
-	}
+	a.pipe.Settled(a.ctx, acp.AgentMethodInitialize)
 	if !a.srv.authenticated() {
 		return a.authRequired()
 	}

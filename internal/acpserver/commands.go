@@ -2,6 +2,7 @@ package acpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,7 +50,8 @@ func (a *adapter) announceCommands(id string) {
 		return
 	}
 	cmds := a.availableCommands()
-	a.watch.afterResponse(id, func() {
+	key, _ := json.Marshal(id)
+	a.pipe.AfterResponse(`"sessionId":`+string(key), func() {
 		a.update(id, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: cmds}})
 	})
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
+	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
 // inboxSize bounds each session's channel (seed 001: mpsc::channel(32)).
@@ -53,6 +54,11 @@ type Options struct {
 	Now      func() time.Time
 }
 
+// MaxLine is the longest JSON-RPC line acp serve reads: the ACP SDK's reader stops at 10 MiB
+// (line break included). A longer line is answered with a parse error and skipped; the session
+// carries on.
+const MaxLine = 10<<20 - 1
+
 // eofGrace is how long the end of stdin waits for requests still being answered (not prompts).
 const eofGrace = 5 * time.Second
 
@@ -70,12 +76,16 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watch := newResponseWatcher(out)
-	hold := newEOFHold(in, eofGrace)
-	watch.onWrite = hold.answered
+	pipe := stdiorpc.New(ctx, in, out, stdiorpc.Options{
+		MaxLine:  MaxLine,
+		EOFGrace: eofGrace,
+		// Running prompts are not waited for: the end of stdin cancels them, as it always did.
+		WaitFor: func(method string) bool { return method != acp.AgentMethodSessionPrompt },
+		Logger:  opts.Logger,
+	})
 	srv := newServer()
-	a := &adapter{opts: opts, srv: srv, watch: watch, hold: hold, ctx: ctx}
-	conn := acp.NewAgentSideConnection(a, watch, hold)
+	a := &adapter{opts: opts, srv: srv, pipe: pipe, ctx: ctx}
+	conn := acp.NewAgentSideConnection(a, pipe, pipe)
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
 	go srv.loop(ctx)

@@ -55,7 +55,7 @@ func (a *adapter) sendLines(rank uint64, b []byte) error {
 	if err := a.ctx.Err(); err != nil {
 		return err
 	}
-	return a.watch.writeLines(rank, b)
+	return a.pipe.WriteRank(rank, b)
 }
 
 // update sends a session/update on the connection's context, not the request's: updates sent
