@@ -2,29 +2,38 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // editFile changes the config file under its lock. The file is edited as a YAML node tree, so the
-// person's comments, key order and other entries survive `settings set` and `reset`. A file that
-// does not parse, or whose top level is not a mapping, is left untouched.
+// person's comments, key order and other entries survive `settings set` and `reset`; in a file of
+// several YAML documents the first (the one qkit reads) is edited and the others are written back.
+// A file that is not UTF-8 text, does not parse, or whose top level is not a mapping is left
+// untouched, and so is one whose edited form would not load again.
 func (c *Config) editFile(edit func(root *yaml.Node) (bool, error)) error {
 	return filestore.Update(c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
-		var doc yaml.Node
-		if len(bytes.TrimSpace(old)) > 0 {
-			if err := yaml.Unmarshal(old, &doc); err != nil {
-				return nil, fmt.Errorf("config file %s: %v (left unchanged)", c.File, unwrapYAML(err))
-			}
+		bom, text, err := configText(old)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: %v; it was left unchanged", c.File, err)
 		}
-		if doc.Kind == 0 {
-			doc = yaml.Node{Kind: yaml.DocumentNode}
+		docs, err := decodeDocuments(text)
+		if err != nil {
+			return nil, fmt.Errorf("config file %s: %v (left unchanged)", c.File, unwrapYAML(err))
 		}
-		if len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
+		if len(docs) == 0 {
+			docs = []*yaml.Node{{Kind: yaml.DocumentNode}}
+		}
+		doc := docs[0]
+		if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 			doc.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
 		}
 		root := doc.Content[0]
@@ -33,20 +42,93 @@ func (c *Config) editFile(edit func(root *yaml.Node) (bool, error)) error {
 		}
 		changed, err := edit(root)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("config file %s: %w", c.File, err)
 		}
 		if !changed {
 			return nil, filestore.ErrNoChange
 		}
 		var buf bytes.Buffer
+		buf.Write(bom)
 		enc := yaml.NewEncoder(&buf)
 		enc.SetIndent(2)
-		if err := enc.Encode(&doc); err != nil {
+		for _, d := range docs {
+			if err := enc.Encode(d); err != nil {
+				return nil, err
+			}
+		}
+		if err := enc.Close(); err != nil {
 			return nil, err
+		}
+		// The last guard: never write a file that no longer loads or has lost a document.
+		if err := checkLoads(buf.Bytes(), len(docs)); err != nil {
+			return nil, fmt.Errorf("config file %s: the edit would leave a file that does not load (%v); it was left unchanged, edit it by hand", c.File, err)
 		}
 		return buf.Bytes(), nil
 	})
 }
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// configText splits a leading UTF-8 byte-order mark off data and checks that the rest is text a
+// person would have written: valid UTF-8 without control characters (tab, line feed and carriage
+// return aside) or a second byte-order mark.
+func configText(data []byte) (bom, text []byte, err error) {
+	text = data
+	if bytes.HasPrefix(text, utf8BOM) {
+		bom, text = utf8BOM, text[len(utf8BOM):]
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return nil, nil, fmt.Errorf("not UTF-8 text (byte %d is 0x%02x)", len(bom)+i, text[i])
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0x7f, r >= 0x80 && r <= 0x9f && r != 0x85, r == 0xfeff, r == 0xfffe, r == 0xffff:
+			return nil, nil, fmt.Errorf("not text (byte %d is the control character %U)", len(bom)+i, r)
+		}
+		i += size
+	}
+	return bom, text, nil
+}
+
+// decodeDocuments parses every YAML document in text.
+func decodeDocuments(text []byte) ([]*yaml.Node, error) {
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	for {
+		var d yaml.Node
+		err := dec.Decode(&d)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, &d)
+	}
+}
+
+// checkLoads reports whether data loads as Load reads it and still holds want documents.
+func checkLoads(data []byte, want int) error {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return errors.New(unwrapYAML(err))
+	}
+	_, text, err := configText(data)
+	if err != nil {
+		return err
+	}
+	docs, err := decodeDocuments(text)
+	if err != nil {
+		return errors.New(unwrapYAML(err))
+	}
+	if len(docs) != want {
+		return fmt.Errorf("%d YAML documents instead of %d", len(docs), want)
+	}
+	return nil
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 // setNode sets the dotted key name to v under the mapping root. An entry viper already reads as
 // that key (in any case, or flat as "agent.command: x") gets the new value in place, keeping its
@@ -67,7 +149,10 @@ func setNode(root *yaml.Node, name string, v any) error {
 	}
 	m := root
 	for _, p := range parts[:len(parts)-1] {
-		next := mappingChild(m, p)
+		next, err := section(m, p)
+		if err != nil {
+			return err
+		}
 		if next == nil {
 			next = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p}, next)
@@ -78,14 +163,45 @@ func setNode(root *yaml.Node, name string, v any) error {
 	return nil
 }
 
-// mappingChild returns the mapping value of key p in m (keys compared as viper does, ignoring case).
-func mappingChild(m *yaml.Node, p string) *yaml.Node {
+// section returns the mapping value of key p in m (keys compared as viper does, ignoring case), or
+// nil when there is none. A section left empty or null ("agent:" on its own line) becomes an empty
+// mapping in place, keeping its comments; one holding anything else (a scalar, a list) is an error,
+// since adding the key beside it would write the section twice.
+func section(m *yaml.Node, p string) (*yaml.Node, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if strings.EqualFold(m.Content[i].Value, p) && m.Content[i+1].Kind == yaml.MappingNode {
-			return m.Content[i+1]
+		k, v := m.Content[i], m.Content[i+1]
+		if !strings.EqualFold(k.Value, p) {
+			continue
+		}
+		switch {
+		case v.Kind == yaml.MappingNode:
+			return v, nil
+		case isNull(v):
+			// A comment after "agent:" stays on that line: it moves to the key, since a
+			// mapping's own line comment would be written after its first entry.
+			if k.LineComment == "" {
+				k.LineComment = v.LineComment
+			}
+			v.Kind, v.Tag, v.Value, v.Style, v.LineComment = yaml.MappingNode, "!!map", "", 0, ""
+			return v, nil
+		default:
+			return nil, fmt.Errorf("line %d: %q holds %s, not a section of settings; fix or remove that line (the file was left unchanged)", k.Line, k.Value, describeNode(v))
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// describeNode names what a YAML value is, for messages.
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	}
+	return "a value"
 }
 
 // findEntry returns the mapping and the index of the key of the first entry under m that viper
