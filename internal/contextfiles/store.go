@@ -14,9 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 	"github.com/qkit-cli/qkit/internal/output"
@@ -83,9 +86,18 @@ const (
 	ScopeProfile = "profile"
 )
 
-// fileConfig is the on-disk form of global.json and profiles/<name>.json.
+// fileConfig is the on-disk form of global.json and profiles/<name>.json: {"paths": [...]}. Other
+// fields (a "hooks" key another tool wrote) are kept, in their order, through every rewrite.
 type fileConfig struct {
-	Paths []string `json:"paths"`
+	Paths []string
+	// fields are the file's top-level fields in order, "paths" among them, as read.
+	fields []jsonField
+}
+
+// jsonField is one top-level field of a context file, its value as written.
+type jsonField struct {
+	name  string
+	value json.RawMessage
 }
 
 // CorruptError reports a config file that is not valid JSON of the expected shape. The file is left
@@ -106,22 +118,100 @@ func parseConfig(path string, data []byte) (fileConfig, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil
 	}
+	corrupt := func(err error) (fileConfig, error) { return fileConfig{}, &CorruptError{Path: path, Err: err} }
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&c); err != nil {
-		return c, &CorruptError{Path: path, Err: err}
+	tok, err := dec.Token()
+	if err != nil {
+		return corrupt(err)
 	}
-	if dec.More() {
-		return c, &CorruptError{Path: path, Err: errors.New("trailing data after the JSON object")}
+	if tok != json.Delim('{') {
+		return corrupt(fmt.Errorf("the file holds %s, not a JSON object", describeToken(tok)))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return corrupt(err)
+		}
+		name, _ := tok.(string)
+		if strings.EqualFold(name, "paths") {
+			name = "paths" // encoding/json matches field names ignoring case
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return corrupt(err)
+		}
+		if name == "paths" {
+			var paths []string
+			if err := json.Unmarshal(value, &paths); err != nil {
+				return corrupt(fmt.Errorf(`"paths" must be a list of strings: %w`, err))
+			}
+			c.Paths = paths
+		}
+		if i := slices.IndexFunc(c.fields, func(f jsonField) bool { return f.name == name }); i >= 0 {
+			c.fields[i].value = value // a repeated key: the last one counts, as for encoding/json
+			continue
+		}
+		c.fields = append(c.fields, jsonField{name: name, value: value})
+	}
+	if _, err := dec.Token(); err != nil {
+		return corrupt(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return corrupt(errors.New("trailing data after the JSON object"))
 	}
 	return c, nil
 }
 
+func describeToken(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		return "a list"
+	case string:
+		return "a string"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", tok)
+}
+
+// encodeConfig writes c: its fields in their order with "paths" holding c.Paths (first when the
+// file had none), two-space indented.
 func encodeConfig(c fileConfig) []byte {
 	if c.Paths == nil {
 		c.Paths = []string{}
 	}
-	data, _ := json.MarshalIndent(c, "", "  ")
-	return append(data, '\n')
+	paths, _ := json.MarshalIndent(c.Paths, "  ", "  ")
+	fields := c.fields
+	hasPaths := false
+	for _, f := range fields {
+		hasPaths = hasPaths || f.name == "paths"
+	}
+	if !hasPaths {
+		fields = append([]jsonField{{name: "paths"}}, fields...)
+	}
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i, f := range fields {
+		value := []byte(f.value)
+		if f.name == "paths" {
+			value = paths
+		} else {
+			var ind bytes.Buffer
+			if err := json.Indent(&ind, f.value, "  ", "  "); err == nil {
+				value = ind.Bytes()
+			}
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		name, _ := json.Marshal(f.name)
+		b.WriteString("\n  ")
+		b.Write(name)
+		b.WriteString(": ")
+		b.Write(value)
+	}
+	b.WriteString("\n}\n")
+	return b.Bytes()
 }
 
 // readConfig reads one config; a missing file is an empty list.
@@ -163,7 +253,8 @@ func (s *Store) update(t Target, fn func(paths []string) ([]string, error)) erro
 		if err != nil {
 			return nil, err
 		}
-		return encodeConfig(fileConfig{Paths: paths}), nil
+		c.Paths = paths
+		return encodeConfig(c), nil
 	})
 }
 
