@@ -22,7 +22,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/qkit-cli/qkit/internal/acpserver"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // acpSuite measures `qkit acp serve` with the Go SDK's client over stdio (issue 7):
@@ -244,19 +244,19 @@ func rawReplay(b *bench, home, cwd string, id acp.SessionId) (time.Duration, err
 
 // seedTranscript creates session id with turns turns (2 messages each) in the database at db.
 func seedTranscript(ctx context.Context, db, id, cwd string, turns int) (acp.SessionId, error) {
-	store, err := acpserver.OpenStore(ctx, db)
+	store, err := sessions.Open(ctx, db)
 	if err != nil {
 		return "", err
 	}
 	defer store.Close()
 	now := time.Now()
-	if err := store.Create(ctx, acpserver.SessionRecord{ID: id, Cwd: cwd, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := store.Create(ctx, sessions.SessionRecord{ID: id, Cwd: cwd, CreatedAt: now, UpdatedAt: now}); err != nil {
 		return "", err
 	}
 	for i := 0; i < turns; i++ {
 		q := fmt.Sprintf("question %d: why does the build take so long on this machine?", i)
 		a := strings.Repeat(fmt.Sprintf("answer %d explains the build. ", i), 8)
-		if err := store.AppendTurn(ctx, id, acpserver.Turn{Prompt: q, Reply: a}, now); err != nil {
+		if err := store.AppendTurn(ctx, id, sessions.Turn{Prompt: q, Reply: a}, now); err != nil {
 			return "", err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // acpDisabled is seed 001's feature-gate message, word for word.
@@ -113,7 +114,7 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	// ends and every turn is cancelled.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx := c.Context()
-	store, err := acpserver.OpenStore(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))
+	store, err := sessions.Open(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))
 	if err != nil {
 		return err
 	}

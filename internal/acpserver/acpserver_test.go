@@ -24,6 +24,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // The test binary doubles as the fake q (ACPTEST_AS_Q) and as a standalone `acp serve`
@@ -51,7 +52,7 @@ func actingAsQ() bool {
 }
 
 func serveForTest(db string) int {
-	store, err := OpenStore(context.Background(), db)
+	store, err := sessions.Open(context.Background(), db)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -90,7 +91,7 @@ func testRegistry() *commands.Registry {
 	}, fakeExec{}, commands.Options{})
 }
 
-func testOptions(store *Store) Options {
+func testOptions(store *sessions.Store) Options {
 	return Options{
 		Store:     store,
 		Commands:  testRegistry(),
@@ -242,7 +243,7 @@ func (c *testClient) waitFor(t *testing.T, what string, cond func() bool) {
 type harness struct {
 	t      *testing.T
 	db     string
-	store  *Store
+	store  *sessions.Store
 	tc     *testClient
 	conn   *acp.ClientSideConnection
 	toSrv  *io.PipeWriter
@@ -261,7 +262,7 @@ func startWith(t *testing.T, db string, change func(*Options)) *harness {
 	if db == "" {
 		db = filepath.Join(t.TempDir(), "qkit.db")
 	}
-	store, err := OpenStore(context.Background(), db)
+	store, err := sessions.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,7 @@ func TestAgentFailureIsRefusal(t *testing.T) {
 func TestTimeoutEndsTheTurn(t *testing.T) {
 	t.Setenv("FAKEQ_OUTPUT", "partial answer\n")
 	t.Setenv("FAKEQ_SLEEP", "30s")
-	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1041,7 +1042,7 @@ func TestInternalErrors(t *testing.T) {
 
 // TestMalformedParams talks raw JSON-RPC: the SDK's client cannot send ill-typed params.
 func TestMalformedParams(t *testing.T) {
-	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1119,7 +1120,7 @@ func TestMalformedParams(t *testing.T) {
 // on (issue 15 item 6): each gets a JSON-RPC error that is valid JSON, with the request's id where
 // it can be read, and the session carries on. A line just under the limit is read.
 func TestMalformedLines(t *testing.T) {
-	store, err := OpenStore(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1209,7 +1210,7 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 	}()
 	tc.waitFor(t, "turn one", func() bool { return strings.Contains(tc.agentText(s.SessionId), "line 3\n") })
 	_ = conn.Cancel(ctx, acp.CancelNotification{SessionId: s.SessionId})
-	store, err := OpenStore(ctx, db)
+	store, err := sessions.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1372,7 +1373,7 @@ func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 	srv := newServer()
 	go srv.loop(ctx)
 	defer func() { cancel(); srv.shutdown() }()
-	if n := cap((&adapter{ctx: ctx}).startSession(SessionRecord{ID: "x"}).inbox); n != 32 {
+	if n := cap((&adapter{ctx: ctx}).startSession(sessions.SessionRecord{ID: "x"}).inbox); n != 32 {
 		t.Fatalf("a session's inbox holds %d messages, want 32 (seed 001)", n)
 	}
 	h := &sessionHandle{id: "s", inbox: make(chan sessionMsg, inboxSize), done: make(chan struct{})}
@@ -1461,7 +1462,7 @@ func TestTwoServeProcessesShareTheDatabase(t *testing.T) {
 			t.Fatalf("window %d loading the other window's session: %v", i, err)
 		}
 	}
-	store, err := OpenStore(ctx, db)
+	store, err := sessions.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

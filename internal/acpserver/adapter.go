@@ -16,6 +16,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
+	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
@@ -23,10 +24,12 @@ import (
 // patch releases). Each method checks its input, then hands the work to the server or session
 // actors; it holds no mutable state of its own.
 type adapter struct {
-	opts  Options
-	srv   *server
-	pipe  *stdiorpc.Pipe
-	conn  *acp.AgentSideConnection
+	opts Options
+	srv  *server
+	pipe *stdiorpc.Pipe
+	// backend runs the prompts that go to the agent (text path or proxy path).
+	backend agentTurns
+	conn    *acp.AgentSideConnection
 	// ctx lives as long as the connection; updates and agent runs hang off it, not off a request.
 	ctx   context.Context
 	turns atomic.Uint64 // turn ids, unique within the connection
@@ -147,7 +150,7 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
 	}
 	now := a.opts.Now()
-	rec := SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, CreatedAt: now, UpdatedAt: now}
+	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, CreatedAt: now, UpdatedAt: now}
 	if err := a.opts.Store.Create(ctx, rec); err != nil {
 		return acp.NewSessionResponse{}, internalError(err)
 	}
@@ -157,16 +160,16 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 }
 
 // reopen checks a session/load or session/resume request and opens the session's actor.
-func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (SessionRecord, *sessionHandle, error) {
+func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (sessions.SessionRecord, *sessionHandle, error) {
 	if err := a.requireAuth(); err != nil {
-		return SessionRecord{}, nil, err
+		return sessions.SessionRecord{}, nil, err
 	}
 	cwd, err := checkCwd(cwd)
 	if err != nil {
-		return SessionRecord{}, nil, err
+		return sessions.SessionRecord{}, nil, err
 	}
 	rec, err := a.opts.Store.Get(ctx, string(id))
-	if errors.Is(err, ErrSessionNotFound) {
+	if errors.Is(err, sessions.ErrSessionNotFound) {
 		return rec, nil, notFound("session %q not found", id)
 	}
 	if err != nil {
@@ -211,12 +214,12 @@ const replayBatch = 64 << 10
 
 // replay sends the transcript msgs of session id as message chunks, in order: a prompt as the
 // content blocks the client sent (or as its text), a reply as text.
-func (a *adapter) replay(id string, msgs []Message) error {
+func (a *adapter) replay(id string, msgs []sessions.Message) error {
 	buf := make([]byte, 0, replayBatch+4<<10)
 	var block bytes.Buffer
 	for _, m := range msgs {
 		switch {
-		case m.Role == RoleUser && len(m.Blocks) > 0:
+		case m.Role == sessions.RoleUser && len(m.Blocks) > 0:
 			var blocks []json.RawMessage
 			if err := json.Unmarshal(m.Blocks, &blocks); err != nil {
 				return fmt.Errorf("stored prompt: %w", err)
@@ -230,7 +233,7 @@ func (a *adapter) replay(id string, msgs []Message) error {
 			}
 		case m.Text == "":
 			continue
-		case m.Role == RoleUser:
+		case m.Role == sessions.RoleUser:
 			buf = appendTextChunk(buf, id, kindUserChunk, m.Text)
 		default:
 			buf = appendTextChunk(buf, id, kindAgentChunk, m.Text)
@@ -281,7 +284,7 @@ func (a *adapter) routeError(id string, err error) error {
 	if errors.Is(err, errBusy) {
 		return &acp.RequestError{Code: -32603, Message: fmt.Sprintf("session %q is busy: too many requests queued (at most %d)", id, inboxSize)}
 	}
-	if _, gerr := a.opts.Store.Get(a.ctx, id); errors.Is(gerr, ErrSessionNotFound) {
+	if _, gerr := a.opts.Store.Get(a.ctx, id); errors.Is(gerr, sessions.ErrSessionNotFound) {
 		return notFound("session %q not found", id)
 	}
 	return invalidParams("session %q is not open in this connection (closed, or from an earlier run): call session/load or session/resume first", id)
@@ -302,7 +305,7 @@ func (a *adapter) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (
 	if p.Cursor != nil {
 		after = *p.Cursor
 		// The cursor is the id of the last session of the previous page.
-		if _, err := a.opts.Store.Get(ctx, after); errors.Is(err, ErrSessionNotFound) {
+		if _, err := a.opts.Store.Get(ctx, after); errors.Is(err, sessions.ErrSessionNotFound) {
 			return acp.ListSessionsResponse{}, invalidParams("cursor %q is not one session/list gave: pass its nextCursor, or none for the first page", after)
 		}
 	}
@@ -382,7 +385,7 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	reply := make(chan struct{}, 1)
 	h, err := a.srv.route(id, msgClose{reply: reply})
 	if err != nil {
-		if _, gerr := a.opts.Store.Get(ctx, id); errors.Is(gerr, ErrSessionNotFound) {
+		if _, gerr := a.opts.Store.Get(ctx, id); errors.Is(gerr, sessions.ErrSessionNotFound) {
 			return acp.CloseSessionResponse{}, notFound("session %q not found", id)
 		}
 		if errors.Is(err, errBusy) {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // BenchmarkLoadReplay measures session/load of a 10,000-message transcript over an OS pipe, read
@@ -19,20 +21,20 @@ import (
 func BenchmarkLoadReplay(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	store, err := OpenStore(ctx, filepath.Join(dir, "qkit.db"))
+	store, err := sessions.Open(ctx, filepath.Join(dir, "qkit.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer store.Close()
 	now := time.Now()
 	id := "5e1b1e2a-0000-4000-8000-00000000bench"
-	if err := store.Create(ctx, SessionRecord{ID: id, Cwd: dir, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := store.Create(ctx, sessions.SessionRecord{ID: id, Cwd: dir, CreatedAt: now, UpdatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < 5000; i++ {
 		q := fmt.Sprintf("question %d: why does the build take so long on this machine?", i)
 		a := strings.Repeat(fmt.Sprintf("answer %d explains the build. ", i), 8)
-		if err := store.AppendTurn(ctx, id, Turn{Prompt: q, Reply: a}, now); err != nil {
+		if err := store.AppendTurn(ctx, id, sessions.Turn{Prompt: q, Reply: a}, now); err != nil {
 			b.Fatal(err)
 		}
 	}

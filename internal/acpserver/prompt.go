@@ -73,39 +73,3 @@ func newUserPrompt(blocks []acp.ContentBlock) (userPrompt, error) {
 func xmlAttr(s string) string {
 	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;").Replace(s)
 }
-
-// WithHistory puts the session's earlier turns before prompt, so q (which keeps one conversation per
-// folder, not per ACP session) sees this session's conversation. Oldest messages are dropped first
-// to keep the history within budget bytes; it returns the text and the number of messages kept.
-func WithHistory(history []Message, prompt string, budget int) (string, int) {
-	start, size := len(history), 0
-	for start > 0 {
-		m := history[start-1]
-		n := len(m.Text) + 16
-		if size+n > budget {
-			break
-		}
-		size += n
-		start--
-	}
-	// Keep whole turns: a reply without its question confuses more than it helps.
-	if start < len(history) && history[start].Role == RoleAgent {
-		start++
-	}
-	kept := history[start:]
-	if len(kept) == 0 {
-		return prompt, 0
-	}
-	var b strings.Builder
-	b.WriteString("--- CONVERSATION SO FAR ---\n")
-	for _, m := range kept {
-		who := "User"
-		if m.Role == RoleAgent {
-			who = "Assistant"
-		}
-		fmt.Fprintf(&b, "%s: %s\n\n", who, strings.TrimRight(m.Text, "\n"))
-	}
-	b.WriteString("--- END OF CONVERSATION SO FAR ---\n\n")
-	b.WriteString(prompt)
-	return b.String(), len(kept)
-}

@@ -10,7 +10,9 @@
 //     session stays responsive to session/cancel while q runs.
 //
 // Nothing mutable is shared between sessions; prompts in different sessions run in parallel.
-// Sessions and their transcripts live in SQLite (store.go), so session/load works after a restart.
+// Sessions and their transcripts live in SQLite (internal/sessions), so session/load works after a
+// restart. Prompts that go to the agent run through one of two agentTurns: the text path
+// (text.go) or the proxy path.
 package acpserver
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
+	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
@@ -36,7 +39,7 @@ type ContextFunc func(cwd string, maxTokens int, prompt string) (string, []strin
 
 // Options configure the agent. Everything here is read-only once Serve starts.
 type Options struct {
-	Store *Store
+	Store *sessions.Store
 	// Limits and the agent profile and default model are passed to every run.
 	Limits agent.Limits
 	Agent  string
@@ -85,6 +88,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	})
 	srv := newServer()
 	a := &adapter{opts: opts, srv: srv, pipe: pipe, ctx: ctx}
+	a.backend = textTurns{a}
 	conn := acp.NewAgentSideConnection(a, pipe, pipe)
 	conn.SetLogger(opts.Logger)
 	a.conn = conn

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // sessionHandle is how others reach a session actor: its inbox, and done, closed when it ends.
@@ -91,14 +93,14 @@ type turnResult struct {
 type sessionActor struct {
 	h       *sessionHandle
 	a       *adapter
-	rec     SessionRecord
+	rec     sessions.SessionRecord
 	running *turn
 	queue   []*turn
 	closing []chan struct{}
 }
 
 // startSession starts the actor for rec; it ends on close or when the connection ends.
-func (a *adapter) startSession(rec SessionRecord) *sessionHandle {
+func (a *adapter) startSession(rec sessions.SessionRecord) *sessionHandle {
 	h := &sessionHandle{id: rec.ID, inbox: make(chan sessionMsg, inboxSize), done: make(chan struct{})}
 	s := &sessionActor{h: h, a: a, rec: rec}
 	go s.loop()

@@ -1,4 +1,8 @@
-package acpserver
+// Package sessions keeps qkit's conversations with the agent: the session table (id, folder, MCP
+// servers, model, trusted tools, title, the agent's own session for the ACP backend) and each
+// session's transcript, in SQLite, and builds a prompt's history from the transcript. `qkit acp
+// serve` is its front end today; it knows nothing of any protocol.
+package sessions
 
 import (
 	"context"
@@ -57,7 +61,7 @@ type SessionRecord struct {
 	UpdatedAt    time.Time
 }
 
-// Store keeps ACP sessions and their transcripts in SQLite. It is safe for concurrent use, also
+// Store keeps sessions and their transcripts in SQLite. It is safe for concurrent use, also
 // by several processes on the same file (two editor windows): WAL lets readers run beside the one
 // writer, and the busy timeout makes writers wait for each other instead of failing.
 type Store struct {
@@ -106,9 +110,9 @@ var migrations = []string{
 	`ALTER TABLE messages ADD COLUMN blocks TEXT;`,
 }
 
-// OpenStore opens (creating it and its folder when needed) the database at path and brings its
+// Open opens (creating it and its folder when needed) the database at path and brings its
 // schema up to date.
-func OpenStore(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("session database %s: %w", path, err)
 	}

@@ -1,4 +1,4 @@
-package acpserver
+package sessions
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func TestStoreMigrations(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "sub", "qkit.db")
-	s, err := OpenStore(ctx, db)
+	s, err := Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestStoreMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := OpenStore(ctx, db); err == nil || !strings.Contains(err.Error(), "newer than this qkit knows") {
+	if _, err := Open(ctx, db); err == nil || !strings.Contains(err.Error(), "newer than this qkit knows") {
 		t.Fatalf("a newer schema opened: %v", err)
 	}
 }
@@ -50,7 +50,7 @@ func TestStoreSharedByTwoServers(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	var stores []*Store
 	for i := 0; i < 2; i++ {
-		s, err := OpenStore(ctx, db)
+		s, err := Open(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestStoreSharedByTwoServers(t *testing.T) {
 
 func TestStoreListAndErrors(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenStore(ctx, filepath.Join(t.TempDir(), "qkit.db"))
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "qkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestStoreUpgradesAVersion1Database(t *testing.T) {
 		}
 	}
 	old.Close()
-	s, err := OpenStore(ctx, db)
+	s, err := Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
