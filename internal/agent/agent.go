@@ -54,8 +54,12 @@ type Limits struct {
 	Timeout time.Duration
 	// MaxResponseSize is how many bytes of output are kept; 0 means no limit.
 	MaxResponseSize int64
-	// StripANSI removes escape sequences from the output (q colours even pipes).
+	// StripANSI removes escape sequences from the output (q colours even pipes). The reply is
+	// always read without them; this matters only with RawOutput.
 	StripANSI bool
+	// RawOutput makes the reply the agent's stdout as printed: the "> " prefix, tool banners and
+	// their description blocks stay in (agent.raw_output). Tool events are reported either way.
+	RawOutput bool
 	// DefaultModel is used when Request.Model is empty (agent.model).
 	DefaultModel string
 	// Models, when not empty, are the models Request.Model may name (agent.models).
@@ -73,6 +77,7 @@ func LimitsFromConfig(c *config.Config) Limits {
 		Timeout:         c.Duration("agent.timeout"),
 		MaxResponseSize: c.Size("agent.max_response_size"),
 		StripANSI:       c.Bool("agent.strip_ansi"),
+		RawOutput:       c.Bool("agent.raw_output"),
 		DefaultModel:    c.String("agent.model"),
 		Models:          c.List("agent.models"),
 	}
@@ -98,6 +103,17 @@ type Result struct {
 	Duration time.Duration
 	// Argv is what was run.
 	Argv []string
+	// Tools are the tools the agent announced, in order, as they ended (read from its banners).
+	Tools []ToolCall
+}
+
+// ToolUses returns the tools of the run as `ask --json` reports them.
+func (r Result) ToolUses() []ToolUse {
+	uses := make([]ToolUse, 0, len(r.Tools))
+	for _, t := range r.Tools {
+		uses = append(uses, ToolUse{Name: t.Name, Server: t.Server, Trusted: t.Trusted, Denied: t.Denied})
+	}
+	return uses
 }
 
 // Body returns the kept stdout without the notice.

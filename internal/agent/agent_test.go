@@ -197,13 +197,17 @@ func TestRunStripsANSI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Output != "> hello\nworld\n" || streamed.String() != res.Output {
+	if res.Output != "hello\nworld\n" || streamed.String() != res.Output {
 		t.Fatalf("output %q streamed %q", res.Output, streamed.String())
 	}
-	l.StripANSI = false
+	l.StripANSI = false // only the raw output keeps colours: the reply is read without them
+	if res, _ = Run(t.Context(), l, Request{Prompt: "p"}, nil); res.Output != "hello\nworld\n" {
+		t.Fatalf("reply with strip_ansi=false: %q", res.Output)
+	}
+	l.RawOutput = true
 	res, _ = Run(t.Context(), l, Request{Prompt: "p"}, nil)
-	if !strings.Contains(res.Output, "\x1b[") {
-		t.Fatalf("strip_ansi=false stripped anyway: %q", res.Output)
+	if !strings.Contains(res.Output, "\x1b[") || !strings.Contains(res.Output, "> \x1b[0m") {
+		t.Fatalf("raw output with strip_ansi=false stripped anyway: %q", res.Output)
 	}
 }
 
@@ -331,7 +335,8 @@ func TestRunFailures(t *testing.T) {
 	t.Run("exit 0 with only stderr", func(t *testing.T) {
 		l := fake(t, "FAKEQ_STDERR=error: Amazon Q is having trouble responding right now")
 		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
-		if err == nil || !strings.Contains(err.Error(), "printed no reply and reported an error: error: Amazon Q is having trouble") || res.ExitCode != 0 {
+		var re *ReplyError
+		if !errors.As(err, &re) || re.Partial || !strings.Contains(err.Error(), "failed: error: Amazon Q is having trouble") || res.ExitCode != 0 {
 			t.Fatalf("err %v res %+v", err, res)
 		}
 	})
@@ -469,8 +474,8 @@ func TestLimitsFromConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := LimitsFromConfig(c)
-	if l.Command != "q" || l.Timeout != 180*time.Second || l.MaxResponseSize != 2<<20 || !l.StripANSI || l.DefaultModel != "" ||
-		!reflect.DeepEqual(l.Models, []string{"claude-3.5-sonnet", "claude-3.7-sonnet", "claude-sonnet-4"}) {
+	if l.Command != "q" || l.Timeout != 180*time.Second || l.MaxResponseSize != 2<<20 || !l.StripANSI || l.RawOutput ||
+		l.DefaultModel != "" || !reflect.DeepEqual(l.Models, []string{"claude-3.5-sonnet", "claude-3.7-sonnet", "claude-sonnet-4"}) {
 		t.Fatalf("defaults %+v", l)
 	}
 	c, err = config.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) {
@@ -492,7 +497,7 @@ func TestRunLogsFailures(t *testing.T) {
 	if _, err := Run(t.Context(), l, Request{Prompt: "p"}, nil); err == nil {
 		t.Fatal("no error")
 	}
-	if !strings.Contains(logs.String(), `level=ERROR msg="agent failed" exit_code=2 stderr=boom`) {
+	if !strings.Contains(logs.String(), `level=ERROR msg="agent failed" exit_code=2`) || !strings.Contains(logs.String(), "stderr=boom") {
 		t.Fatalf("log:\n%s", logs.String())
 	}
 }

@@ -17,15 +17,39 @@ import (
 // stderrKeep is how much of the agent's stderr is kept (the end of it, where errors are).
 const stderrKeep = 64 << 10
 
-// Run runs the agent for r under l. onChunk, when not nil, receives the (ANSI-stripped) stdout as
-// it arrives, all of it, in order, from one goroutine; it must not keep the slice.
+// Run runs the agent for r under l and returns its reply. onChunk, when not nil, receives the
+// reply as it arrives (EventMessage texts: see Stream), all of it, in order, from one goroutine; it
+// must not keep the slice.
+func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result, error) {
+	var onEvent func(Event)
+	if onChunk != nil {
+		onEvent = func(e Event) {
+			if e.Type == EventMessage {
+				onChunk([]byte(e.Text))
+			}
+		}
+	}
+	return Stream(ctx, l, r, onEvent)
+}
+
+// Stream runs the agent for r under l. onEvent, when not nil, receives the run's events as they
+// happen, from one goroutine: EventMessage with the reply text (without the "> " response prefix,
+// tool banners and their description blocks, unless l.RawOutput), EventToolCall for each tool
+// banner (Name, Server, Trusted; Status pending for an untrusted tool, in_progress for a trusted
+// one) and EventToolCallUpdate when it ends (completed, or failed; Denied when the agent refused
+// it). The tools, in their final state, are also in Result.Tools.
 //
 // A run that hits l.Timeout is not an error: Result.TimedOut is set and the partial output is
 // returned with a notice. err is non-nil when the request is invalid (nothing ran), the agent could
-// not start (the message names agent.command), the agent failed (non-zero exit, or exit 0 with no
-// output and something on stderr; the message carries its stderr), or ctx was cancelled (err wraps
-// ctx.Err()). Result is filled in every case.
-func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result, error) {
+// not start (*MissingCommandError, or a message naming agent.command), the agent failed (non-zero
+// exit; exit 0 with no reply and something on stderr), or ctx was cancelled (err wraps ctx.Err()).
+// Failures the agent reports while exiting 0 are errors too: a tool it refused
+// (*UntrustedToolError, Denied), an unknown --agent (*AgentNotFoundError), a login it lacks
+// (*LoginError: kiro-cli's device-login flow, which would wait forever, is stopped as soon as it
+// starts) and an error on stderr after a partial reply (*ReplyError). q's approval error is an
+// *UntrustedToolError unless the tool was trusted already (its stream-failure quirk). Result is
+// filled in every case, with whatever reply came before a failure.
+func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Result, error) {
 	log := l.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -42,6 +66,9 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
 		defer cancel()
 	}
+	// loginCtx is cancelled when stderr shows kiro-cli's device-login flow, which waits forever.
+	loginCtx, stopForLogin := context.WithCancelCause(runCtx)
+	defer stopForLogin(nil)
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -97,16 +124,25 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	pgid := cmd.Process.Pid
 
 	kept := &keeper{limit: l.MaxResponseSize}
+	parser := newTextParser(l.RawOutput, func(e Event) {
+		if e.Type == EventMessage {
+			kept.Write([]byte(e.Text))
+		}
+		if onEvent != nil {
+			onEvent(e)
+		}
+	})
 	stdoutDone := make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
-		readStdout(outR, l.StripANSI, kept, onChunk)
+		readStdout(outR, l.RawOutput && !l.StripANSI, parser)
 	}()
 	tail := &tailBuffer{max: stderrKeep}
+	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		_, _ = io.Copy(tail, errR)
+		_, _ = io.Copy(io.MultiWriter(tail, watch), errR)
 	}()
 
 	waitDone := make(chan error, 1)
@@ -120,9 +156,9 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	stopped := false // the run was stopped (timeout or cancel), rather than the agent exiting
 	select {
 	case waitErr = <-waitDone:
-	case <-runCtx.Done():
+	case <-loginCtx.Done():
 		stopped = true
-		log.Warn("stopping agent", "reason", context.Cause(runCtx), "pgid", pgid)
+		log.Warn("stopping agent", "reason", context.Cause(loginCtx), "pgid", pgid)
 		waitErr = stopGroup(pgid, grace, waitDone)
 	}
 	// The agent has exited. Anything left in its process group (a helper it started) goes too: it
@@ -136,6 +172,9 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	res.Duration = time.Since(start)
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	res.Stderr = tail.String()
+	report := ClassifyStderr(res.Stderr)
+	parser.close(!stopped && waitErr == nil && res.ExitCode == 0 && !report.Failed())
+	res.Tools = parser.tools
 	res.OriginalSize = kept.total
 	body := kept.body()
 	var notice strings.Builder
@@ -156,40 +195,111 @@ func Run(ctx context.Context, l Limits, r Request, onChunk func([]byte)) (Result
 	res.Output = string(body) + res.Notice
 	log.Info("agent finished", "exit_code", res.ExitCode, "output_bytes", kept.total, "stderr_bytes", tail.total, "duration", res.Duration)
 
-	switch {
-	case stopped && ctx.Err() != nil:
+	if stopped && ctx.Err() != nil {
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
-	case timedOut:
-		return res, nil
-	case waitErr != nil || res.ExitCode != 0:
-		err := fmt.Errorf("%s exited with status %d%s", l.Command, res.ExitCode, stderrSuffix(res.Stderr))
-		log.Error("agent failed", "exit_code", res.ExitCode, "stderr", res.Stderr)
+	}
+	if stopped && context.Cause(loginCtx) == errLoginFlow {
+		err := &LoginError{Command: l.Command, Detail: "it started a device login, which waits for a browser; qkit stopped it"}
+		log.Error("agent failed", "error", err)
 		return res, err
-	case strings.TrimSpace(string(body)) == "" && strings.TrimSpace(res.Stderr) != "":
-		err := fmt.Errorf("%s printed no reply and reported an error%s", l.Command, stderrSuffix(res.Stderr))
-		log.Error("agent failed with exit status 0", "stderr", res.Stderr)
+	}
+	if timedOut {
+		return res, nil
+	}
+	if err := failure(l, r, res, waitErr, report, strings.TrimSpace(string(body)) != ""); err != nil {
+		log.Error("agent failed", "exit_code", res.ExitCode, "error", err, "stderr", res.Stderr)
 		return res, err
 	}
 	return res, nil
 }
 
-func readStdout(r io.Reader, strip bool, kept *keeper, onChunk func([]byte)) {
+// errLoginFlow is why a run was stopped when the agent started its device login.
+var errLoginFlow = errors.New("the agent started a device login")
+
+// failure says how a run that ended on its own failed, or nil when it did not.
+func failure(l Limits, r Request, res Result, waitErr error, report StderrReport, replied bool) error {
+	var untrusted []ToolCall
+	for _, t := range res.Tools {
+		if !t.Trusted {
+			untrusted = append(untrusted, t)
+		}
+	}
+	exited := waitErr != nil || res.ExitCode != 0
+	switch {
+	case exited && report.ApprovalRequired:
+		// q stops at the first untrusted tool. Its approval error after a trusted tool (or after
+		// "having trouble responding") is a stream failure in disguise: no tool to approve.
+		last := len(res.Tools) - 1
+		if report.TroubleResponding || (last >= 0 && res.Tools[last].Trusted) {
+			return fmt.Errorf("%s failed: %s (q reports a stream failure after a tool has run as a tool approval error; "+
+				"the tool was trusted, so this is not about approval)", commandName(l.Command), report.Summary())
+		}
+		if last < 0 {
+			untrusted = []ToolCall{{}}
+		} else {
+			untrusted = res.Tools[last:]
+		}
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Message: report.Summary()}
+	case r.Agent != "" && (report.UnknownAgent != "" || (exited && res.ExitCode == 4)):
+		return &AgentNotFoundError{Command: l.Command, Agent: r.Agent}
+	case report.NotLoggedIn || report.AuthFailed:
+		return &LoginError{Command: l.Command, Detail: report.Summary()}
+	case exited:
+		return fmt.Errorf("%s exited with status %d%s", l.Command, res.ExitCode, stderrSuffix(res.Stderr))
+	case len(report.Errors) > 0:
+		return &ReplyError{Command: l.Command, Message: report.Summary(), Partial: replied}
+	case len(untrusted) > 0:
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true}
+	case !replied && strings.TrimSpace(res.Stderr) != "":
+		return fmt.Errorf("%s printed no reply and reported an error%s", l.Command, stderrSuffix(res.Stderr))
+	}
+	return nil
+}
+
+// loginWatch looks at stderr, line by line, for the start of a device login.
+type loginWatch struct {
+	line  []byte
+	found func()
+	done  bool
+}
+
+func (w *loginWatch) Write(p []byte) (int, error) {
+	if w.done {
+		return len(p), nil
+	}
+	for _, b := range p {
+		if b != '\n' {
+			if len(w.line) < 4096 {
+				w.line = append(w.line, b)
+			}
+			continue
+		}
+		if deviceLoginRe.Match(w.line) {
+			w.done = true
+			w.found()
+			return len(p), nil
+		}
+		w.line = w.line[:0]
+	}
+	return len(p), nil
+}
+
+// readStdout feeds the agent's stdout to the parser, which reads it ANSI-stripped; keepANSI gives
+// a raw parser the text as printed.
+func readStdout(r io.Reader, keepANSI bool, p *textParser) {
 	buf := make([]byte, 32<<10)
 	var clean []byte
 	var s stripper
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			chunk := buf[:n]
-			if strip {
-				clean = s.Strip(clean[:0], chunk)
-				chunk = clean
+			clean = s.Strip(clean[:0], buf[:n])
+			printed := clean
+			if keepANSI {
+				printed = buf[:n]
 			}
-			if len(chunk) > 0 {
-				kept.Write(chunk)
-				if onChunk != nil {
-					onChunk(chunk)
-				}
+			if len(printed) > 0 || len(clean) > 0 {
+				p.write(printed, clean)
 			}
 		}
 		if err != nil {
@@ -248,8 +358,7 @@ func startError(command string, err error) error {
 			"see qkit context show, or use --no-context)", err)
 	}
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("agent command %q not found: install the Amazon Q Developer CLI (or Kiro CLI), or set agent.command "+
-			"to the binary to run (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q)", command)
+		return &MissingCommandError{Command: command}
 	}
 	return fmt.Errorf("agent command %q (agent.command) could not start: %w", command, err)
 }

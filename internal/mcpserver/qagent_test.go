@@ -158,7 +158,7 @@ func TestQAgentMapsParameters(t *testing.T) {
 		"prompt": "@main.go explain", "resume": true, "agent": "dev", "override-model": "claude-3.7-sonnet",
 		"yolo-mode": true, "trust-tools": "fs_read,fs_write", "verbose": true,
 	})
-	if res.IsError || mcptest.Text(res) != "> the reply\n" || len(res.Content) != 1 {
+	if res.IsError || mcptest.Text(res) != "the reply\n" || len(res.Content) != 1 {
 		t.Fatalf("result %+v %q", res, mcptest.Text(res))
 	}
 	data, _ := os.ReadFile(rec)
@@ -204,9 +204,9 @@ func TestQAgentBadInput(t *testing.T) {
 
 func TestQAgentFailures(t *testing.T) {
 	t.Run("exit status", func(t *testing.T) {
-		cs, _ := qServer(t, nil, "FAKEQ_EXIT=1", "FAKEQ_STDERR=error: Not logged in, please log in with q login")
+		cs, _ := qServer(t, nil, "FAKEQ_EXIT=1", "FAKEQ_STDERR=error: dispatch failure")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
-		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "exited with status 1: error: Not logged in, please log in with q login") {
+		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "exited with status 1: error: dispatch failure") {
 			t.Fatalf("%+v %q", res, text)
 		}
 	})

@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// UntrustedToolError is a run that needed a tool it was not allowed to use in --no-interactive
+// mode. With kiro-cli 2.x the tool was denied and the model carried on (exit 0, Denied); with q
+// 1.19.7 the run stopped with q's approval error (exit 1). Either way the reply is not what was
+// asked for, and the fix is to trust the tools under TrustTools (a front end that can ask a
+// person, such as an ACP editor, asks and runs again with them trusted).
+//
+// q's approval error after a tool that was already trusted (its stream-failure quirk) is not this
+// error: that is an ordinary failure.
+type UntrustedToolError struct {
+	// Command is the agent CLI (agent.command).
+	Command string
+	// Tools are the untrusted tools, in the order the agent announced them; a Name is empty when
+	// the agent did not say which tool it wanted.
+	Tools []ToolCall
+	// Denied: the agent refused the tools and went on (kiro-cli); false: it stopped (q).
+	Denied bool
+	// Message is the agent's own error line, if it printed one (q's approval error).
+	Message string
+}
+
+// Tool is the last untrusted tool, the one a person is asked about first.
+func (e *UntrustedToolError) Tool() ToolCall { return e.Tools[len(e.Tools)-1] }
+
+// TrustNames are the names to trust, as --trust-tools takes them ("@server/tool" for MCP tools),
+// without duplicates or unknown (empty) names.
+func (e *UntrustedToolError) TrustNames() []string {
+	var names []string
+	for _, t := range e.Tools {
+		if n := t.TrustName(); n != "" && !contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// TrustTools is the exact agent flag that trusts the tools: "--trust-tools=a,@srv/b", or
+// "--trust-all-tools" when the agent did not name the tool.
+func (e *UntrustedToolError) TrustTools() string {
+	names := e.TrustNames()
+	if len(names) == 0 {
+		return "--trust-all-tools"
+	}
+	return "--trust-tools=" + strings.Join(names, ",")
+}
+
+func (e *UntrustedToolError) Error() string {
+	var labels []string
+	for _, t := range e.Tools {
+		if t.Name != "" {
+			labels = append(labels, t.TrustName())
+		}
+	}
+	what := "a tool it did not name"
+	if len(labels) == 1 {
+		what = "tool " + labels[0]
+	} else if len(labels) > 1 {
+		what = "tools " + strings.Join(labels, ", ")
+	}
+	var msg string
+	if e.Denied {
+		msg = fmt.Sprintf("%s refused %s, which is not trusted in --no-interactive mode, so the reply was made without it",
+			commandName(e.Command), what)
+	} else {
+		msg = fmt.Sprintf("%s needed approval for %s, which --no-interactive cannot give", commandName(e.Command), what)
+	}
+	if e.Message != "" {
+		msg += " (" + e.Message + ")"
+	}
+	return msg + "; to allow it, run again with " + e.TrustTools()
+}
+
+// AgentNotFoundError is an --agent the agent CLI does not know: q warns and falls back to its
+// default agent (exit 0), kiro-cli exits 4.
+type AgentNotFoundError struct {
+	Command string
+	Agent   string
+}
+
+func (e *AgentNotFoundError) Error() string {
+	return fmt.Sprintf("%s has no agent named %q (--agent); its agents are the JSON files in ~/.aws/amazonq/cli-agents "+
+		"(q) or ~/.kiro/agents (kiro-cli) and the project's .amazonq/cli-agents or .kiro/agents", commandName(e.Command), e.Agent)
+}
+
+// LoginError is an agent that is not logged in, or whose login was refused.
+type LoginError struct {
+	Command string
+	// Detail is what the agent said, or why qkit stopped it (the device-login flow).
+	Detail string
+}
+
+func (e *LoginError) Error() string {
+	msg := fmt.Sprintf("%s is not logged in", commandName(e.Command))
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg + ": " + LoginHint(e.Command)
+}
+
+// LoginHint says how to log in to the agent CLI command.
+func LoginHint(command string) string {
+	name := commandName(command)
+	if strings.Contains(name, "kiro") {
+		return fmt.Sprintf("run %s login in a terminal, or set KIRO_API_KEY in the environment for headless use (CI)", name)
+	}
+	return fmt.Sprintf("run %s login in a terminal (where %s runs kiro-cli: kiro-cli login, or KIRO_API_KEY for headless use)", name, name)
+}
+
+// MissingCommandError is an agent CLI that is not installed (or not where agent.command says).
+type MissingCommandError struct{ Command string }
+
+func (e *MissingCommandError) Error() string {
+	return fmt.Sprintf("agent command %q not found: install the Amazon Q Developer CLI (or Kiro CLI), or set agent.command "+
+		"to the binary to run (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q)", e.Command)
+}
+
+// ReplyError is a failure the agent reported on stderr while exiting 0 (an expired login, an API
+// error), possibly after part of a reply: the reply is in the run's Result, and is not complete.
+type ReplyError struct {
+	Command string
+	// Message is the agent's failure lines.
+	Message string
+	// Partial is set when some reply came before the failure.
+	Partial bool
+}
+
+func (e *ReplyError) Error() string {
+	if e.Partial {
+		return fmt.Sprintf("%s failed after a partial reply: %s", commandName(e.Command), e.Message)
+	}
+	return fmt.Sprintf("%s failed: %s", commandName(e.Command), e.Message)
+}
+
+func commandName(command string) string {
+	if command == "" {
+		return "the agent"
+	}
+	return filepath.Base(command)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

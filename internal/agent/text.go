@@ -1,0 +1,328 @@
+package agent
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// The agent CLI's stdout in `chat --no-interactive` is not only the reply (real-agent.md, "Reply"):
+// each response starts with a coloured "> ", and before a tool runs the CLI prints a banner line
+//
+//	🛠️  Using tool: NAME[ from mcp server SERVER][ (trusted)]
+//
+// followed by a description block (" ⋮ ", " ● Reading file: ...", " ● Completed in 0.1s") that
+// lasts until the next response's "> ". textParser reads the ANSI-stripped stdout as it arrives
+// and splits it into events: the reply text (EventMessage), a tool call for each banner
+// (EventToolCall) and its end (EventToolCallUpdate, completed or failed, denied when the agent
+// refused it). A line is held back only while its start could still be a banner or a prefix, so
+// reply text streams on at once.
+type textParser struct {
+	emit func(Event)
+	// raw sends stdout as printed (banners and prefixes included) as the message; tool events
+	// are still parsed.
+	raw bool
+
+	pending []byte // the start of the current line, while it is undecided
+	mode    int    // what the rest of the current line is
+	// expectPrefix is set at the start of the output and after a tool block: the next response
+	// starts with "> ", which is not part of the reply.
+	expectPrefix bool
+	tool         *ToolCall // the tool whose description block is being read; nil outside one
+	tools        []ToolCall
+	text         []byte // reusable message buffer
+	dropped      []byte // the dropped line so far, in a description block
+}
+
+// Line modes: what the current line, once decided, is.
+const (
+	lineStart = iota // nothing of the line decided yet
+	lineReply        // reply text up to the line break
+	lineDrop         // not reply text (a banner, a description line): dropped
+)
+
+func newTextParser(raw bool, emit func(Event)) *textParser {
+	return &textParser{emit: emit, raw: raw, expectPrefix: true}
+}
+
+// Banner spellings: the emoji with and without its variation selector, with two spaces or one.
+var bannerPrefixes = []string{"🛠️  Using tool:", "🛠  Using tool:", "🛠️ Using tool:", "🛠 Using tool:"}
+
+// replyPrefix starts each response (green or purple "> " before colours are stripped).
+const replyPrefix = "> "
+
+// spinnerLine is the one thing q writes to stdout that is neither reply nor tool: its spinner on a
+// stream timeout.
+const spinnerLine = "Dividing up the work..."
+
+// Write feeds the next piece of stripped stdout.
+func (p *textParser) Write(b []byte) { p.write(b, b) }
+
+// write feeds the next piece of stdout, as printed and ANSI-stripped; only a raw parser uses the
+// printed text (as its message).
+func (p *textParser) write(printed, b []byte) {
+	if p.raw && len(printed) > 0 {
+		p.emit(Event{Type: EventMessage, Text: string(printed)})
+	}
+	p.text = p.text[:0]
+	for len(b) > 0 {
+		switch p.mode {
+		case lineReply:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				p.text = append(p.text, b...)
+				b = nil
+				break
+			}
+			p.text = append(p.text, b[:i+1]...)
+			b = b[i+1:]
+			p.mode = lineStart
+		case lineDrop:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				p.keepDropped(b)
+				b = nil
+				break
+			}
+			p.keepDropped(b[:i])
+			b = b[i+1:]
+			p.endDropped()
+		default:
+			i := bytes.IndexByte(b, '\n')
+			var piece []byte
+			if i < 0 {
+				piece, b = b, nil
+			} else {
+				piece, b = b[:i+1], b[i+1:]
+			}
+			p.pending = append(p.pending, piece...)
+			p.decide(i >= 0)
+		}
+	}
+	p.flushText()
+}
+
+// decide settles what the pending start of a line is, once it can: complete says the line break
+// has arrived.
+func (p *textParser) decide(complete bool) {
+	line := p.pending
+	body := bytes.TrimRight(line, "\r\n")
+	trimmed := bytes.TrimLeft(body, " ")
+	if !complete && (len(bytes.TrimSpace(body)) == 0 || couldBeSpecial(trimmed, p.expectPrefix || p.tool != nil)) {
+		return // wait for more of the line
+	}
+	p.pending = p.pending[:0]
+	switch {
+	case hasBanner(trimmed):
+		p.banner(string(trimmed))
+		p.mode = lineDrop
+	case p.expectPrefix && bytes.HasPrefix(body, []byte(replyPrefix)):
+		p.endTool(true)
+		p.expectPrefix = false
+		p.text = append(p.text, line[len(replyPrefix):]...)
+		p.mode = lineReply
+	case p.tool != nil:
+		p.keepDropped(body)
+		p.mode = lineDrop
+	case string(bytes.TrimSpace(body)) == spinnerLine:
+		p.mode = lineDrop
+	case p.expectPrefix && len(bytes.TrimSpace(line)) == 0:
+		p.mode = lineDrop // blank lines before a response are not part of it
+	default:
+		// Reply text; without the prefix (an agent that prints none) the response has started all
+		// the same.
+		p.expectPrefix = false
+		p.text = append(p.text, line...)
+		p.mode = lineReply
+	}
+	if complete {
+		p.endDropped()
+	}
+}
+
+// maxDropped bounds how much of a dropped line is read for markers.
+const maxDropped = 4096
+
+func (p *textParser) keepDropped(b []byte) {
+	if p.tool != nil && len(p.dropped) < maxDropped {
+		p.dropped = append(p.dropped, b[:min(len(b), maxDropped-len(p.dropped))]...)
+	}
+}
+
+// endDropped ends the current line: a dropped line of a description block is read for how the
+// tool call ended.
+func (p *textParser) endDropped() {
+	if p.mode == lineDrop {
+		p.blockLine(p.dropped)
+	}
+	p.dropped = p.dropped[:0]
+	p.mode = lineStart
+}
+
+// couldBeSpecial reports whether an incomplete line start may still turn out to be a banner, a
+// response prefix or the spinner.
+func couldBeSpecial(start []byte, prefixExpected bool) bool {
+	if len(start) == 0 {
+		return true
+	}
+	for _, b := range bannerPrefixes {
+		if isPrefixEither(start, b) {
+			return true
+		}
+	}
+	if prefixExpected && isPrefixEither(start, replyPrefix) {
+		return true
+	}
+	return isPrefixEither(start, spinnerLine)
+}
+
+// isPrefixEither reports whether a is a prefix of b or b of a.
+func isPrefixEither(a []byte, b string) bool {
+	n := min(len(a), len(b))
+	return string(a[:n]) == b[:n]
+}
+
+func hasBanner(line []byte) bool {
+	for _, b := range bannerPrefixes {
+		if bytes.HasPrefix(line, []byte(b)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseBanner reads a tool banner line ("🛠️  Using tool: NAME[ from mcp server S][ (trusted)]",
+// ANSI-stripped, either order of the two suffixes). ok is false when line is not a banner.
+func ParseBanner(line string) (t ToolCall, ok bool) {
+	line = strings.TrimSpace(line)
+	for _, b := range bannerPrefixes {
+		if rest, found := strings.CutPrefix(line, b); found {
+			line, ok = rest, true
+			break
+		}
+	}
+	if !ok {
+		return ToolCall{}, false
+	}
+	line = strings.TrimSpace(line)
+	if rest, found := strings.CutSuffix(line, "(trusted)"); found {
+		t.Trusted, line = true, strings.TrimSpace(rest)
+	}
+	if name, server, found := strings.Cut(line, " from mcp server "); found {
+		line = strings.TrimSpace(name)
+		if rest, found := strings.CutSuffix(line, "(trusted)"); found {
+			t.Trusted, line = true, rest
+		}
+		server = strings.TrimSpace(server)
+		if rest, found := strings.CutSuffix(server, "(trusted)"); found {
+			t.Trusted, server = true, strings.TrimSpace(rest)
+		}
+		t.Server = server
+	}
+	t.Name = strings.TrimSpace(line)
+	return t, true
+}
+
+// toolKinds maps the agents' built-in tool names to ACP tool kinds.
+var toolKinds = map[string]string{
+	"fs_read": "read", "read": "read", "fs_write": "edit", "write": "edit",
+	"execute_bash": "execute", "execute_cmd": "execute", "shell": "execute",
+	"grep": "search", "glob": "search", "code": "search", "web_search": "fetch", "web_fetch": "fetch",
+	"thinking": "think",
+}
+
+func (p *textParser) banner(line string) {
+	p.endTool(true)
+	t, _ := ParseBanner(line)
+	t.ID = strconv.Itoa(len(p.tools) + 1)
+	t.Title = t.Name
+	if t.Server != "" {
+		t.Title = t.Name + " (" + t.Server + ")"
+	}
+	t.Kind = toolKinds[t.Name]
+	if t.Kind == "" {
+		t.Kind = "other"
+	}
+	t.Status = ToolPending
+	if t.Trusted {
+		t.Status = ToolInProgress
+	}
+	p.tools = append(p.tools, t)
+	p.tool = &p.tools[len(p.tools)-1]
+	p.expectPrefix = true
+	p.flushText()
+	p.emit(Event{Type: EventToolCall, Tool: new(*p.tool)})
+}
+
+// Markers in a description block (kiro's denial text; q's " ● Execution failed after 0.1s:").
+const (
+	deniedMarker = "rules on the denied list"
+	failedMarker = "Execution failed"
+)
+
+// blockLine reads a line of a tool's description block for how the call ended.
+func (p *textParser) blockLine(line []byte) {
+	if p.tool == nil {
+		return
+	}
+	switch {
+	case bytes.Contains(line, []byte(deniedMarker)):
+		p.tool.Denied = true
+	case bytes.Contains(line, []byte(failedMarker)):
+		p.tool.Status = ToolFailed
+	}
+}
+
+// endTool ends the current tool call, if any. carriedOn says the agent went on after it (another
+// response or tool): an untrusted tool it went on without was refused, not run.
+func (p *textParser) endTool(carriedOn bool) {
+	t := p.tool
+	if t == nil {
+		return
+	}
+	p.tool = nil
+	switch {
+	case t.Denied || (!t.Trusted && carriedOn):
+		t.Denied, t.Status = true, ToolFailed
+	case t.Status == ToolFailed:
+	case t.Trusted && carriedOn:
+		t.Status = ToolCompleted
+	default:
+		return // the run's end decides (close)
+	}
+	p.flushText()
+	p.emit(Event{Type: EventToolCallUpdate, Tool: &ToolCall{ID: t.ID, Status: t.Status, Denied: t.Denied}})
+}
+
+// close ends the stream once the agent has exited: ok says it exited 0.
+func (p *textParser) close(ok bool) {
+	if len(p.pending) > 0 {
+		p.decide(true)
+		p.flushText()
+	}
+	p.endDropped()
+	t := p.tool
+	if t == nil {
+		return
+	}
+	p.tool = nil
+	switch {
+	case t.Status == ToolFailed || t.Denied:
+	case !t.Trusted && ok:
+		t.Denied, t.Status = true, ToolFailed // kiro: refused, and the model finished without it
+	case t.Trusted && ok:
+		t.Status = ToolCompleted
+	default:
+		t.Status = ToolFailed // q stopped at it (approval), or the run failed while it ran
+	}
+	p.emit(Event{Type: EventToolCallUpdate, Tool: &ToolCall{ID: t.ID, Status: t.Status, Denied: t.Denied}})
+}
+
+func (p *textParser) flushText() {
+	if len(p.text) == 0 || p.raw {
+		p.text = p.text[:0]
+		return
+	}
+	p.emit(Event{Type: EventMessage, Text: string(p.text)})
+	p.text = p.text[:0]
+}
