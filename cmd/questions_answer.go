@@ -21,7 +21,10 @@ func newQuestionsListCmd(a *app.App) *cobra.Command {
 questions and the first question's header. --all adds answered, rejected, timed-out and abandoned
 sets (kept for questions.retention).
 
-A pending set whose asking process has exited is marked abandoned here, never silently deleted.`,
+A set whose MCP call ended before the answer (the client gave up, cancelled, or its server stopped)
+is listed as detached: it can still be answered, and the assistant's repeated call with the same
+questions collects the answer. A set asked by 'qkit questions ask' whose process has exited is
+marked abandoned here, never silently deleted.`,
 		Example: `  qkit questions list
   qkit questions list --all
   qkit questions list --json | jq -r '.[0].id'`,

@@ -58,6 +58,8 @@ var Keys = []Key{
 	{Name: "tools.enabled", Kind: List, Default: "", Help: "optional MCP tools to enable (q-developer-agent, or all)", SeedEnv: "ENABLE_ADDITIONAL_TOOLS"},
 	{Name: "questions.timeout", Kind: Duration, Default: "30m", Help: "how long ask_user_questions waits for an answer (0 = until answered or cancelled)", Check: durationRange(0, 30*24*time.Hour)},
 	{Name: "questions.retention", Kind: Duration, Default: "168h", Help: "finished question sessions older than this are removed", Check: durationRange(time.Minute, 10*365*24*time.Hour)},
+	{Name: "questions.progress_interval", Kind: Duration, Default: "5s", Help: "how often a waiting ask_user_questions sends a progress notification (0 = only the first, when the set is stored)", Check: durationRange(0, time.Hour)},
+	{Name: "questions.via", Kind: String, Default: "auto", Help: "how ask_user_questions reaches the person: auto (also the client's own form when it has elicitation), elicitation (require the client's form), store (only qkit questions and the web page)", Values: []string{"auto", "elicitation", "store"}},
 	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
 	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
 	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},

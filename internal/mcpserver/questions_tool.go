@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
 // questionsName is the tool's name (seed 002).
@@ -22,11 +22,14 @@ Use it when you need the user's decision to continue: a choice between approache
 missing requirement. Each question has a full "question", a short "header" (at most 12 characters,
 e.g. "Language"), 2 to 4 "options" (each a "label" and an optional "description") and
 "multiSelect" (true when several options may be chosen). Do not add an "Other" option: the user
-can always answer in their own words. The user answers in a terminal (qkit questions wait) or a
-script; the reply lists each question with the chosen labels and any free text, or says the user
-rejected the set and why. The call waits up to questions.timeout (default 30 minutes) and sends
-progress notifications while it waits. Call qkit_help with tool_name "ask_user_questions" for
-examples and troubleshooting.`
+can always answer in their own words. The user answers in your client's own form (when it supports
+elicitation), a terminal (qkit questions wait), a script or the web page (qkit questions serve);
+the first answer counts. The reply lists each question with the chosen labels and any free text, or
+says the user rejected the set and why. The call waits up to questions.timeout (default 30 minutes)
+and sends progress notifications while it waits. If the call ends before the user answers (your
+client gave up or it was cancelled), the question set stays answerable: call the tool again with
+the same questions and that call collects the late answer (or keeps waiting for it) instead of
+asking anew. Call qkit_help with tool_name "ask_user_questions" for examples and troubleshooting.`
 
 const questionsHelp = `Waits for the user's answers to up to 4 questions, each with 2 to 4 options plus free text.
 
@@ -52,10 +55,19 @@ Common patterns:
   - A rejection is an answer: the user does not want to decide now. Continue without asking again, or
     ask in the conversation.
 
-How the user answers:
+How the user answers (the first answer counts, the other ways are withdrawn):
+  - In the client's own form, when the client declared form elicitation (questions.via auto or
+    elicitation).
   - In a terminal: qkit questions wait (walks through each question; Ctrl-C hands the set back).
   - From a script: qkit questions list, then qkit questions answer ID --answer 1=LABEL, or
     qkit questions reject ID --reason TEXT.
+  - On the web page of qkit questions serve, from any device that can reach it.
+
+Late answers:
+  - If your call ends before the user answers (a client timeout, a cancellation, the server
+    restarting), the set is not lost: qkit questions list shows it as "detached" and the user can
+    still answer it. Call ask_user_questions again with exactly the same questions: the call returns
+    the answer given meanwhile, or waits for it, instead of asking a second time.
 
 Troubleshooting:
   - "At least one question is required": the questions array was empty or missing.
@@ -65,8 +77,9 @@ Troubleshooting:
     timed_out. Continue without the answers, or ask again later. The user can raise the limit with
     qkit settings set questions.timeout 2h (0 waits until answered).
   - The call seems to hang: the user has not answered yet. Ask them to run qkit questions wait.
-  - Your client gives up after 60 seconds: send a progress token with the call; qkit then sends progress
-    notifications every few seconds while it waits, which clients use to keep the call alive.`
+  - Your client gives up after 60 seconds: send a progress token with the call; qkit then sends a progress
+    notification as soon as the set is stored and every questions.progress_interval (5s) after, which
+    clients use to keep the call alive. If it gave up anyway, call again with the same questions.`
 
 // questionsInputSchema documents the limits for the assistant. Validation is done by the core, so
 // that every error names its field in the same words as the command line's.
@@ -182,29 +195,68 @@ func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (
 		return ErrorResult(err.Error()), nil
 	}
 	cfg := h.d.App.Config
-	var sessionID atomic.Value
-	sessionID.Store("")
-	stop := StartProgress(ctx, h.d, req, func(elapsed time.Duration) string {
-		id, _ := sessionID.Load().(string)
-		if len(id) > 8 {
-			id = " " + id[:8]
-		}
-		return fmt.Sprintf("Waiting for the user to answer %d question(s) (question set%s, %s so far); they answer with qkit questions wait",
-			len(set.Questions), id, elapsed.Round(time.Second))
-	})
+	keep := newKeepAlive(ctx, req, h.d, len(set.Questions))
 	res, _, err := st.Ask(ctx, set, questions.AskOptions{
-		Source:       "mcp",
-		Timeout:      cfg.Duration("questions.timeout"),
-		Retention:    cfg.Duration("questions.retention"),
-		Logger:       h.d.App.Logger.With("tool", questionsName),
-		CancelReason: "the assistant cancelled the call",
-		Created:      func(s *questions.Session) { sessionID.Store(s.ID) },
+		Source:        "mcp",
+		Timeout:       cfg.Duration("questions.timeout"),
+		Retention:     cfg.Duration("questions.retention"),
+		Logger:        h.d.App.Logger.With("tool", questionsName),
+		CancelReason:  "the assistant's call ended",
+		Detachable:    true,
+		Created:       keep.created,
+		Progress:      keep.progress,
+		ProgressEvery: cfg.Duration("questions.progress_interval"),
 	})
-	stop()
 	if err != nil {
 		return ErrorResult(questionsError(err)), nil
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, StructuredContent: res}, nil
+}
+
+// keepAlive sends the call's progress notifications, when the client gave a progress token: the
+// first as soon as the set is stored (saying how to answer it), then one per
+// questions.progress_interval from the wait itself (no goroutine of its own).
+type keepAlive struct {
+	ctx   context.Context
+	req   *mcp.CallToolRequest
+	d     *Deps
+	token any
+	count int
+	n     int
+	how   string
+}
+
+func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count int) *keepAlive {
+	k := &keepAlive{ctx: ctx, req: req, d: d, count: count}
+	if req.Params != nil && req.Session != nil {
+		k.token = req.Params.GetProgressToken()
+	}
+	return k
+}
+
+func (k *keepAlive) created(s *questions.Session) {
+	k.how = "qkit questions wait"
+	if r, ok := questionsweb.FindRunning(k.d.App.Config.Paths.State); ok {
+		k.how += " or on the web page at " + r.URL
+	}
+	k.send(fmt.Sprintf("Question set %s is waiting for the user's answer to %d question(s); they answer with %s.",
+		s.ShortID(), k.count, k.how))
+}
+
+func (k *keepAlive) progress(elapsed time.Duration, s *questions.Session) {
+	k.send(fmt.Sprintf("Waiting for the user to answer %d question(s) (question set %s, %s so far); they answer with %s.",
+		k.count, s.ShortID(), elapsed.Round(time.Second), k.how))
+}
+
+func (k *keepAlive) send(msg string) {
+	if k.token == nil {
+		return
+	}
+	k.n++
+	err := k.req.Session.NotifyProgress(k.ctx, &mcp.ProgressNotificationParams{ProgressToken: k.token, Progress: float64(k.n), Message: msg})
+	if err != nil && k.ctx.Err() == nil {
+		k.d.App.Logger.Debug("progress notification failed", "error", err)
+	}
 }
 
 // questionsError words a wait that ended without an answer for the assistant.
@@ -216,7 +268,7 @@ func questionsError(err error) string {
 	case errors.As(err, &ended):
 		return err.Error() + ". The question set cannot be answered any more; ask again if you still need the answers."
 	case errors.Is(err, context.Canceled):
-		return "the call was cancelled; the question set was marked abandoned"
+		return "the call was cancelled; the question set stays answerable (detached): call ask_user_questions again with the same questions to collect the answer"
 	}
 	return "Error in question session: " + err.Error()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,9 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // store the human side uses, and the server's log.
 func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
 	t.Helper()
-	a := mcptest.NewApp(t, env)
+	vars := map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "20ms"}
+	maps.Copy(vars, env)
+	a := mcptest.NewApp(t, vars)
 	logs := &syncBuffer{}
 	a.Logger = app.NewLogger(logs, slog.LevelDebug)
 	t.Cleanup(func() {
@@ -74,7 +77,7 @@ func askAsync(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolPa
 	return out
 }
 
-func nextPending(t *testing.T, st *questions.FileStore) *questions.Session {
+func nextPending(t *testing.T, st questions.Store) *questions.Session {
 	t.Helper()
 	s, err := st.WaitPending(t.Context(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
 	if err != nil {
@@ -230,28 +233,126 @@ func TestQuestionsToolTimeout(t *testing.T) {
 	}
 }
 
+// A cancelled call leaves its set detached: still answerable, and visible as such.
 func TestQuestionsToolCancelled(t *testing.T) {
 	cs, st, _ := questionsServer(t, nil, nil)
+	s := cancelledAsk(t, cs, st)
+	if s.Status.Reason != "the assistant's call ended; the set stays answerable and a repeated call collects the answer" {
+		t.Fatalf("reason %q", s.Status.Reason)
+	}
+	p, err := st.WaitPending(t.Context(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
+	if err != nil || p.ID != s.ID {
+		t.Fatalf("a terminal is not offered the detached set: %v %v", p, err)
+	}
+}
+
+// cancelledAsk asks langArgs, cancels the call once the set is stored, and returns the set once it
+// is detached.
+func cancelledAsk(t *testing.T, cs *mcp.ClientSession, st questions.Store) *questions.Session {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := askAsync(ctx, cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	s := nextPending(t, st)
 	cancel()
 	<-done
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		got, err := st.Get(s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status.Status == questions.Abandoned {
-			if got.Status.Reason != "the assistant cancelled the call" {
-				t.Fatalf("reason %q", got.Status.Reason)
-			}
-			return
+		if got.Status.Status == questions.Detached {
+			return got
 		}
-		time.Sleep(10 * time.Millisecond)
+		if !got.Status.Status.Open() {
+			t.Fatalf("the cancelled call's set is %s", got.Status.Status)
+		}
 	}
-	t.Fatal("the cancelled call's session was not marked abandoned")
+	t.Fatal("the cancelled call's set was not marked detached")
+	return nil
+}
+
+var goAndDocs = []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}}, {QuestionIndex: 1, Selected: []string{"Docs"}}}
+
+// Cancel, answer, ask again: the repeated call returns the late answer at once, from the same set,
+// and a third identical call asks anew.
+func TestQuestionsToolRepeatedCallCollectsLateAnswer(t *testing.T) {
+	cs, st, logs := questionsServer(t, nil, nil)
+	s := cancelledAsk(t, cs, st)
+	if _, err := st.Answer(s.ID, goAndDocs, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if !strings.Contains(mcptest.Text(res), "→ Go — static binary") {
+		t.Fatalf("got %q", mcptest.Text(res))
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(data), `"sessionId":"`+s.ID+`"`) {
+		t.Fatalf("structured %s", data)
+	}
+	logged(t, logs, `msg="repeated call takes over the detached question set" tool=ask_user_questions sessionId=`+s.ID)
+	got, _ := st.Get(s.ID)
+	if got.Status.Status != questions.Completed || got.Status.Detached {
+		t.Fatalf("after collecting: %+v", got.Status)
+	}
+	// Collected once: the same questions asked again are a new set.
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	s3 := nextPending(t, st)
+	if s3.ID == s.ID {
+		t.Fatal("an answer was collected twice")
+	}
+	_, _ = st.Reject(s3.ID, "", "")
+	<-done
+}
+
+// Cancel, ask again, then answer: the repeated call waits on the same set and gets the answer; a
+// different question set is never taken over.
+func TestQuestionsToolRepeatedCallWaitsForLateAnswer(t *testing.T) {
+	cs, st, _ := questionsServer(t, nil, nil)
+	s := cancelledAsk(t, cs, st)
+	other := map[string]any{"questions": []any{map[string]any{"question": "Tabs or spaces?", "header": "Indent",
+		"options": []any{map[string]any{"label": "Tabs"}, map[string]any{"label": "Spaces"}}}}}
+	otherDone := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: other})
+	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	var all []*questions.Session
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got, _ := st.Get(s.ID)
+		all, _ = st.List()
+		if got.Status.Status == questions.Pending && len(all) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the repeated call did not take the set over (%+v), or the other question is missing (%d sets)", got.Status, len(all))
+		}
+	}
+	if _, err := st.Answer(s.ID, goAndDocs, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError || !strings.Contains(mcptest.Text(r.res), "→ Docs") {
+		t.Fatalf("%v %+v", r.err, r.res)
+	}
+	for _, o := range all {
+		if o.ID != s.ID {
+			_, _ = st.Reject(o.ID, "", "")
+		}
+	}
+	<-otherDone
+}
+
+// A rejection given while no call waited is collected the same way.
+func TestQuestionsToolRepeatedCallCollectsRejection(t *testing.T) {
+	cs, st, _ := questionsServer(t, nil, nil)
+	s := cancelledAsk(t, cs, st)
+	if _, err := st.Reject(s.ID, "not now", ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
+	if err != nil || res.IsError || mcptest.Text(res) != "User rejected this question set.\n\nRejection reason: \"not now\"" {
+		t.Fatalf("%v %+v", err, res)
+	}
 }
 
 // A malformed answers.json written by hand abandons the session and fails the call cleanly.

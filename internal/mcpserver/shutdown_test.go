@@ -147,9 +147,10 @@ func TestEndOfInputCancelsRunningAgent(t *testing.T) {
 	}
 }
 
-// TestEndOfInputAbandonsQuestions closes stdin while ask_user_questions waits for the user: the
-// question set is marked abandoned and Serve returns, instead of waiting up to questions.timeout.
-func TestEndOfInputAbandonsQuestions(t *testing.T) {
+// TestEndOfInputDetachesQuestions closes stdin while ask_user_questions waits for the user: Serve
+// returns instead of waiting up to questions.timeout, and the question set is left detached (still
+// answerable, for a repeated call), not abandoned.
+func TestEndOfInputDetachesQuestions(t *testing.T) {
 	a := mcptest.NewApp(t, nil)
 	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
@@ -165,7 +166,7 @@ func TestEndOfInputAbandonsQuestions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.Status != questions.Abandoned {
+	if got.Status.Status != questions.Detached {
 		t.Fatalf("status after the end of input: %+v", got.Status)
 	}
 }

@@ -25,7 +25,11 @@ type AskOptions struct {
 	ProgressEvery time.Duration
 	// CancelReason is recorded on the session when ctx is cancelled.
 	CancelReason string
-	Logger       *slog.Logger
+	// Detachable sets outlive the call: a cancelled call leaves the set detached (still answerable),
+	// and a repeated call with the same questions takes over such a set, or collects its outcome,
+	// instead of asking anew.
+	Detachable bool
+	Logger     *slog.Logger
 }
 
 // Ask is the whole ask_user_questions flow, shared by the MCP tool and `qkit questions ask`: start a
@@ -47,16 +51,20 @@ func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts As
 		bg.cleanup(s, opts.Retention, log)
 	}
 
-	sess, err := s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout})
-	if err != nil {
-		log.Warn("Session failed", "error", err)
-		return nil, nil, err
+	sess := takeOver(s, set, opts, log)
+	if sess == nil {
+		var err error
+		sess, err = s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout, Detachable: opts.Detachable})
+		if err != nil {
+			log.Warn("Session failed", "error", err)
+			return nil, nil, err
+		}
+		log.Info("question set pending", "sessionId", sess.ID, "callId", sess.Status.CallID, "questions", len(set.Questions))
 	}
-	log.Info("question set pending", "sessionId", sess.ID, "callId", sess.Status.CallID, "questions", len(set.Questions))
 	if opts.Created != nil {
 		opts.Created(sess)
 	}
-	wopts := WaitOptions{Timeout: opts.Timeout, ProgressEvery: opts.ProgressEvery, CancelReason: opts.CancelReason}
+	wopts := WaitOptions{Timeout: opts.Timeout, ProgressEvery: opts.ProgressEvery, CancelReason: opts.CancelReason, Detach: opts.Detachable}
 	if opts.Progress != nil {
 		wopts.Progress = func(d time.Duration) { opts.Progress(d, sess) }
 	}
@@ -72,6 +80,28 @@ func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts As
 		log.Info("Session completed successfully", "sessionId", sess.ID, "callId", res.CallID)
 	}
 	return res, done, nil
+}
+
+// takeOver finds a detached set with the same questions and hands it to this call (see Attach), or
+// returns nil.
+func takeOver(s Store, set *QuestionSet, opts AskOptions, log *slog.Logger) *Session {
+	if !opts.Detachable {
+		return nil
+	}
+	found, err := FindDetached(s, set, opts.Source)
+	if err != nil {
+		log.Warn("looking for a detached question set failed", "error", err)
+		return nil
+	}
+	if found == nil {
+		return nil
+	}
+	sess, err := s.Attach(found.ID, opts.Timeout)
+	if err != nil {
+		return nil // taken by another call meanwhile, or it ended: ask anew
+	}
+	log.Info("repeated call takes over the detached question set", "sessionId", sess.ID, "callId", sess.Status.CallID, "status", sess.Status.Status)
+	return sess
 }
 
 // background runs a store's cleanups one at a time, so that they delay no question and no answer;

@@ -21,9 +21,12 @@ import (
 // State is a session's status.
 type State string
 
-// The statuses of a session. Only pending and in-progress sessions can still be answered.
+// The statuses of a session. Only pending, detached and in-progress sessions can still be answered.
 const (
-	Pending    State = "pending"
+	Pending State = "pending"
+	// Detached: the call that asked went away (cancelled, or its server exited) before the answer.
+	// The set stays answerable, and a repeated call with the same questions collects the answer.
+	Detached   State = "detached"
 	InProgress State = "in-progress"
 	Completed  State = "completed"
 	Rejected   State = "rejected"
@@ -32,7 +35,7 @@ const (
 )
 
 // Open reports whether the session can still be answered.
-func (s State) Open() bool { return s == Pending || s == InProgress }
+func (s State) Open() bool { return s == Pending || s == Detached || s == InProgress }
 
 // Files of a session directory, and their permissions.
 const (
@@ -51,7 +54,9 @@ type Request struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Source    string     `json:"source"`
 	Owner     Process    `json:"owner"`
-	Questions []Question `json:"questions"`
+	// Detachable sets outlive their call: when it goes away they become detached, not abandoned.
+	Detachable bool       `json:"detachable,omitempty"`
+	Questions  []Question `json:"questions"`
 }
 
 // Status is status.json.
@@ -67,6 +72,15 @@ type Status struct {
 	Reason string `json:"reason,omitempty"`
 	// Claim is set while a `questions wait` terminal walks the person through the set.
 	Claim *Claim `json:"claim,omitempty"`
+	// Detached: no call waits for the outcome. On an open set the status is then detached (or
+	// in-progress while a terminal holds it); on a completed or rejected set it means no call has
+	// collected the outcome yet, and a repeated call will.
+	Detached bool `json:"detached,omitempty"`
+	// Waiter is the process whose call waits now, when a repeated call took the set over (nil:
+	// Request.Owner).
+	Waiter *Process `json:"waiter,omitempty"`
+	// ExpiresAt replaces Request.ExpiresAt once a repeated call took the set over.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // Claim marks a session as being answered in one terminal, so a second terminal leaves it alone.
@@ -234,6 +248,8 @@ type CreateOptions struct {
 	Source  string        // "mcp" or "cli"
 	CallID  string        // empty: a new UUID
 	Timeout time.Duration // 0: no expiry recorded
+	// Detachable: the set outlives its call (see Request.Detachable).
+	Detachable bool
 }
 
 // Create writes a new pending session. The directory is built under a temporary name and renamed
@@ -245,7 +261,7 @@ func (s *FileStore) Create(set *QuestionSet, opts CreateOptions) (*Session, erro
 		callID = uuid.NewString()
 	}
 	now := s.now().UTC()
-	req := &Request{SessionID: id, CallID: callID, CreatedAt: now, Source: opts.Source, Owner: Self(), Questions: set.Questions}
+	req := &Request{SessionID: id, CallID: callID, CreatedAt: now, Source: opts.Source, Owner: Self(), Detachable: opts.Detachable, Questions: set.Questions}
 	if opts.Timeout > 0 {
 		exp := now.Add(opts.Timeout)
 		req.ExpiresAt = &exp
@@ -390,7 +406,7 @@ func (s *FileStore) read(id string) (*Session, error) {
 
 func knownState(s State) bool {
 	switch s {
-	case Pending, InProgress, Completed, Rejected, TimedOut, Abandoned:
+	case Pending, Detached, InProgress, Completed, Rejected, TimedOut, Abandoned:
 		return true
 	}
 	return false

@@ -30,7 +30,12 @@ import (
 //     an answer: timed out after WaitOptions.Timeout (the set becomes timed_out, unless an answer won
 //     the race), abandoned (an *EndedError), or gone (removed: ErrNotFound). A cancelled ctx marks
 //     the set abandoned with WaitOptions.CancelReason and returns ctx's error.
-//   - WaitPending blocks until an open, unclaimed set exists and returns the oldest.
+//   - A detachable set (the MCP tool's) outlives its call: a cancelled wait with WaitOptions.Detach,
+//     or a waiter known to have exited, leaves it detached (open, still answerable) instead of
+//     abandoned; Attach hands it to a repeated call, or hands over an outcome no call collected,
+//     once. A detached set past its expiry reads as timed_out. The rules are in detach.go.
+//   - WaitPending blocks until an open, unclaimed set exists (pending or detached) and returns the
+//     oldest.
 //   - Cleanup removes finished sets (completed, rejected, timed_out, abandoned) last changed more than
 //     retention ago, never an open one, and reports how many it removed.
 //   - Ask is the whole flow of one question (cleanup in the background, Create, Wait, logs), the same
@@ -48,6 +53,9 @@ type Store interface {
 	Claim(id string) (token string, sess *Session, err error)
 	Release(id, token string) error
 	Abandon(id, reason string) (*Session, error)
+	// Detach and Attach: see detach.go. Each applies detach/attach to the set under its lock.
+	Detach(id, reason string) (*Session, error)
+	Attach(id string, timeout time.Duration) (*Session, error)
 	Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error)
 	WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error)
 	Cleanup(retention time.Duration) (int, error)

@@ -118,7 +118,7 @@ func (s *FileStore) Release(id, token string) error {
 		if sess.Status.Status != InProgress || sess.Status.Claim == nil || sess.Status.Claim.Token != token {
 			return nil, false, nil
 		}
-		sess.Status.Status, sess.Status.Claim = Pending, nil
+		sess.Status.Status, sess.Status.Claim = openState(sess), nil
 		return nil, true, nil
 	})
 	return err
@@ -184,8 +184,9 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 	if s.unsettled(sess) > 0 {
 		return sess, nil // an answer in flight, or a file still being written: not yet
 	}
+	w, waits := waiter(sess)
 	needs := sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil ||
-		sess.Request != nil && sess.Request.Owner.Gone() ||
+		waits && w.Gone() || expiredDetached(sess, s.now()) ||
 		sess.Status.Claim != nil && sess.Status.Claim.By.Gone())
 	if !needs {
 		return sess, nil
@@ -203,13 +204,22 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 		if !cur.Status.Status.Open() {
 			return nil, false, nil
 		}
-		if cur.Request != nil && cur.Request.Owner.Gone() {
+		if w, ok := waiter(cur); ok && w.Gone() {
+			reason := fmt.Sprintf("the process that asked (pid %d) has exited", w.PID)
+			if cur.Request.Detachable {
+				return nil, detach(cur, reason), nil
+			}
 			cur.Status.Status, cur.Status.Claim = Abandoned, nil
-			cur.Status.Reason = fmt.Sprintf("the process that asked (pid %d) has exited", cur.Request.Owner.PID)
+			cur.Status.Reason = reason
+			return nil, true, nil
+		}
+		if expiredDetached(cur, s.now()) {
+			cur.Status.Status, cur.Status.Claim = TimedOut, nil
+			cur.Status.Reason = "it expired while no call was waiting for it"
 			return nil, true, nil
 		}
 		if c := cur.Status.Claim; c != nil && c.By.Gone() {
-			cur.Status.Status, cur.Status.Claim = Pending, nil
+			cur.Status.Status, cur.Status.Claim = openState(cur), nil
 			return nil, true, nil
 		}
 		return nil, false, nil

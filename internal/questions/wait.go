@@ -39,12 +39,15 @@ type WaitOptions struct {
 	ProgressEvery time.Duration
 	// CancelReason is recorded when ctx is cancelled (default: "the caller cancelled the wait").
 	CancelReason string
+	// Detach: when ctx is cancelled the set becomes detached (answerable, for a repeated call)
+	// instead of abandoned.
+	Detach bool
 }
 
 // Wait blocks until the session is answered or rejected and returns it. It is woken by file events,
 // with a slow poll as a safety net. On timeout the session becomes timed_out and the error is an
-// *EndedError; when ctx is cancelled (the caller went away) the session becomes abandoned and the
-// error is ctx's.
+// *EndedError; when ctx is cancelled (the caller went away) the session becomes abandoned (detached
+// with opts.Detach) and the error is ctx's.
 func (s *FileStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
 	sb, poll := s.watch(filepath.Join(s.dir, id))
 	defer s.unwatch(sb)
@@ -86,8 +89,12 @@ func (s *FileStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 			if reason == "" {
 				reason = "the caller cancelled the wait"
 			}
-			if _, err := s.Abandon(id, reason); err != nil {
-				s.logger.Warn("could not mark question set abandoned", "sessionId", id, "error", err)
+			end, what := s.Abandon, "abandoned"
+			if opts.Detach {
+				end, what = s.Detach, "detached"
+			}
+			if _, err := end(id, reason); err != nil {
+				s.logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
 			}
 			return nil, ctx.Err()
 		case <-deadline:
@@ -110,8 +117,9 @@ func (s *Session) answersPending() bool {
 	return s.Status.Status.Open() && (s.Answers != nil || s.answersBad)
 }
 
-// adoptDelay is how long an answers.json written beside an open status must stay unchanged before
-// it is taken as the answer; Answer itself completes the session well within it.
+// adoptDelay is how long an answers.json still open for writing (written in place), or one whose
+// writer cannot be known, must stay unchanged before it is taken as the answer. A closed file is
+// taken at once.
 const adoptDelay = 100 * time.Millisecond
 
 // malformedDelay is how long an answers.json that does not parse must stay unchanged before it
@@ -129,6 +137,10 @@ func (s *FileStore) unsettled(sess *Session) time.Duration {
 	delay := adoptDelay
 	if sess.answersBad {
 		delay = malformedDelay
+	} else if busy, known := beingWritten(s.path(sess.ID, AnswersFile)); known && !busy {
+		// Complete and closed: renamed into place (by Answer or by hand), or written in place and
+		// closed. Taken at once; an Answer still in flight holds the lock, which settling waits for.
+		return 0
 	}
 	age := s.now().Sub(sess.answersMod)
 	if age < 0 || age >= delay {
@@ -208,7 +220,7 @@ func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 			return nil, err
 		}
 		for _, sess := range all {
-			if sess.Status.Status == Pending && sess.Request != nil && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
 		}
