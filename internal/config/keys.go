@@ -60,6 +60,14 @@ var Keys = []Key{
 	{Name: "questions.retention", Kind: Duration, Default: "168h", Help: "finished question sessions older than this are removed", Check: durationRange(time.Minute, 10*365*24*time.Hour)},
 	{Name: "questions.progress_interval", Kind: Duration, Default: "5s", Help: "how often a waiting ask_user_questions sends a progress notification (0 = only the first, when the set is stored)", Check: durationRange(0, time.Hour)},
 	{Name: "questions.via", Kind: String, Default: "auto", Help: "how ask_user_questions reaches the person: auto (also the client's own form when it has elicitation), elicitation (require the client's form), store (only qkit questions and the web page)", Values: []string{"auto", "elicitation", "store"}},
+	{Name: "questions.store", Kind: String, Default: "file", Help: "where question sets wait: file (the state folder) or nats (a JetStream bucket other machines share)", Values: []string{"file", "nats"}},
+	{Name: "questions.installation", Kind: String, Default: "default", Help: "name shared by the qkit installations that answer each other's questions (NATS bucket qkit-questions-NAME)", Check: bucketName},
+	{Name: "questions.nats_url", Kind: String, Default: "nats://127.0.0.1:4222", Help: "NATS server for questions.store=nats (comma-separated for a cluster)", Check: nonEmpty},
+	{Name: "questions.nats_creds", Kind: String, Default: "", Help: "NATS credentials file (JWT and NKey seed)"},
+	{Name: "questions.nats_token", Kind: String, Default: "", Help: "NATS authentication token (prefer QKIT_QUESTIONS_NATS_TOKEN to the config file)"},
+	{Name: "questions.nats_tls_cert", Kind: String, Default: "", Help: "client certificate file for NATS over TLS (with questions.nats_tls_key)"},
+	{Name: "questions.nats_tls_key", Kind: String, Default: "", Help: "client key file for NATS over TLS"},
+	{Name: "questions.nats_tls_ca", Kind: String, Default: "", Help: "CA file that signs the NATS server's certificate"},
 	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
 	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
 	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},
@@ -221,6 +229,20 @@ func ParseList(s string) []string {
 func nonEmpty(v any) error {
 	if strings.TrimSpace(v.(string)) == "" {
 		return fmt.Errorf("must not be empty")
+	}
+	return nil
+}
+
+// bucketName accepts what can follow "qkit-questions-" in a NATS bucket name.
+func bucketName(v any) error {
+	s := v.(string)
+	if s == "" || len(s) > 64 {
+		return fmt.Errorf("expected 1 to 64 letters, digits, '-' or '_'")
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("expected 1 to 64 letters, digits, '-' or '_', not %q", r)
+		}
 	}
 	return nil
 }

@@ -47,11 +47,7 @@ func (s *FileStore) Cleanup(retention time.Duration) (int, error) {
 		if sess.Status.Status.Open() {
 			continue
 		}
-		last := sess.Status.UpdatedAt
-		if last.IsZero() || sess.Status.CreatedAt.After(last) {
-			last = sess.Status.CreatedAt
-		}
-		if last.IsZero() || !last.Before(cutoff) {
+		if last := lastChange(sess); last.IsZero() || !last.Before(cutoff) {
 			continue
 		}
 		ok, err := s.remove(name, cutoff)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +109,8 @@ type Session struct {
 	answersBad bool
 	// answersMod is answers.json's modification time, when it exists.
 	answersMod time.Time
+	// rev is the NATS key's revision the session was read at (0 in the file store).
+	rev uint64
 }
 
 // Set returns the session's question set (empty when request.json is unreadable).
@@ -255,18 +256,8 @@ type CreateOptions struct {
 // Create writes a new pending session. The directory is built under a temporary name and renamed
 // into place, so no reader ever sees half a session.
 func (s *FileStore) Create(set *QuestionSet, opts CreateOptions) (*Session, error) {
-	id := uuid.NewString()
-	callID := opts.CallID
-	if callID == "" {
-		callID = uuid.NewString()
-	}
-	now := s.now().UTC()
-	req := &Request{SessionID: id, CallID: callID, CreatedAt: now, Source: opts.Source, Owner: Self(), Detachable: opts.Detachable, Questions: set.Questions}
-	if opts.Timeout > 0 {
-		exp := now.Add(opts.Timeout)
-		req.ExpiresAt = &exp
-	}
-	st := Status{SessionID: id, CallID: callID, Status: Pending, CreatedAt: now, UpdatedAt: now, TotalQuestions: len(set.Questions)}
+	sess := newSession(s.now, set, opts)
+	id, req, st := sess.ID, sess.Request, sess.Status
 	staging := filepath.Join(s.dir, ".new-"+id)
 	if err := os.Mkdir(staging, dirPerm); err != nil {
 		return nil, fmt.Errorf("create question set: %w", err)
@@ -281,7 +272,24 @@ func (s *FileStore) Create(set *QuestionSet, opts CreateOptions) (*Session, erro
 		_ = os.RemoveAll(staging)
 		return nil, fmt.Errorf("create question set %s: %w", id, err)
 	}
-	return &Session{ID: id, Request: req, Status: st}, nil
+	return sess, nil
+}
+
+// newSession is a new pending session with a fresh id (and call id unless given), owned by this process.
+func newSession(now func() time.Time, set *QuestionSet, opts CreateOptions) *Session {
+	id := uuid.NewString()
+	callID := opts.CallID
+	if callID == "" {
+		callID = uuid.NewString()
+	}
+	t := now().UTC()
+	req := &Request{SessionID: id, CallID: callID, CreatedAt: t, Source: opts.Source, Owner: Self(), Detachable: opts.Detachable, Questions: set.Questions}
+	if opts.Timeout > 0 {
+		exp := t.Add(opts.Timeout)
+		req.ExpiresAt = &exp
+	}
+	st := Status{SessionID: id, CallID: callID, Status: Pending, CreatedAt: t, UpdatedAt: t, TotalQuestions: len(set.Questions)}
+	return &Session{ID: id, Request: req, Status: st}
 }
 
 func writeJSON(path string, v any) error {
@@ -302,6 +310,11 @@ func (s *FileStore) Resolve(prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return matchPrefix(prefix, p, ids)
+}
+
+// matchPrefix finds the one id that is p or starts with p (prefix is what the user typed).
+func matchPrefix(prefix, p string, ids []string) (string, error) {
 	var match []string
 	for _, id := range ids {
 		if id == p {
@@ -350,6 +363,12 @@ func (s *FileStore) read(id string) (*Session, error) {
 			return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
 		}
 		return nil, err
+	}
+	_, reqErr := os.Stat(s.path(id, RequestFile))
+	_, stErr := os.Stat(s.path(id, StatusFile))
+	if errors.Is(reqErr, fs.ErrNotExist) && errors.Is(stErr, fs.ErrNotExist) {
+		// Nothing of the set is left (it is being removed): gone, not broken.
+		return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
 	}
 	sess := &Session{ID: id}
 	var problems []string
@@ -471,12 +490,6 @@ func (s *FileStore) List() ([]*Session, error) {
 		}
 		out = append(out, sess)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Status.CreatedAt, out[j].Status.CreatedAt
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortSessions(out)
 	return out, nil
 }

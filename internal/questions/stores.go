@@ -2,6 +2,7 @@ package questions
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -65,11 +66,37 @@ type Store interface {
 	Close() error
 }
 
-var _ Store = (*FileStore)(nil)
+var (
+	_ Store = (*FileStore)(nil)
+	_ Store = (*NATSStore)(nil)
+)
 
-// Open opens the store qkit's settings choose: today the files under <state>/questions.
+// Open opens the store qkit's settings choose (questions.store): the files under <state>/questions, or
+// the NATS bucket of questions.installation on questions.nats_url. A NATS server that cannot be
+// reached is an error naming the URL; Open never falls back to files.
 func Open(cfg *config.Config, opts Options) (Store, error) {
-	return NewFileStore(filepath.Join(cfg.Paths.State, "questions"), opts)
+	switch kind := cfg.String("questions.store"); kind {
+	case "file":
+		return NewFileStore(filepath.Join(cfg.Paths.State, "questions"), opts)
+	case "nats":
+		return NewNATSStore(NATSConfigFrom(cfg), opts)
+	default:
+		return nil, fmt.Errorf("questions.store %q: expected file or nats", kind)
+	}
+}
+
+// NATSConfigFrom reads the questions.nats_* settings.
+func NATSConfigFrom(cfg *config.Config) NATSConfig {
+	return NATSConfig{
+		URL:          cfg.String("questions.nats_url"),
+		Creds:        cfg.String("questions.nats_creds"),
+		Token:        cfg.String("questions.nats_token"),
+		TLSCert:      cfg.String("questions.nats_tls_cert"),
+		TLSKey:       cfg.String("questions.nats_tls_key"),
+		TLSCA:        cfg.String("questions.nats_tls_ca"),
+		Installation: cfg.String("questions.installation"),
+		Retention:    cfg.Duration("questions.retention"),
+	}
 }
 
 // Location is the folder that holds the sessions.

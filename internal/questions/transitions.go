@@ -1,6 +1,7 @@
 package questions
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 
 // transition runs fn on the session under its lock and writes what fn changed. fn returns whether to
 // write status.json (and answers.json when answers is non-nil).
-func (s *FileStore) transition(id string, fn func(sess *Session) (answers *Answers, write bool, err error)) (*Session, error) {
+func (s *FileStore) transition(id string, fn change) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
@@ -27,6 +28,11 @@ func (s *FileStore) transition(id string, fn func(sess *Session) (answers *Answe
 	}
 	defer lock.Unlock()
 	sess, err := s.read(id)
+	if errors.Is(err, ErrNotFound) {
+		// Removed while we took the lock, which may have left the folder with only the lock file.
+		_ = os.Remove(s.path(id, StatusFile) + ".lock")
+		_ = os.Remove(filepath.Join(s.dir, id))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +67,14 @@ func openCheck(sess *Session, claim string) error {
 	return nil
 }
 
-// Answer records the person's answers and completes the session. claim is the token from Claim when
-// the answers come from a terminal that claimed the session, else empty. Exactly one of Answer,
-// Reject, a timeout or an abandonment wins; the others get a ClosedError.
-func (s *FileStore) Answer(id string, answers []Answer, claim string) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+// change decides one step of a session's life on its current state: it returns whether to write the
+// status (and the answers, when non-nil). Every store runs a change under its own guard against a
+// concurrent writer (the file store's lock, the NATS store's revision check), so a change always sees
+// the state it replaces, and exactly one of several racing changes wins.
+type change func(sess *Session) (answers *Answers, write bool, err error)
+
+func answerChange(now func() time.Time, answers []Answer, claim string) change {
+	return func(sess *Session) (*Answers, bool, error) {
 		if err := openCheck(sess, claim); err != nil {
 			return nil, false, err
 		}
@@ -74,38 +83,133 @@ func (s *FileStore) Answer(id string, answers []Answer, claim string) (*Session,
 			return nil, false, err
 		}
 		sess.Status.Status, sess.Status.Claim = Completed, nil
-		return &Answers{SessionID: sess.ID, CallID: sess.Status.CallID, AnsweredAt: s.now().UTC(), Answers: checked}, true, nil
-	})
+		return &Answers{SessionID: sess.ID, CallID: sess.Status.CallID, AnsweredAt: now().UTC(), Answers: checked}, true, nil
+	}
 }
 
-// Reject closes the session as rejected by the person, with an optional reason.
-func (s *FileStore) Reject(id, reason, claim string) (*Session, error) {
+// checkReason trims a rejection reason and refuses one that is too long.
+func checkReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
 	if n := len([]rune(reason)); n > MaxReasonLen {
 		ve := &ValidationError{}
 		ve.add("reason", "at most %d characters, not %d", MaxReasonLen, n)
-		return nil, ve
+		return "", ve
 	}
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
+	return reason, nil
+}
+
+func rejectChange(reason, claim string) change {
+	return func(sess *Session) (*Answers, bool, error) {
 		if err := openCheck(sess, claim); err != nil {
 			return nil, false, err
 		}
 		sess.Status.Status, sess.Status.Claim, sess.Status.RejectionReason = Rejected, nil, reason
 		return nil, true, nil
-	})
+	}
+}
+
+func claimChange(now func() time.Time, token string) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if err := openCheck(sess, token); err != nil {
+			return nil, false, err
+		}
+		sess.Status.Status = InProgress
+		sess.Status.Claim = &Claim{Token: token, By: Self(), Since: now().UTC()}
+		return nil, true, nil
+	}
+}
+
+func releaseChange(token string) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if sess.Status.Status != InProgress || sess.Status.Claim == nil || sess.Status.Claim.Token != token {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim = openState(sess), nil
+		return nil, true, nil
+	}
+}
+
+func abandonChange(reason string) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if !sess.Status.Status.Open() {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, reason
+		return nil, true, nil
+	}
+}
+
+func expireChange(after time.Duration) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if !sess.Status.Status.Open() {
+			return nil, false, nil
+		}
+		sess.Status.Status, sess.Status.Claim = TimedOut, nil
+		sess.Status.Reason = fmt.Sprintf("no answer within %s", after)
+		return nil, true, nil
+	}
+}
+
+// ownersChange settles what liveness and the clock reveal: an open set whose waiting call's process
+// has exited becomes detached when it is detachable (the MCP tool's) and abandoned otherwise (never
+// deleted unseen); a detached set past its expiry times out; a claim whose terminal has gone lapses.
+// Processes on another host are never taken for gone.
+func ownersChange(now func() time.Time) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if !sess.Status.Status.Open() {
+			return nil, false, nil
+		}
+		if w, ok := waiter(sess); ok && w.Gone() {
+			reason := fmt.Sprintf("the process that asked (pid %d) has exited", w.PID)
+			if sess.Request.Detachable {
+				return nil, detach(sess, reason), nil
+			}
+			sess.Status.Status, sess.Status.Claim = Abandoned, nil
+			sess.Status.Reason = reason
+			return nil, true, nil
+		}
+		if expiredDetached(sess, now()) {
+			sess.Status.Status, sess.Status.Claim = TimedOut, nil
+			sess.Status.Reason = "it expired while no call was waiting for it"
+			return nil, true, nil
+		}
+		if c := sess.Status.Claim; c != nil && c.By.Gone() {
+			sess.Status.Status, sess.Status.Claim = openState(sess), nil
+			return nil, true, nil
+		}
+		return nil, false, nil
+	}
+}
+
+// needsOwnersCheck reports whether ownersChange may have something to do (cheap to ask first).
+func needsOwnersCheck(sess *Session, now time.Time) bool {
+	if !sess.Status.Status.Open() {
+		return false
+	}
+	w, waits := waiter(sess)
+	return waits && w.Gone() || expiredDetached(sess, now) || sess.Status.Claim != nil && sess.Status.Claim.By.Gone()
+}
+
+// Answer records the person's answers and completes the session. claim is the token from Claim when
+// the answers come from a terminal that claimed the session, else empty. Exactly one of Answer,
+// Reject, a timeout or an abandonment wins; the others get a ClosedError.
+func (s *FileStore) Answer(id string, answers []Answer, claim string) (*Session, error) {
+	return s.transition(id, answerChange(s.now, answers, claim))
+}
+
+// Reject closes the session as rejected by the person, with an optional reason.
+func (s *FileStore) Reject(id, reason, claim string) (*Session, error) {
+	reason, err := checkReason(reason)
+	if err != nil {
+		return nil, err
+	}
+	return s.transition(id, rejectChange(reason, claim))
 }
 
 // Claim marks a pending session as in progress in this terminal and returns the claim's token.
 func (s *FileStore) Claim(id string) (string, *Session, error) {
 	token := uuid.NewString()
-	sess, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		if err := openCheck(sess, token); err != nil {
-			return nil, false, err
-		}
-		sess.Status.Status = InProgress
-		sess.Status.Claim = &Claim{Token: token, By: Self(), Since: s.now().UTC()}
-		return nil, true, nil
-	})
+	sess, err := s.transition(id, claimChange(s.now, token))
 	if err != nil {
 		return "", nil, err
 	}
@@ -114,39 +218,23 @@ func (s *FileStore) Claim(id string) (string, *Session, error) {
 
 // Release hands a claimed session back (pending) when the terminal stops without answering.
 func (s *FileStore) Release(id, token string) error {
-	_, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		if sess.Status.Status != InProgress || sess.Status.Claim == nil || sess.Status.Claim.Token != token {
-			return nil, false, nil
-		}
-		sess.Status.Status, sess.Status.Claim = openState(sess), nil
-		return nil, true, nil
-	})
+	_, err := s.transition(id, releaseChange(token))
 	return err
 }
 
 // Abandon closes an open session as abandoned with a reason. A closed session is left as it is.
 func (s *FileStore) Abandon(id, reason string) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		if !sess.Status.Status.Open() {
-			return nil, false, nil
-		}
-		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, reason
-		return nil, true, nil
-	})
+	return s.transition(id, abandonChange(reason))
 }
 
 // expire closes an open session as timed out. A session answered meanwhile keeps its answer.
 func (s *FileStore) expire(id string, after time.Duration) (*Session, error) {
+	expire := expireChange(after)
 	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		if ans, write, done := adopt(sess, s.now); done {
 			return ans, write, nil
 		}
-		if !sess.Status.Status.Open() {
-			return nil, false, nil
-		}
-		sess.Status.Status, sess.Status.Claim = TimedOut, nil
-		sess.Status.Reason = fmt.Sprintf("no answer within %s", after)
-		return nil, true, nil
+		return expire(sess)
 	})
 }
 
@@ -184,11 +272,7 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 	if s.unsettled(sess) > 0 {
 		return sess, nil // an answer in flight, or a file still being written: not yet
 	}
-	w, waits := waiter(sess)
-	needs := sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil ||
-		waits && w.Gone() || expiredDetached(sess, s.now()) ||
-		sess.Status.Claim != nil && sess.Status.Claim.By.Gone())
-	if !needs {
+	if !(sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil) || needsOwnersCheck(sess, s.now())) {
 		return sess, nil
 	}
 	return s.transition(sess.ID, func(cur *Session) (*Answers, bool, error) {
@@ -201,27 +285,6 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 			}
 			return ans, write, nil
 		}
-		if !cur.Status.Status.Open() {
-			return nil, false, nil
-		}
-		if w, ok := waiter(cur); ok && w.Gone() {
-			reason := fmt.Sprintf("the process that asked (pid %d) has exited", w.PID)
-			if cur.Request.Detachable {
-				return nil, detach(cur, reason), nil
-			}
-			cur.Status.Status, cur.Status.Claim = Abandoned, nil
-			cur.Status.Reason = reason
-			return nil, true, nil
-		}
-		if expiredDetached(cur, s.now()) {
-			cur.Status.Status, cur.Status.Claim = TimedOut, nil
-			cur.Status.Reason = "it expired while no call was waiting for it"
-			return nil, true, nil
-		}
-		if c := cur.Status.Claim; c != nil && c.By.Gone() {
-			cur.Status.Status, cur.Status.Claim = openState(cur), nil
-			return nil, true, nil
-		}
-		return nil, false, nil
+		return ownersChange(s.now)(cur)
 	})
 }

@@ -159,25 +159,33 @@ func (s *FileStore) settled(id string) (*Session, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	switch sess.Status.Status {
-	case Completed:
-		if sess.Answers == nil || sess.Request == nil {
-			reason := "answers.json is missing or malformed"
-			if sess.Problem != "" {
-				reason = sess.Problem
-			}
-			if _, err := s.corrupt(id, reason); err != nil {
-				return nil, true, err
-			}
-			return nil, true, &EndedError{ID: id, Status: Abandoned, Reason: reason}
+	if sess.Status.Status == Completed && (sess.Answers == nil || sess.Request == nil) {
+		reason := "answers.json is missing or malformed"
+		if sess.Problem != "" {
+			reason = sess.Problem
 		}
-		return sess, true, nil
-	case Rejected:
-		return sess, true, nil
-	case TimedOut, Abandoned:
-		return nil, true, &EndedError{ID: id, Status: sess.Status.Status, Reason: sess.Status.Reason}
+		if _, err := s.corrupt(id, reason); err != nil {
+			return nil, true, err
+		}
+		return nil, true, &EndedError{ID: id, Status: Abandoned, Reason: reason}
 	}
-	return sess, false, nil
+	done, err := outcome(sess)
+	if err != nil {
+		return nil, true, err
+	}
+	return sess, done, nil
+}
+
+// outcome reports whether a wait on sess is over: answered or rejected (done, no error), or ended
+// without an answer (an *EndedError).
+func outcome(sess *Session) (bool, error) {
+	switch sess.Status.Status {
+	case Completed, Rejected:
+		return true, nil
+	case TimedOut, Abandoned:
+		return true, &EndedError{ID: sess.ID, Status: sess.Status.Status, Reason: sess.Status.Reason}
+	}
+	return false, nil
 }
 
 // corrupt marks a completed session whose answers cannot be read as abandoned.

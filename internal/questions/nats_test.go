@@ -1,0 +1,225 @@
+package questions
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/qkit-cli/qkit/internal/config"
+)
+
+func loadConfig(t *testing.T, env map[string]string) *config.Config {
+	t.Helper()
+	env["QKIT_HOME"] = t.TempDir()
+	c, err := config.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// freeURL is a loopback address nothing listens on.
+func freeURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return "nats://127.0.0.1:" + strconv.Itoa(port)
+}
+
+// With questions.store=nats and no server, Open fails naming the URL, and nothing falls back to files.
+func TestNATSUnreachableAtStartNamesTheURL(t *testing.T) {
+	url := freeURL(t)
+	cfg := loadConfig(t, map[string]string{"QKIT_QUESTIONS_STORE": "nats", "QKIT_QUESTIONS_NATS_URL": url})
+	_, err := Open(cfg, Options{})
+	var unreach *UnreachableError
+	if !errors.As(err, &unreach) || !strings.Contains(err.Error(), "the NATS server at "+url) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Paths.State, "questions")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file store was opened instead: %v", err)
+	}
+}
+
+func TestNATSWithoutJetStreamSaysSo(t *testing.T) {
+	srv := startNATSWith(t, false)
+	_, err := NewNATSStore(NATSConfig{URL: srv.URL(), Installation: "x"}, Options{})
+	if err == nil || !strings.Contains(err.Error(), srv.URL()) || !strings.Contains(err.Error(), "JetStream is not enabled") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNATSConfigErrors(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  NATSConfig
+		want string
+	}{
+		{NATSConfig{Installation: "x"}, "questions.nats_url is empty"},
+		{NATSConfig{URL: "nats://127.0.0.1:1", Installation: "a.b"}, `installation name "a.b"`},
+		{NATSConfig{URL: "nats://127.0.0.1:1", Installation: "x", TLSCert: "c.pem"}, "go together"},
+	} {
+		if _, err := NewNATSStore(tt.cfg, Options{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v", tt.cfg, err)
+		}
+	}
+}
+
+// Open with the settings: the bucket is named after questions.installation and created with the
+// retention as its TTL; a second machine with the same settings opens the same bucket.
+func TestNATSOpenCreatesTheBucket(t *testing.T) {
+	srv := startNATS(t)
+	env := map[string]string{"QKIT_QUESTIONS_STORE": "nats", "QKIT_QUESTIONS_NATS_URL": srv.URL(),
+		"QKIT_QUESTIONS_INSTALLATION": "team-a", "QKIT_QUESTIONS_RETENTION": "36h"}
+	st, err := Open(loadConfig(t, env), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ns := st.(*NATSStore)
+	if ns.Bucket() != "qkit-questions-team-a" || !strings.Contains(st.Location(), srv.URL()) {
+		t.Fatalf("%s %s", ns.Bucket(), st.Location())
+	}
+	status, err := ns.kv.Status(context.Background())
+	if err != nil || status.TTL() != 36*time.Hour || status.History() != 1 {
+		t.Fatalf("%v %v", status, err)
+	}
+	sess := createIn(t, st)
+	other, err := Open(loadConfig(t, env), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got, err := other.Get(sess.ID); err != nil || got.Status.Status != Pending {
+		t.Fatalf("%v %v", got, err)
+	}
+}
+
+// The server restarts while a wait is on. An answer given right after the restart (before the waiter
+// has reconnected) and one given after it has are both returned.
+func TestNATSRestartMidWaitLosesNothing(t *testing.T) {
+	srv := startNATS(t)
+	// The asker waits a second between reconnection attempts, so the early answer surely comes first.
+	asker, err := NewNATSStore(NATSConfig{URL: srv.URL(), Installation: "restart", ReconnectWait: time.Second}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+	for _, early := range []bool{true, false} {
+		sess := createIn(t, asker)
+		type result struct {
+			sess *Session
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			s, err := asker.Wait(context.Background(), sess.ID, WaitOptions{Timeout: time.Minute})
+			done <- result{s, err}
+		}()
+		time.Sleep(50 * time.Millisecond) // let the wait start watching
+		srv.restart()
+		if !early {
+			// Wait until the asker is connected again, so its watcher is the one that delivers.
+			deadline := time.Now().Add(10 * time.Second)
+			for !asker.nc.IsConnected() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		person := openNATS(t, srv, "restart", Options{})
+		if early && asker.nc.IsConnected() {
+			t.Fatal("the asker reconnected before the early answer; the test proves nothing")
+		}
+		if _, err := person.Answer(sess.ID, goodAnswers, ""); err != nil {
+			t.Fatalf("early=%v: answer: %v", early, err)
+		}
+		select {
+		case r := <-done:
+			if r.err != nil || r.sess.Status.Status != Completed || r.sess.Answers == nil {
+				t.Fatalf("early=%v: %+v %v", early, r.sess, r.err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("early=%v: the answer given across the restart never reached the wait", early)
+		}
+	}
+}
+
+// A record that is not what qkit writes is shown as abandoned with why, is left as it is, and does not
+// hide the other sets.
+func TestNATSMalformedRecordIsAbandonedNotHidden(t *testing.T) {
+	srv := startNATS(t)
+	s := openNATS(t, srv, "bad", Options{})
+	good := createIn(t, s)
+	for _, bad := range []string{`{"request":`, `{"status":{"status":"weird"}}`} {
+		id := uuid.NewString()
+		if _, err := s.kv.Create(context.Background(), id, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(id)
+		if err != nil || got.Status.Status != Abandoned || got.Status.Reason == "" {
+			t.Fatalf("%s: %+v %v", bad, got, err)
+		}
+		var closed *ClosedError
+		if _, err := s.Answer(id, goodAnswers, ""); !errors.As(err, &closed) {
+			t.Fatalf("%s: answer: %v", bad, err)
+		}
+		e, _ := s.kv.Get(context.Background(), id)
+		if string(e.Value()) != bad {
+			t.Fatalf("the record was rewritten: %s", e.Value())
+		}
+		var ended *EndedError
+		if _, err := s.Wait(context.Background(), id, WaitOptions{}); !errors.As(err, &ended) || ended.Status != Abandoned {
+			t.Fatalf("wait: %v", err)
+		}
+	}
+	// Keys that are not set ids are ignored.
+	if _, err := s.kv.Create(context.Background(), "not-a-set", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.List()
+	if err != nil || len(all) != 3 || all[0].ID != good.ID && all[1].ID != good.ID && all[2].ID != good.ID {
+		t.Fatalf("%v %v", all, err)
+	}
+}
+
+// A set someone still waits for outlives the bucket's TTL: the wait rewrites it in time.
+func TestNATSWaitKeepsItsSetAlive(t *testing.T) {
+	srv := startNATS(t)
+	s, err := NewNATSStore(NATSConfig{URL: srv.URL(), Installation: "ttl", Retention: time.Second}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess := createIn(t, s)
+	forgotten := createIn(t, s) // nobody waits for this one
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Wait(ctx, sess.ID, WaitOptions{})
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := s.Get(forgotten.ID); errors.Is(err, ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the TTL never removed the forgotten set")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // longer than the TTL once more
+	if got, err := s.Get(sess.ID); err != nil || got.Status.Status != Pending {
+		t.Fatalf("the waited-for set: %+v %v", got, err)
+	}
+	cancel()
+	<-done
+}
