@@ -33,6 +33,15 @@ func changeFlags(c *cobra.Command, flags string) *cobra.Command {
 	return annotate(c, annChangeFlags, flags)
 }
 
+// annGuardedFlags lists, comma-separated, the flags with which a change reaches the settings trust
+// never covers (internal.trusted, agent.command): `settings reset --all` resets them too, so it
+// always needs the user's confirmation, whatever internal.trusted lists.
+const annGuardedFlags = "qkit/guarded-flags"
+
+func guardedFlags(c *cobra.Command, flags string) *cobra.Command {
+	return annotate(c, annGuardedFlags, flags)
+}
+
 // annInterruptible marks commands that wait (for the agent, a person or a client) and so handle
 // Ctrl-C and SIGTERM themselves: their context is cancelled and they clean up (stop the agent's
 // process group, mark a question set abandoned) before exiting 130. Other commands finish in

@@ -41,6 +41,17 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)
 }
 
+// flagSet reads an annotation listing flag names, comma-separated.
+func flagSet(list string) map[string]bool {
+	set := map[string]bool{}
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(strings.TrimLeft(f, "-")); f != "" {
+			set[f] = true
+		}
+	}
+	return set
+}
+
 // internalEntries walks the tree for commands annotated with annExposure.
 func internalEntries(root *cobra.Command) []commands.Entry {
 	var out []commands.Entry
@@ -61,12 +72,7 @@ func internalEntries(root *cobra.Command) []commands.Entry {
 }
 
 func entryFor(c *cobra.Command, access commands.Access) commands.Entry {
-	change := map[string]bool{}
-	for _, f := range strings.Split(c.Annotations[annChangeFlags], ",") {
-		if f = strings.TrimSpace(strings.TrimLeft(f, "-")); f != "" {
-			change[f] = true
-		}
-	}
+	change, guarded := flagSet(c.Annotations[annChangeFlags]), flagSet(c.Annotations[annGuardedFlags])
 	e := commands.Entry{
 		Path:    strings.Fields(c.CommandPath())[1:],
 		Short:   c.Short,
@@ -80,7 +86,7 @@ func entryFor(c *cobra.Command, access commands.Access) commands.Entry {
 		}
 		e.Flags = append(e.Flags, commands.Flag{
 			Name: f.Name, Shorthand: f.Shorthand, Type: f.Value.Type(), Usage: f.Usage,
-			Default: f.DefValue, NoValue: f.NoOptDefVal != "", Change: change[f.Name],
+			Default: f.DefValue, NoValue: f.NoOptDefVal != "", Change: change[f.Name], Guarded: guarded[f.Name],
 		})
 	}
 	// c.Flags() and c.PersistentFlags() rather than LocalFlags()/InheritedFlags(): those merge the

@@ -216,5 +216,5 @@ asks first on a terminal; elsewhere it needs --yes.`,
 	}
 	c.Flags().BoolVar(&all, "all", false, "reset every setting")
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
-	return exposeChange(c)
+	return guardedFlags(exposeChange(c), "all")
 }

@@ -299,6 +299,23 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	if !call.Trusted || call.NeedsConfirmation {
 		t.Fatalf("trusted change still asks: %+v", call)
 	}
+	// Nor a flag that resets them with everything else (settings reset --all).
+	reset := Entry{Path: []string{"settings", "reset"}, Short: "Reset", Usage: "settings reset", Access: Change,
+		Flags: []Flag{{Name: "all", Type: "bool", NoValue: true, Guarded: true}}}
+	r = New(append(testEntries(), reset), &fakeExec{}, Options{Trusted: []string{"settings"}})
+	for _, flags := range []map[string]string{{"all": ""}, {"--all": "true"}} {
+		call, err = r.Prepare(Request{Command: "settings", Subcommand: "reset", Flags: flags})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if call.Trusted || !call.NeedsConfirmation {
+			t.Fatalf("a trusted group ran %s unasked: %+v", call.CommandLine, call)
+		}
+	}
+	call, _ = r.Prepare(Request{Command: "settings", Subcommand: "reset", Args: []string{"agent.timeout"}, Flags: map[string]string{"all": "false"}})
+	if !call.Trusted {
+		t.Fatalf("reset of one setting with --all=false is not trusted: %+v", call)
+	}
 }
 
 func TestTrusted(t *testing.T) {

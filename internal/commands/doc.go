@@ -15,7 +15,8 @@
 //   - the confirmation policy: reads run at once; a change (a "change" command, or a "read" command
 //     given one of its change flags) needs the user's confirmation unless it is listed in the setting
 //     internal.trusted (an entry such as "context add", or a group such as "context"); trust never
-//     covers a change to internal.trusted itself or to agent.command (the program `ask` runs);
+//     covers a change to internal.trusted itself or to agent.command (the program `ask` runs), nor
+//     a flag marked Guarded that changes them with everything else (`settings reset --all`);
 //   - execution (Registry.Run) with the output capped at agent.max_response_size by the same function
 //     and notice as the agent runner (output.Cap);
 //   - the audit log: one JSON line per run or declined run in <state>/audit.log.

@@ -30,6 +30,9 @@ type Flag struct {
 	NoValue bool `json:"no_value,omitempty"`
 	// Change is set for the flags that turn a read command into a change.
 	Change bool `json:"change,omitempty"`
+	// Guarded is set for the flags with which a change reaches a setting trust never covers
+	// (settings reset --all resets internal.trusted and agent.command too).
+	Guarded bool `json:"guarded,omitempty"`
 }
 
 // Entry is one command of the tree as the registry sees it.

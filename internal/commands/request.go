@@ -255,7 +255,7 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	if access == Change {
 		// Trust never extends to changing the trust list itself: an assistant trusted with
 		// "settings" must still ask before it widens what it may do unasked.
-		call.Trusted = r.Trusted(cur.Name) && !mentionsGuarded(argv)
+		call.Trusted = r.Trusted(cur.Name) && !mentionsGuarded(argv) && !guardedFlagGiven(cur, req.Flags)
 		call.NeedsConfirmation = !call.Trusted
 	}
 	return call, nil
@@ -356,6 +356,17 @@ func mentionsGuarded(argv []string) bool {
 			if strings.Contains(a, g) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// guardedFlagGiven reports whether flags turn on one of e's guarded flags (settings reset --all).
+func guardedFlagGiven(e *Entry, flags map[string]string) bool {
+	for raw, value := range flags {
+		f, ok := e.flag(strings.TrimLeft(strings.TrimSpace(raw), "-"))
+		if ok && f.Guarded && !(f.NoValue && isFalse(value)) {
+			return true
 		}
 	}
 	return false
