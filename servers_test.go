@@ -23,7 +23,7 @@ import (
 // process group, grandchild included, is stopped with them.
 func TestServersStopTheAgent(t *testing.T) {
 	for _, server := range []string{"mcp", "acp"} {
-		for _, how := range []string{"SIGTERM", "client gone"} {
+		for _, how := range []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "client gone"} {
 			t.Run(server+"/"+how, func(t *testing.T) {
 				home := t.TempDir()
 				pidFile := filepath.Join(home, "grandchild.pid")
@@ -44,7 +44,8 @@ func TestServersStopTheAgent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cmd.Stderr = io.Discard
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
@@ -55,8 +56,9 @@ func TestServersStopTheAgent(t *testing.T) {
 					startACPPrompt(t, stdin, stdout, home)
 				}
 				pid := waitPidFile(t, pidFile)
-				if how == "SIGTERM" {
-					if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP, "SIGQUIT": syscall.SIGQUIT}
+				if sig, ok := signals[how]; ok {
+					if err := cmd.Process.Signal(sig); err != nil {
 						t.Fatal(err)
 					}
 				} else {
@@ -67,8 +69,17 @@ func TestServersStopTheAgent(t *testing.T) {
 				go func() { waited <- cmd.Wait() }()
 				select {
 				case err := <-waited:
-					if how != "SIGTERM" && err != nil {
-						t.Fatalf("server exit: %v", err)
+					// A signal ends the server with 130 (help exit-codes), the client going away
+					// with 0; neither is an error to log.
+					want := 130
+					if how == "client gone" {
+						want = 0
+					}
+					if code := cmd.ProcessState.ExitCode(); code != want {
+						t.Errorf("server exit after %s: %v (code %d), want %d; stderr:\n%s", how, err, code, want, stderr.String())
+					}
+					if strings.Contains(stderr.String(), "ERROR") {
+						t.Errorf("stopping by %s logged an error:\n%s", how, stderr.String())
 					}
 				case <-time.After(30 * time.Second):
 					t.Fatalf("the server kept running after %s", how)

@@ -37,11 +37,16 @@ func Run(ctx context.Context, a *app.App, args []string) int {
 func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
+	if err == nil && interrupted {
+		// A server stopped by a signal ends normally (nothing to report) but still exits 130, as
+		// help exit-codes promises for every interrupted command.
+		return output.ExitInterrupted
+	}
 	if err == nil {
 		return output.ExitOK
 	}
 	err = classify(err)
-	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
 	if interrupted && output.Code(err) == output.ExitFailure {
 		err = output.WithCode(output.ExitInterrupted, err)
 	}
@@ -271,14 +276,20 @@ func commandNamed(args []string) string {
 // settings commands can fix them).
 const annLenientConfig = "qkit/lenient-config"
 
-// catchInterrupts gives an interruptible command (see annInterruptible) a context that Ctrl-C and
-// SIGTERM cancel. The handler is released when the caller's context ends.
+// stopSignals are the signals that end an interruptible command: Ctrl-C, SIGTERM (a supervisor or a
+// client stopping a server), SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\). Each cancels the
+// command's context, so it stops every process group it started and exits 130; left to Go's
+// defaults, SIGHUP and SIGQUIT would end qkit at once and leave the agent running.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// catchInterrupts gives an interruptible command (see annInterruptible) a context that the
+// stopSignals cancel. The handler is released when the caller's context ends.
 func catchInterrupts(c *cobra.Command) {
 	if c.Annotations[annInterruptible] == "" {
 		return
 	}
 	parent := c.Context()
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, stopSignals...)
 	context.AfterFunc(parent, stop)
 	c.SetContext(ctx)
 }

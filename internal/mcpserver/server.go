@@ -131,15 +131,29 @@ func newServer(d *Deps, all bool) *mcp.Server {
 // Serve runs the server on t until the client disconnects or ctx is done. When ctx is done (SIGTERM,
 // Ctrl-C), calls still running are cancelled (an agent run stops its process group) and Serve returns
 // once they have.
+//
+// It is the SDK's Server.Run without its ERROR log for a cancelled run: being stopped by a signal is
+// how a server normally ends, so it is logged at INFO.
 func Serve(ctx context.Context, d *Deps, t mcp.Transport) error {
 	d.App.Logger.Info("mcp server starting", "version", d.App.Version.Version, "tools", strings.Join(enabledNames(d), ","))
 	s := NewServer(d)
 	s.AddReceivingMiddleware(cancelWith(ctx))
-	err := s.Run(ctx, t)
-	if err != nil && ctx.Err() != nil {
-		return nil
+	ss, err := s.Connect(ctx, t, nil)
+	if err != nil {
+		return err
 	}
-	return err
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-closed
+		d.App.Logger.Info("mcp server stopped", "reason", context.Cause(ctx))
+		return nil
+	case err := <-closed:
+		d.App.Logger.Info("mcp session ended")
+		return err
+	}
 }
 
 // cancelWith cancels every request handler when ctx is done. (The SDK's handler contexts outlive the

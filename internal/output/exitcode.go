@@ -30,7 +30,7 @@ var ExitCodes = []struct {
 	{ExitRejected, "rejected or declined by the user"},
 	{ExitNotFound, "not found: no such profile, session, question set or setting target"},
 	{ExitTimeout, "timed out (partial output, if any, was still printed)"},
-	{ExitInterrupted, "interrupted (Ctrl-C or SIGTERM)"},
+	{ExitInterrupted, "interrupted (Ctrl-C, SIGTERM, SIGHUP or SIGQUIT); whatever qkit started was stopped"},
 }
 
 // Error carries an exit code alongside the error it wraps. Its message is the wrapped error's.
