@@ -22,7 +22,8 @@
 //	FAKEQ_EXIT=n           exit with status n (default 0)
 //	FAKEQ_LOGGED_OUT=1     `whoami` fails as when nobody is logged in
 //
-// `q whoami` prints a logged-in user unless FAKEQ_LOGGED_OUT is set.
+// `q whoami` prints a logged-in user unless FAKEQ_LOGGED_OUT is set. `q acp` is an ACP agent
+// imitating `kiro-cli acp`: see acp.go.
 package fakeq
 
 import (
@@ -66,6 +67,9 @@ func Run(args []string) int {
 		}
 		fmt.Println("Logged in with Builder ID")
 		return 0
+	}
+	if len(args) > 0 && args[0] == "acp" {
+		return acpMain(args[1:]) // acp.go
 	}
 	if len(args) == 0 || args[0] != "chat" {
 		fmt.Fprintf(os.Stderr, "error: unrecognized subcommand %q\n", strings.Join(args, " "))

@@ -1,0 +1,496 @@
+package acpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/fakeq"
+)
+
+// TestMain lets the test binary act as the agent: runs with FAKEQ_AS_Q=1 are the fake (`q acp`).
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKEQ_AS_Q") == "1" {
+		os.Exit(fakeq.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// fake sets the fake's environment, with HOME in a temporary directory (kiro keeps sessions
+// there), and returns run options that start it in dir.
+func fake(t *testing.T, env ...string) RunOptions {
+	t.Helper()
+	t.Setenv("FAKEQ_AS_Q", "1")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race fake would take a second to exit
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return RunOptions{
+		Limits:  agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
+		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
+	}
+}
+
+// events collects a run's events.
+type events struct {
+	mu  sync.Mutex
+	all []agent.Event
+}
+
+func (e *events) add(ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+}
+
+func (e *events) types() []agent.EventType {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []agent.EventType
+	for _, ev := range e.all {
+		if len(out) == 0 || out[len(out)-1] != ev.Type || ev.Type != agent.EventMessage {
+			out = append(out, ev.Type)
+		}
+	}
+	return out
+}
+
+func allow(option string) PermissionFunc {
+	return func(context.Context, PermissionRequest) (Decision, error) {
+		return Decision{OptionID: option, By: "policy"}, nil
+	}
+}
+
+func TestArgv(t *testing.T) {
+	l := agent.Limits{Command: "kiro-cli", DefaultModel: "auto"}
+	got := Argv(l, agent.Request{Agent: "dev", Model: "claude-sonnet-4.5", TrustAll: true, TrustTools: []string{"read, write", ""}})
+	want := []string{"kiro-cli", "acp", "--agent", "dev", "--model", "claude-sonnet-4.5", "-a", "--trust-tools=read,write"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := Argv(l, agent.Request{}); !reflect.DeepEqual(got, []string{"kiro-cli", "acp", "--model", "auto"}) {
+		t.Errorf("default model: %q", got)
+	}
+	// The fake records what it was started with.
+	rec := filepath.Join(t.TempDir(), "argv")
+	o := fake(t, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=ok")
+	o.Request.Model, o.Request.TrustTools = "m", []string{"shell"}
+	if _, err := Run(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(rec)
+	if strings.TrimSpace(string(data)) != `["acp","--model","m","--trust-tools=shell"]` {
+		t.Errorf("recorded %s", data)
+	}
+}
+
+func TestRunReply(t *testing.T) {
+	o := fake(t, "FAKEQ_OUTPUT=first line\\nsecond line\\n", "FAKEQ_ACP_THOUGHT=thinking", "FAKEQ_ACP_PLAN=1")
+	var ev events
+	o.OnEvent = ev.add
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "first line\nsecond line\n" || res.StopReason != "end_turn" || res.ExitCode != 0 || res.TimedOut || res.Truncated {
+		t.Errorf("result %+v", res)
+	}
+	if res.Usage.Credits != 0.05 || res.Usage.ContextPercent != 12.5 {
+		t.Errorf("usage %+v", res.Usage)
+	}
+	if res.Agent != "Kiro CLI Agent 2.0.1" || res.SessionID == "" {
+		t.Errorf("agent %q session %q", res.Agent, res.SessionID)
+	}
+	want := []agent.EventType{agent.EventUsage, agent.EventThought, agent.EventPlan, agent.EventMessage, agent.EventPlan, agent.EventUsage}
+	if got := ev.types(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+func TestToolCallsAndPermissions(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	o := fake(t, "FAKEQ_ACP_TOOLS=read:notes.txt,shell:echo hi,write:out.txt", "FAKEQ_ACP_RAN="+ran, "FAKEQ_OUTPUT=done")
+	if err := os.WriteFile(filepath.Join(o.Request.Dir, "notes.txt"), []byte("old notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	var mu sync.Mutex
+	o.Permission = func(_ context.Context, r PermissionRequest) (Decision, error) {
+		mu.Lock()
+		asked = append(asked, r.Tool.Kind+" "+r.Tool.Title)
+		mu.Unlock()
+		return Decision{OptionID: "allow_once", By: "person"}, nil
+	}
+	var ev events
+	o.OnEvent = ev.add
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The read inside the cwd is not gated (kiro's rule); shell and write are, each asked once.
+	if !reflect.DeepEqual(asked, []string{"execute Running: echo hi", "edit Writing out.txt"}) {
+		t.Errorf("asked %q", asked)
+	}
+	// Each approved tool ran exactly once: approval did not re-run anything.
+	if data, _ := os.ReadFile(ran); string(data) != "read:notes.txt\nshell:echo hi\nwrite:out.txt\n" {
+		t.Errorf("ran %q", data)
+	}
+	if len(res.Tools) != 3 {
+		t.Fatalf("tools %+v", res.Tools)
+	}
+	read, shell, write := res.Tools[0], res.Tools[1], res.Tools[2]
+	if read.Kind != "read" || read.Status != "completed" || read.Output != "old notes" || len(read.Locations) != 1 {
+		t.Errorf("read %+v", read)
+	}
+	if shell.Kind != "execute" || shell.Output != "hi\n" || shell.Denied {
+		t.Errorf("shell %+v", shell)
+	}
+	if write.Kind != "edit" || len(write.Diffs) != 1 || write.Diffs[0].NewText != "written by fakeq\n" || write.Diffs[0].OldText != nil {
+		t.Errorf("write %+v", write)
+	}
+	var decided []agent.Permission
+	for _, e := range ev.all {
+		if e.Type == agent.EventPermissionDecided {
+			decided = append(decided, *e.Permission)
+		}
+	}
+	if len(decided) != 2 || decided[0].Decision != "allow_once" || decided[0].DecidedBy != "person" || decided[0].Tool.Title != "Running: echo hi" {
+		t.Errorf("decided %+v", decided)
+	}
+}
+
+func TestRejectEndsTurnWithRefusal(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:rm -rf x,shell:echo never", "FAKEQ_ACP_RAN="+ran, "FAKEQ_OUTPUT=not reached")
+	o.Permission = allow("reject_once")
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "refusal" || res.Output != "" || len(res.Tools) != 1 || !res.Tools[0].Denied || res.Tools[0].Status != "failed" {
+		t.Errorf("result %+v", res)
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a rejected tool ran")
+	}
+}
+
+func TestAllowAlwaysAsksOnce(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:true,shell:true,shell:true")
+	n := 0
+	o.Permission = func(context.Context, PermissionRequest) (Decision, error) {
+		n++
+		return Decision{OptionID: "allow_always", By: "person"}, nil
+	}
+	if _, err := Run(t.Context(), o); err != nil || n != 1 {
+		t.Errorf("asked %d times, err %v", n, err)
+	}
+}
+
+func TestPermissionErrorEndsTurn(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_ACP_RAN="+ran, "FAKEQ_GRANDCHILD="+filepath.Join(t.TempDir(), "pid"))
+	o.Permission = func(_ context.Context, r PermissionRequest) (Decision, error) {
+		return Decision{}, errors.New("no one to ask about " + r.Tool.Title)
+	}
+	res, err := Run(t.Context(), o)
+	if err == nil || err.Error() != "no one to ask about Running: echo hi" {
+		t.Fatalf("err %v", err)
+	}
+	if res.StopReason != "cancelled" {
+		t.Errorf("stop reason %q", res.StopReason)
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the tool ran")
+	}
+	gone(t, pidIn(t, os.Getenv("FAKEQ_GRANDCHILD")))
+}
+
+func TestSizeCap(t *testing.T) {
+	o := fake(t, "FAKEQ_LINES=1000")
+	o.Limits.MaxResponseSize = 100
+	res, err := Run(t.Context(), o)
+	if err != nil || !res.Truncated || res.OriginalSize < 8000 || !strings.HasPrefix(res.Output, "line 1\n") || !strings.Contains(res.Notice, "TRUNCATED") && !strings.Contains(strings.ToLower(res.Notice), "truncated") {
+		t.Errorf("err %v result %+v", err, res.Result)
+	}
+	if len(res.Body()) > 100 {
+		t.Errorf("kept %d bytes", len(res.Body()))
+	}
+}
+
+func TestModelErrorAndLogin(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_MODEL_ERROR=ThrottlingException: slow down")
+	_, err := Run(t.Context(), o)
+	var ae *AgentError
+	if !errors.As(err, &ae) || ae.Code != CodeInternal || !strings.Contains(err.Error(), "ThrottlingException: slow down") {
+		t.Errorf("model error: %v", err)
+	}
+	o = fake(t, "FAKEQ_LOGGED_OUT=1")
+	_, err = Run(t.Context(), o)
+	if err == nil || !strings.Contains(err.Error(), "needs a login: Run 'kiro-cli login' in terminal") {
+		t.Errorf("logged out: %v", err)
+	}
+}
+
+// TestBadAgents: each ends with a clear error (or a timeout), and no process is left.
+func TestBadAgents(t *testing.T) {
+	cases := []struct {
+		bad, want string
+		timeout   bool
+	}{
+		{"exit", "does not speak the Agent Client Protocol", false},
+		{"text", `not JSON-RPC on stdout (invalid character 'W' looking for beginning of value): "Welcome to Amazon Q!"`, false},
+		{"silent", "", true},
+		{"die", "the agent ended during the turn: " + os.Args[0], false},
+		{"malformed", "not JSON-RPC on stdout", false},
+		{"hang", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.bad, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			o := fake(t, "FAKEQ_ACP_BAD="+c.bad, "FAKEQ_GRANDCHILD="+pidFile)
+			o.Limits.Timeout = 2 * time.Second
+			res, err := Run(t.Context(), o)
+			if c.timeout {
+				if err != nil || !res.TimedOut || !strings.Contains(res.Output, "TIMED OUT") {
+					t.Errorf("err %v result %+v", err, res.Result)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want %q", err, c.want)
+			}
+			if c.bad == "die" && err != nil && !strings.Contains(err.Error(), "exited with status 1: error: the model stream broke") {
+				t.Errorf("die: %v", err)
+			}
+			if c.bad == "hang" && res.Output != "partial answer\n"+res.Notice {
+				t.Errorf("partial output %q", res.Output)
+			}
+			if data, _ := os.ReadFile(pidFile); len(data) > 0 {
+				gone(t, pidIn(t, pidFile))
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	o := fake(t, "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	ctx, cancel := context.WithCancel(t.Context())
+	o.OnEvent = func(ev agent.Event) {
+		if ev.Type == agent.EventMessage && ev.Text == "line 3\n" {
+			cancel()
+		}
+	}
+	res, err := Run(ctx, o)
+	if !errors.Is(err, context.Canceled) || res.StopReason != "cancelled" {
+		t.Errorf("err %v stop %q", err, res.StopReason)
+	}
+}
+
+func TestLoadSession(t *testing.T) {
+	o := fake(t, "FAKEQ_ECHO_PROMPT=1")
+	o.Request.Prompt = "first question"
+	first, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SessionID, o.Request.Prompt = first.SessionID, "second question"
+	var ev events
+	o.OnEvent = ev.add
+	second, err := Run(t.Context(), o)
+	if err != nil || second.Output != "second question\n" || second.SessionID != first.SessionID {
+		t.Fatalf("err %v result %+v", err, second)
+	}
+	for _, e := range ev.all {
+		if strings.Contains(e.Text, "first") {
+			t.Errorf("the replayed history reached the run: %+v", e)
+		}
+	}
+
+	// Replay comes through the connection's callbacks before LoadSession returns.
+	var replayed []string
+	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp"}, Grace: 500 * time.Millisecond,
+		OnNotification: func(method string, params json.RawMessage) {
+			if method == "session/update" {
+				replayed = append(replayed, string(params))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.LoadSession(t.Context(), first.SessionID, o.Request.Dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(replayed) != 4 || !strings.Contains(replayed[0], "user_message_chunk") || !strings.Contains(replayed[3], "second question") {
+		t.Errorf("replayed %q", replayed)
+	}
+}
+
+func TestLoadUnknownSession(t *testing.T) {
+	for _, how := range []string{"error", "hang", "exit"} {
+		t.Run(how, func(t *testing.T) {
+			o := fake(t, "FAKEQ_ACP_LOAD="+how)
+			o.SessionID = "0b6f3c1e-7d0a-4b8e-9d3c-2f1e0a9b8c7d"
+			o.LoadTimeout = time.Second
+			_, err := Run(t.Context(), o)
+			want := map[string]string{
+				"error": "session/load: the agent answered error -32603: Internal error: Failed to start session",
+				"hang":  "session/load got no answer within 1s",
+				"exit":  "session/load: the agent is gone: " + os.Args[0],
+			}[how]
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err %v, want %q", err, want)
+			}
+		})
+	}
+}
+
+// testFiles serves fs/* from memory, recording the calls.
+type testFiles struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *testFiles) ReadTextFile(_ context.Context, r acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "read "+filepath.Base(r.Path))
+	return acp.ReadTextFileResponse{Content: "from the client"}, nil
+}
+
+func (f *testFiles) WriteTextFile(_ context.Context, r acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "write "+filepath.Base(r.Path)+" "+r.Content)
+	return acp.WriteTextFileResponse{}, nil
+}
+
+func TestClientFiles(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=read:a.txt,write:b.txt", "FAKEQ_ACP_WRITE_TEXT=new")
+	files := &testFiles{}
+	o.Files, o.Permission = files, allow("allow_once")
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(files.calls, []string{"read a.txt", "write b.txt new"}) || res.Tools[0].Output != "from the client" {
+		t.Errorf("calls %q tools %+v", files.calls, res.Tools)
+	}
+	if _, err := os.Stat(filepath.Join(o.Request.Dir, "b.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the agent wrote the file itself")
+	}
+	// Without a Files handler nothing is advertised and the agent does its own I/O (v2 always does).
+	o = fake(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=write:b.txt")
+	o.Permission = allow("allow_once")
+	if _, err := Run(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(o.Request.Dir, "b.txt")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestKiroMetadata(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		ok   bool
+		want agent.Usage
+	}{
+		{`{"sessionId":"s"}`, false, agent.Usage{}},
+		{`{"sessionId":"s","contextUsagePercentage":3.5}`, true, agent.Usage{ContextPercent: 3.5}},
+		{`{"sessionId":"s","contextUsagePercentage":40,"meteringUsage":[{"value":0.25,"unit":"credit","unitPlural":"credits"},{"value":1,"unit":"credit"}],"turnDurationMs":1200}`,
+			true, agent.Usage{Credits: 1.25, ContextPercent: 40, TurnDurationMs: 1200}},
+		{`[]`, false, agent.Usage{}},
+	} {
+		_, u, ok := ParseKiroMetadata([]byte(c.in))
+		if ok != c.ok || u != c.want {
+			t.Errorf("%s: %v %+v", c.in, ok, u)
+		}
+	}
+}
+
+func TestRoute(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		``,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+		`{"jsonrpc":"2.0","method":"_kiro.dev/compaction/status","params":{}}`,
+		`{"content":"bare","type":"text"}`,
+		`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`,
+	}, "\n")
+	var sdk strings.Builder
+	var notes []string
+	err := route(strings.NewReader(in), &sdk, func(method string, params json.RawMessage) { notes = append(notes, method) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(notes, []string{"session/update", "_kiro.dev/compaction/status", bareText}) {
+		t.Errorf("notifications %q", notes)
+	}
+	if strings.Count(sdk.String(), "\n") != 2 {
+		t.Errorf("to the SDK: %q", sdk.String())
+	}
+	var me *MalformedError
+	if err := route(strings.NewReader("{\"id\":1}\nnot json\n"), &sdk, func(string, json.RawMessage) {}); !errors.As(err, &me) || me.Line != "not json" {
+		t.Errorf("malformed: %v", err)
+	}
+	// An unknown update kind is not guessed into another variant.
+	if _, _, ok := decodeUpdate([]byte(`{"sessionId":"s","update":{"sessionUpdate":"stream_stall_notice","content":{"type":"text","text":"x"}}}`)); ok {
+		t.Error("unknown update kind decoded")
+	}
+}
+
+func FuzzRoute(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","content":[{"type":"diff","path":"/a","newText":"b"}]}}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"_kiro.dev/metadata","params":{"sessionId":"s","meteringUsage":[{"value":1,"unit":"credit"}]}}` + "\n{\"id\":2}\n"))
+	f.Add([]byte("{\"content\":\"x\",\"type\":\"text\"}\nnull\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &Conn{o: Options{OnEvent: func(string, agent.Event) {}}, tools: map[string]agent.ToolCall{}}
+		c.log = discard()
+		var sdk strings.Builder
+		_ = route(strings.NewReader(string(data)), &sdk, c.notify)
+	})
+}
+
+// gone waits until pid no longer exists.
+func gone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pidIn(t *testing.T, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

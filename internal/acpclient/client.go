@@ -1,0 +1,178 @@
+package acpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+// client answers the agent's requests for a Conn (acp.Client, and extension methods).
+type client struct{ c *Conn }
+
+var (
+	_ acp.Client                 = (*client)(nil)
+	_ acp.ExtensionMethodHandler = (*client)(nil)
+)
+
+// SessionUpdate is not reached (route delivers notifications itself) but is part of acp.Client.
+func (cl *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	cl.c.update(string(n.SessionId), n.Update)
+	return nil
+}
+
+// HandleExtensionMethod answers extension requests (kiro's V3 _kiro/auth/getAccessToken,
+// _kiro/terminal/shell_type): qkit serves none of them.
+func (cl *client) HandleExtensionMethod(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	cl.c.log.Debug("agent extension request not served", "method", method)
+	return nil, acp.NewMethodNotFound(method)
+}
+
+// RequestPermission reports the request (permission_requested), asks Options.Permission, reports
+// the answer (permission_decided) and gives it to the agent.
+func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c := cl.c
+	sid := string(req.SessionId)
+	tool := *toolUpdate(req.ToolCall)
+	c.mu.Lock()
+	tool = mergeTool(c.tools[tool.ID], tool)
+	c.mu.Unlock()
+	opts := make([]agent.PermissionOption, 0, len(req.Options))
+	for _, o := range req.Options {
+		opts = append(opts, agent.PermissionOption{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	perm := agent.Permission{Tool: tool, Options: opts}
+	c.emit(sid, agent.Event{Type: agent.EventPermissionRequested, Permission: &perm})
+
+	t := c.turnOf(sid)
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if t != nil {
+		stop := context.AfterFunc(t.ctx, cancel)
+		defer stop()
+	}
+	d, err := cl.decide(hctx, PermissionRequest{SessionID: sid, Tool: tool, Options: opts, Raw: req})
+	if err == nil && !d.Cancelled && kindOf(opts, d.OptionID) == "" {
+		err = fmt.Errorf("permission for %s: the answer %q is not one of the agent's options", toolLabel(tool), d.OptionID)
+	}
+	if err != nil {
+		cancelled := t != nil && t.ctx.Err() != nil
+		d = Decision{Cancelled: true, By: d.By}
+		if d.By == "" {
+			d.By = "policy"
+		}
+		if !cancelled && t != nil {
+			t.fail(err)
+		}
+		if !cancelled {
+			c.log.Warn("permission request ended the turn", "tool", toolLabel(tool), "error", err)
+		}
+	}
+	decided := perm
+	decided.DecidedBy = d.By
+	if d.Cancelled {
+		decided.Decision = "cancelled"
+	} else {
+		decided.Decision = kindOf(opts, d.OptionID)
+	}
+	if decided.Decision == "reject_once" || decided.Decision == "reject_always" {
+		c.mu.Lock()
+		tc := c.tools[tool.ID]
+		if tc.ID == "" {
+			tc = tool
+		}
+		tc.Denied = true
+		c.tools[tool.ID] = tc
+		c.mu.Unlock()
+		decided.Tool.Denied = true
+	}
+	c.emit(sid, agent.Event{Type: agent.EventPermissionDecided, Permission: &decided})
+	if d.Cancelled {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(d.OptionID))}, nil
+}
+
+func (cl *client) decide(ctx context.Context, req PermissionRequest) (Decision, error) {
+	if cl.c.o.Permission != nil {
+		return cl.c.o.Permission(ctx, req)
+	}
+	for _, o := range req.Options {
+		if o.Kind == "reject_once" || o.Kind == "reject_always" {
+			return Decision{OptionID: o.ID, By: "policy"}, nil
+		}
+	}
+	return Decision{Cancelled: true, By: "policy"}, nil
+}
+
+// kindOf is the kind of option id, "" when there is no such option.
+func kindOf(opts []agent.PermissionOption, id string) string {
+	for _, o := range opts {
+		if o.ID == id {
+			return o.Kind
+		}
+	}
+	return ""
+}
+
+// toolLabel names a tool call for a person: its title, else its kind, else its id.
+func toolLabel(t agent.ToolCall) string {
+	for _, s := range []string{t.Title, t.Name, t.Kind} {
+		if s != "" {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return "tool call " + t.ID
+}
+
+func (cl *client) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	if cl.c.o.Files == nil {
+		return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+	}
+	return cl.c.o.Files.ReadTextFile(ctx, req)
+}
+
+func (cl *client) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	if cl.c.o.Files == nil {
+		return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+	}
+	return cl.c.o.Files.WriteTextFile(ctx, req)
+}
+
+func (cl *client) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	if cl.c.o.Terminals == nil {
+		return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+	}
+	return cl.c.o.Terminals.CreateTerminal(ctx, req)
+}
+
+func (cl *client) TerminalOutput(ctx context.Context, req acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	if cl.c.o.Terminals == nil {
+		return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+	}
+	return cl.c.o.Terminals.TerminalOutput(ctx, req)
+}
+
+func (cl *client) WaitForTerminalExit(ctx context.Context, req acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	if cl.c.o.Terminals == nil {
+		return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+	}
+	return cl.c.o.Terminals.WaitForTerminalExit(ctx, req)
+}
+
+func (cl *client) KillTerminal(ctx context.Context, req acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	if cl.c.o.Terminals == nil {
+		return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+	}
+	return cl.c.o.Terminals.KillTerminal(ctx, req)
+}
+
+func (cl *client) ReleaseTerminal(ctx context.Context, req acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	if cl.c.o.Terminals == nil {
+		return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+	}
+	return cl.c.o.Terminals.ReleaseTerminal(ctx, req)
+}

@@ -1,0 +1,708 @@
+// Package acpclient drives an agent that speaks the Agent Client Protocol (`kiro-cli acp`, or any
+// ACP agent) as its client, on github.com/coder/acp-go-sdk's client side.
+//
+// Start runs `<command> acp [flags]` in its own process group and initializes it; a Conn then
+// opens or loads sessions, prompts, cancels, and is Closed, which stops the whole process group
+// (stdin closed, then SIGTERM and SIGKILL after a grace, as the text runner does). Every
+// session/update reaches the caller in order, as typed agent.Event values (OnEvent) and as the
+// agent sent it (OnNotification, for a proxy that forwards it). The agent's requests
+// (session/request_permission, fs/*, terminal/*) are answered by the handlers in Options; fs and
+// terminal capabilities are advertised only when their handler is set. Run is the one-shot form
+// that `qkit ask` uses: the text runner's timeout, size cap and cancellation, over ACP.
+//
+// The agent's stdout goes through a reader of this package before the SDK sees it: notifications
+// are decoded and delivered there, one at a time, so a slow caller slows the agent down (the SDK
+// queues notifications without back-pressure and closes the connection past 1024), malformed JSON
+// ends the connection with an error naming it (the SDK would skip the line silently), and kiro's
+// `_kiro.dev/*` notifications are handled without errors. Only requests and responses reach the SDK.
+package acpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+// Options say how to start the agent and how to answer it.
+type Options struct {
+	// Command is the agent CLI (agent.command); Args follow it (see Argv).
+	Command string
+	Args    []string
+	// Dir is the agent's working directory; empty means the caller's.
+	Dir string
+	// Env is the agent's environment; nil means the caller's.
+	Env []string
+	// Logger receives the connection's log lines; nil discards them.
+	Logger *slog.Logger
+	// Grace is how long the agent has to exit after its stdin closes, and then between SIGTERM
+	// and SIGKILL; 0 means 2 seconds.
+	Grace time.Duration
+	// LoadTimeout bounds session/load (kiro may hang on an unknown session); 0 means 30 seconds.
+	LoadTimeout time.Duration
+
+	// OnEvent receives every session update as typed events, in order, one call at a time,
+	// together with the session it belongs to; usage from `_kiro.dev/metadata` comes the same
+	// way. It may block: the agent is slowed down, nothing is dropped.
+	OnEvent func(sessionID string, ev agent.Event)
+	// OnNotification receives every notification the agent sends (session/update and the
+	// `_`-prefixed extensions) as it was sent, before OnEvent. params must not be kept.
+	OnNotification func(method string, params json.RawMessage)
+	// Permission decides the agent's session/request_permission; nil rejects every request.
+	Permission PermissionFunc
+	// Files serves fs/read_text_file and fs/write_text_file; nil does not advertise them.
+	Files Files
+	// Terminals serves terminal/*; nil does not advertise them.
+	Terminals Terminals
+}
+
+// PermissionFunc decides a permission request. An error ends the turn: the request is answered
+// cancelled, the session is cancelled, and Prompt returns the error.
+type PermissionFunc func(ctx context.Context, req PermissionRequest) (Decision, error)
+
+// PermissionRequest is the agent asking to run a tool.
+type PermissionRequest struct {
+	SessionID string
+	// Tool is the call, with what earlier tool_call updates said about it (title, kind,
+	// locations, diffs) merged in.
+	Tool agent.ToolCall
+	// Options are the answers the agent offers.
+	Options []agent.PermissionOption
+	// Raw is the request as the agent sent it.
+	Raw acp.RequestPermissionRequest
+}
+
+// Decision answers a permission request.
+type Decision struct {
+	// OptionID is the chosen option; it must be one of the request's. Empty with Cancelled.
+	OptionID string
+	// Cancelled answers "cancelled" (kiro then cancels its whole turn).
+	Cancelled bool
+	// By says who decided: "policy", "person" or "client" (agent.Permission.DecidedBy).
+	By string
+}
+
+// Files serves the agent's file requests.
+type Files interface {
+	ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error)
+	WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error)
+}
+
+// Terminals serves the agent's terminal requests.
+type Terminals interface {
+	CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error)
+	TerminalOutput(ctx context.Context, req acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error)
+	WaitForTerminalExit(ctx context.Context, req acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error)
+	KillTerminal(ctx context.Context, req acp.KillTerminalRequest) (acp.KillTerminalResponse, error)
+	ReleaseTerminal(ctx context.Context, req acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error)
+}
+
+// Conn is a running agent, initialized.
+type Conn struct {
+	o    Options
+	log  *slog.Logger
+	argv []string
+	cmd  *exec.Cmd
+	pgid int
+	csc  *acp.ClientSideConnection
+
+	stdin  io.WriteCloser
+	stdout *os.File
+	stderr *tailBuffer
+
+	// life ends the SDK calls in flight when the connection is closed.
+	life     context.Context
+	lifeStop context.CancelFunc
+
+	exited            chan struct{} // closed when the agent process has exited (waitErr is set)
+	waitErr           error
+	readDone, errDone chan struct{}
+
+	dead    chan struct{} // closed when the agent can no longer answer (deadErr is set)
+	deadErr error
+
+	closeOnce   sync.Once
+	stdinFailed atomic.Bool // a write to the agent failed: it is gone, or going
+	dieOnce     sync.Once
+	emitMu      sync.Mutex // OnEvent is called by the reader and by permission requests, one at a time
+
+	mu    sync.Mutex
+	turns map[string]*turn
+	tools map[string]agent.ToolCall // what each tool call said so far, by id
+
+	init acp.InitializeResponse
+}
+
+// turn is a prompt in flight.
+type turn struct {
+	ctx    context.Context // ends when the turn is cancelled
+	cancel context.CancelFunc
+	once   sync.Once
+	err    error         // why a handler ended the turn
+	failed chan struct{} // closed with err
+}
+
+func (t *turn) fail(err error) {
+	t.once.Do(func() {
+		t.err = err
+		close(t.failed)
+	})
+}
+
+// stderrKeep is how much of the agent's stderr is kept (its end, where errors are).
+const stderrKeep = 64 << 10
+
+// Start starts the agent and initializes it. ctx bounds the start-up only. An agent that exits
+// or writes something other than JSON-RPC before answering initialize does not speak ACP: the
+// error says so, with its exit status and stderr.
+func Start(ctx context.Context, o Options) (*Conn, error) {
+	c := &Conn{
+		o: o, log: o.Logger, argv: append([]string{o.Command}, o.Args...),
+		stderr: &tailBuffer{max: stderrKeep},
+		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
+		dead: make(chan struct{}), turns: map[string]*turn{}, tools: map[string]agent.ToolCall{},
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.o.Grace <= 0 {
+		c.o.Grace = 2 * time.Second
+	}
+	if c.o.LoadTimeout <= 0 {
+		c.o.LoadTimeout = 30 * time.Second
+	}
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	if err := c.initialize(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Conn) start() error {
+	if strings.TrimSpace(c.o.Command) == "" {
+		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command kiro-cli")
+	}
+	cmd := exec.Command(c.o.Command, c.o.Args...)
+	cmd.Dir = c.o.Dir
+	cmd.Env = c.o.Env
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	agent.NewProcessGroup(cmd)
+	c.log.Info("starting ACP agent", "command", c.o.Command, "dir", c.o.Dir)
+	c.log.Debug("agent command line", "argv", c.argv)
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return agent.StartError(c.o.Command, err)
+	}
+	c.cmd, c.pgid = cmd, cmd.Process.Pid
+	c.stdin, c.stdout = inW, outR
+	c.life, c.lifeStop = context.WithCancel(context.Background())
+
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	go c.watchExit()
+	go func() {
+		defer close(c.errDone)
+		_, _ = io.Copy(c.stderr, errR)
+		errR.Close()
+	}()
+
+	sdkR, sdkW := io.Pipe()
+	c.csc = acp.NewClientSideConnection(&client{c: c}, &stdinWriter{w: inW, failed: &c.stdinFailed}, sdkR)
+	c.csc.SetLogger(c.log)
+	go func() {
+		defer close(c.readDone)
+		err := route(outR, sdkW, c.notify)
+		c.die(err)
+		sdkW.Close() // after dead is set: a call the SDK fails for it finds deadErr
+	}()
+	return nil
+}
+
+// die records why the agent can no longer answer: err from the reader (malformed JSON, a line too
+// long), or, at the end of its stdout (err nil), its exit. The first reason stays.
+func (c *Conn) die(err error) {
+	c.dieOnce.Do(func() {
+		if err == nil {
+			err = c.exitReason()
+		}
+		c.mu.Lock()
+		c.deadErr = err
+		c.mu.Unlock()
+		close(c.dead)
+		c.log.Info("ACP agent connection ended", "reason", err)
+	})
+}
+
+// exitReason waits (a grace at most) for the agent to exit and says how it did, with its stderr.
+func (c *Conn) exitReason() error {
+	t := time.NewTimer(c.o.Grace)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		select { // stderr's last words, unless a child it left still holds the pipe
+		case <-c.errDone:
+		case <-time.After(exitDrain):
+		}
+		return fmt.Errorf("%s exited with status %d%s", c.o.Command, c.cmd.ProcessState.ExitCode(), stderrSuffix(c.stderr.String()))
+	case <-t.C:
+		return fmt.Errorf("%s closed its stdout%s", c.o.Command, stderrSuffix(c.stderr.String()))
+	}
+}
+
+// exitDrain is how long the rest of the agent's output may take to read once it has exited.
+const exitDrain = 250 * time.Millisecond
+
+// watchExit ends the connection when the agent exits, even if a child it left behind still holds
+// its stdout open: what the agent wrote before exiting is read first (a grace at most).
+func (c *Conn) watchExit() {
+	<-c.exited
+	t := time.NewTimer(exitDrain)
+	defer t.Stop()
+	select {
+	case <-c.readDone:
+	case <-t.C:
+		c.die(nil)
+	}
+}
+
+// Dead is closed when the agent can no longer answer: it exited, closed its stdout or sent
+// something that is not JSON-RPC. Err then says why.
+func (c *Conn) Dead() <-chan struct{} { return c.dead }
+
+// Err says why the connection ended; nil while it is alive.
+func (c *Conn) Err() error {
+	select {
+	case <-c.dead:
+		return c.deadErr
+	default:
+		return nil
+	}
+}
+
+// Argv is the command line that was run.
+func (c *Conn) Argv() []string { return c.argv }
+
+// Info is the agent's answer to initialize.
+func (c *Conn) Info() acp.InitializeResponse { return c.init }
+
+// Stderr is the end of the agent's stderr so far (its last 64 KiB).
+func (c *Conn) Stderr() string { return c.stderr.String() }
+
+// ExitCode is the agent's exit status once it has exited (after Close), -1 if a signal ended it
+// or it has not exited.
+func (c *Conn) ExitCode() int {
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// SDK returns the SDK's connection, for the calls Conn does not wrap (session/set_mode,
+// extension methods). Its calls do not end when the agent dies: race them against Dead.
+func (c *Conn) SDK() *acp.ClientSideConnection { return c.csc }
+
+// ClientName is what qkit calls itself in initialize.
+const ClientName = "qkit"
+
+// ClientVersion is sent in initialize; cmd sets it to the build's version.
+var ClientVersion = "dev"
+
+func (c *Conn) initialize(ctx context.Context) error {
+	caps := acp.ClientCapabilities{Terminal: c.o.Terminals != nil}
+	if c.o.Files != nil {
+		caps.Fs = acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+	}
+	resp, err := call(c, ctx, func(ctx context.Context) (acp.InitializeResponse, error) {
+		return c.csc.Initialize(ctx, acp.InitializeRequest{
+			ProtocolVersion:    acp.ProtocolVersionNumber,
+			ClientCapabilities: caps,
+			ClientInfo:         &acp.Implementation{Name: ClientName, Version: ClientVersion},
+		})
+	})
+	if err != nil {
+		if errors.Is(err, errDead) {
+			return &NotACPError{Command: c.o.Command, Err: c.Err()}
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	c.init = resp
+	c.log.Info("ACP agent initialized", "protocol", resp.ProtocolVersion, "agent", agentName(resp))
+	return nil
+}
+
+// NotACPError is returned by Start when the agent ended before answering initialize, or answered
+// with something that is not JSON-RPC: it does not speak ACP.
+type NotACPError struct {
+	Command string
+	Err     error
+}
+
+func (e *NotACPError) Error() string {
+	return fmt.Sprintf("%s acp does not speak the Agent Client Protocol (kiro-cli 1.25 or later does; q does not): %v", e.Command, e.Err)
+}
+
+func (e *NotACPError) Unwrap() error { return e.Err }
+
+func agentName(r acp.InitializeResponse) string {
+	if r.AgentInfo == nil {
+		return ""
+	}
+	return r.AgentInfo.Name + " " + r.AgentInfo.Version
+}
+
+// errDead marks a call that failed because the agent died; call returns it wrapped with deadErr.
+var errDead = errors.New("the agent is gone")
+
+// call runs an SDK request, returning when it answers, ctx ends or the agent dies (whichever is
+// first). The request itself runs under the connection's life, so a ctx that ends leaves it to
+// the caller to cancel the work on the agent's side.
+func call[T any](c *Conn, ctx context.Context, do func(ctx context.Context) (T, error)) (T, error) {
+	type answer struct {
+		v   T
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		v, err := do(c.life)
+		done <- answer{v, err}
+	}()
+	var zero T
+	select {
+	case a := <-done:
+		if a.err != nil {
+			if c.gone() {
+				return zero, fmt.Errorf("%w: %w", errDead, c.Err())
+			}
+			return zero, agentError(a.err)
+		}
+		return a.v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-c.dead:
+		return zero, fmt.Errorf("%w: %w", errDead, c.Err())
+	}
+}
+
+// gone reports whether the agent has died, waiting (a grace at most) for the reason when a write
+// to it failed: the SDK reports a failed write as its own internal error.
+func (c *Conn) gone() bool {
+	if c.stdinFailed.Load() {
+		t := time.NewTimer(c.o.Grace)
+		defer t.Stop()
+		select {
+		case <-c.dead:
+		case <-t.C:
+		}
+	}
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// stdinWriter notes a failed write to the agent.
+type stdinWriter struct {
+	w      io.Writer
+	failed *atomic.Bool
+}
+
+func (s *stdinWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.failed.Store(true)
+	}
+	return n, err
+}
+
+// AgentError is a JSON-RPC error the agent answered with.
+type AgentError struct {
+	Code    int
+	Message string
+	Details string
+}
+
+func (e *AgentError) Error() string {
+	s := fmt.Sprintf("the agent answered error %d: %s", e.Code, e.Message)
+	if e.Details != "" && e.Details != e.Message {
+		s += ": " + e.Details
+	}
+	return s
+}
+
+// Error codes the client acts on.
+const (
+	CodeMethodNotFound = -32601
+	CodeInternal       = -32603
+	CodeAuthRequired   = -32000
+)
+
+func agentError(err error) error {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return err
+	}
+	ae := &AgentError{Code: re.Code, Message: re.Message}
+	switch d := re.Data.(type) {
+	case string:
+		ae.Details = d
+	case map[string]any:
+		for _, k := range []string{"details", "error", "message"} {
+			if s, ok := d[k].(string); ok {
+				ae.Details = s
+				break
+			}
+		}
+		if ae.Details == "" && len(d) > 0 {
+			b, _ := json.Marshal(d)
+			ae.Details = string(b)
+		}
+	}
+	return ae
+}
+
+// NewSession opens a session in cwd (absolute) with the given MCP servers.
+func (c *Conn) NewSession(ctx context.Context, cwd string, mcp []acp.McpServer) (acp.NewSessionResponse, error) {
+	if mcp == nil {
+		mcp = []acp.McpServer{}
+	}
+	resp, err := call(c, ctx, func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return c.csc.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: mcp})
+	})
+	if err != nil {
+		return resp, c.sessionError("session/new", err)
+	}
+	c.log.Info("ACP session opened", "session", resp.SessionId)
+	return resp, nil
+}
+
+// LoadSession loads session id: the agent replays its history through OnEvent and
+// OnNotification before this returns. It gives up after Options.LoadTimeout (kiro may hang on an
+// unknown session); the connection should then be closed.
+func (c *Conn) LoadSession(ctx context.Context, id, cwd string, mcp []acp.McpServer) (acp.LoadSessionResponse, error) {
+	if !c.init.AgentCapabilities.LoadSession {
+		return acp.LoadSessionResponse{}, fmt.Errorf("the agent cannot load sessions (it does not advertise loadSession)")
+	}
+	if mcp == nil {
+		mcp = []acp.McpServer{}
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.o.LoadTimeout)
+	defer cancel()
+	resp, err := call(c, lctx, func(ctx context.Context) (acp.LoadSessionResponse, error) {
+		return c.csc.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: cwd, McpServers: mcp})
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return resp, fmt.Errorf("session %q: session/load got no answer within %s (the agent may not know the session)", id, c.o.LoadTimeout)
+	}
+	if err != nil {
+		return resp, c.sessionError(fmt.Sprintf("session %q: session/load", id), err)
+	}
+	return resp, nil
+}
+
+func (c *Conn) sessionError(what string, err error) error {
+	var ae *AgentError
+	if errors.As(err, &ae) && ae.Code == CodeAuthRequired {
+		msg := "the agent needs a login"
+		for _, m := range c.init.AuthMethods {
+			if m.Agent != nil && m.Agent.Description != nil {
+				msg += ": " + *m.Agent.Description
+				break
+			}
+		}
+		return fmt.Errorf("%s: %s (%w)", what, msg, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Prompt sends one prompt to a session and returns when the turn ends, with the agent's stop
+// reason. Updates arrive through OnEvent meanwhile. When ctx ends, the turn is cancelled
+// (session/cancel, and permission requests still open are answered cancelled) and Prompt waits up
+// to Options.Grace for the agent to finish it; it then returns ctx's error with the stop reason
+// the agent gave, if any. A permission handler's error ends the turn the same way and is
+// returned. An agent error (kiro answers model failures with -32603) is an *AgentError.
+func (c *Conn) Prompt(ctx context.Context, sessionID string, prompt []acp.ContentBlock) (acp.StopReason, error) {
+	t := &turn{failed: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancel(c.life)
+	defer t.cancel()
+	c.mu.Lock()
+	c.turns[sessionID] = t
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.turns[sessionID] == t {
+			delete(c.turns, sessionID)
+		}
+		c.mu.Unlock()
+	}()
+
+	type answer struct {
+		resp acp.PromptResponse
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := c.csc.Prompt(c.life, acp.PromptRequest{SessionId: acp.SessionId(sessionID), Prompt: prompt})
+		done <- answer{resp, err}
+	}()
+	finish := func(a answer) (acp.StopReason, error) {
+		if a.err != nil {
+			if c.gone() {
+				return "", fmt.Errorf("the agent ended during the turn: %w", c.Err())
+			}
+			return "", agentError(a.err)
+		}
+		return a.resp.StopReason, nil
+	}
+	// stop cancels the turn and waits (a grace at most) for the agent to end it.
+	stop := func(why error) (acp.StopReason, error) {
+		c.Cancel(sessionID)
+		tm := time.NewTimer(c.o.Grace)
+		defer tm.Stop()
+		select {
+		case a := <-done:
+			reason, _ := finish(a)
+			return reason, why
+		case <-tm.C:
+		case <-c.dead:
+		}
+		return "", why
+	}
+	select {
+	case a := <-done:
+		if t.err != nil {
+			return "", t.err
+		}
+		return finish(a)
+	case <-t.failed:
+		return stop(t.err)
+	case <-ctx.Done():
+		return stop(ctx.Err())
+	case <-c.dead:
+		return "", fmt.Errorf("the agent ended during the turn: %w", c.Err())
+	}
+}
+
+// Cancel cancels the session's turn: session/cancel to the agent, and the turn's open permission
+// requests are answered cancelled.
+func (c *Conn) Cancel(sessionID string) {
+	c.mu.Lock()
+	t := c.turns[sessionID]
+	c.mu.Unlock()
+	if t != nil {
+		t.cancel()
+	}
+	if err := c.csc.Cancel(c.life, acp.CancelNotification{SessionId: acp.SessionId(sessionID)}); err != nil {
+		c.log.Debug("session/cancel not sent", "error", err)
+	}
+}
+
+// Close stops the agent: its stdin is closed (an ACP agent exits at the end of its input), then,
+// if it has not exited after the grace, its process group gets SIGTERM and then SIGKILL; what is
+// left of the group afterwards is ended too. Close returns when the agent and the readers of its
+// output are gone. It is safe to call more than once.
+func (c *Conn) Close() {
+	c.closeOnce.Do(func() {
+		c.lifeStop()
+		_ = c.stdin.Close()
+		t := time.NewTimer(c.o.Grace)
+		select {
+		case <-c.exited:
+			t.Stop()
+		case <-t.C:
+			c.log.Warn("stopping ACP agent", "pgid", c.pgid)
+			waitDone := make(chan error, 1)
+			go func() { <-c.exited; waitDone <- c.waitErr }()
+			_ = agent.StopProcessGroup(c.pgid, c.o.Grace, waitDone)
+		}
+		agent.SweepProcessGroup(c.pgid, c.o.Grace, c.readDone, c.errDone)
+		c.stdout.Close() // wakes a reader blocked on a pipe an escaped process still holds
+		<-c.readDone
+		<-c.errDone
+		c.log.Info("ACP agent stopped", "exit_code", c.ExitCode())
+	})
+}
+
+func (c *Conn) turnOf(sessionID string) *turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turns[sessionID]
+}
+
+func stderrSuffix(stderr string) string {
+	s := strings.TrimSpace(stderr)
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) > t.max {
+		return string(t.buf[len(t.buf)-t.max:])
+	}
+	return string(t.buf)
+}

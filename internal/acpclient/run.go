@@ -1,0 +1,211 @@
+package acpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+// RunOptions are one prompt through an ACP agent: the text runner's limits and request, and what
+// ACP adds.
+type RunOptions struct {
+	// Limits are agent.* (command, timeout, size cap, default model, grace, logger).
+	Limits agent.Limits
+	// Request is the prompt and the agent flags (Agent, Model, TrustAll, TrustTools, Dir).
+	// Resume and Verbose have no ACP meaning: load a session with SessionID instead.
+	Request agent.Request
+	// SessionID, when set, is loaded (session/load) instead of opening a new session.
+	SessionID string
+	// Env is the agent's environment; nil means the caller's.
+	Env []string
+	// LoadTimeout bounds session/load; 0 means 30 seconds.
+	LoadTimeout time.Duration
+	// OnEvent receives every event of the run as it happens (see Options.OnEvent).
+	OnEvent func(agent.Event)
+	// Permission, Files and Terminals answer the agent (see Options).
+	Permission PermissionFunc
+	Files      Files
+	Terminals  Terminals
+}
+
+// Result is what a run produced: the text runner's Result (Output with the same truncation and
+// timeout notices, ExitCode of the agent process, its Stderr, Duration, Argv) and the turn's
+// ACP facts.
+type Result struct {
+	agent.Result
+	// SessionID is the agent's session (to load it again later).
+	SessionID string
+	// StopReason is the agent's: end_turn, refusal (a tool was rejected), cancelled,
+	// max_tokens, max_turn_requests; empty when the turn did not end with one.
+	StopReason string
+	// Usage adds up what the agent reported (credits; the last context percentage and duration).
+	Usage agent.Usage
+	// Tools are the tool calls of the turn, in the order they started, as they ended.
+	Tools []agent.ToolCall
+	// Agent is the agent's name and version from initialize.
+	Agent string
+}
+
+// Argv is the command line that starts the agent: `<command> acp [--agent A] [--model M] [-a]
+// [--trust-tools=a,b]`, kiro-cli's flags for the first session.
+func Argv(l agent.Limits, r agent.Request) []string {
+	argv := []string{l.Command, "acp"}
+	if r.Agent != "" {
+		argv = append(argv, "--agent", r.Agent)
+	}
+	m := r.Model
+	if m == "" {
+		m = l.DefaultModel
+	}
+	if m != "" {
+		argv = append(argv, "--model", m)
+	}
+	if r.TrustAll {
+		argv = append(argv, "-a")
+	}
+	var tools []string
+	for _, s := range r.TrustTools {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				tools = append(tools, p)
+			}
+		}
+	}
+	if len(tools) > 0 {
+		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
+	}
+	return argv
+}
+
+// Run starts the agent, opens (or loads) a session, sends the prompt, streams the events, and
+// stops the agent, with the text runner's semantics (agent.Run): a run that hits Limits.Timeout is
+// not an error (Result.TimedOut, the partial reply and a notice); the reply is capped at
+// Limits.MaxResponseSize; when ctx is cancelled the turn is cancelled, the agent stopped, and the
+// error wraps ctx.Err(). Every path ends with the agent's whole process group gone.
+func Run(ctx context.Context, o RunOptions) (Result, error) {
+	l, r := o.Limits, o.Request
+	res := Result{Result: agent.Result{ExitCode: -1, Argv: Argv(l, r)}}
+	if err := agent.Validate(l, r); err != nil {
+		return res, err
+	}
+	dir := r.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return res, err
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	runCtx := ctx
+	if l.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
+		defer cancel()
+	}
+
+	reply := agent.NewReply(l.MaxResponseSize)
+	index := map[string]int{}
+	var mu sync.Mutex    // onEvent runs on the reader and on permission requests, which may outlast the turn
+	var live atomic.Bool // false while session/load replays history: that is not this run's reply
+	onEvent := func(_ string, ev agent.Event) {
+		if !live.Load() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case agent.EventMessage:
+			reply.Write([]byte(ev.Text))
+		case agent.EventUsage:
+			res.Usage.Credits += ev.Usage.Credits
+			if ev.Usage.ContextPercent > 0 {
+				res.Usage.ContextPercent = ev.Usage.ContextPercent
+			}
+			if ev.Usage.TurnDurationMs > 0 {
+				res.Usage.TurnDurationMs = ev.Usage.TurnDurationMs
+			}
+			res.Usage.InputTokens += ev.Usage.InputTokens
+			res.Usage.OutputTokens += ev.Usage.OutputTokens
+		case agent.EventToolCall, agent.EventToolCallUpdate:
+			if i, ok := index[ev.Tool.ID]; ok {
+				res.Tools[i] = mergeTool(res.Tools[i], *ev.Tool)
+			} else {
+				index[ev.Tool.ID] = len(res.Tools)
+				res.Tools = append(res.Tools, *ev.Tool)
+			}
+		case agent.EventPermissionDecided:
+			if i, ok := index[ev.Permission.Tool.ID]; ok && ev.Permission.Tool.Denied {
+				res.Tools[i].Denied = true
+			}
+		}
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+	}
+	conn, err := Start(runCtx, Options{
+		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
+		LoadTimeout: o.LoadTimeout, OnEvent: onEvent, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
+	})
+	var stopReason acp.StopReason
+	if err == nil {
+		res.Agent = agentName(conn.Info())
+		stopReason, err = session(runCtx, conn, o, dir, &res, &live)
+	}
+	// Only a run the deadline stopped timed out (Close may outlast it).
+	timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+	if conn != nil {
+		conn.Close()
+		res.ExitCode = conn.ExitCode()
+		res.Stderr = conn.Stderr()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.StopReason = string(stopReason)
+	res.Duration = time.Since(start)
+
+	var timeout time.Duration
+	if timedOut {
+		timeout = l.Timeout
+	}
+	reply.Finish(&res.Result, l.MaxResponseSize, timeout)
+	switch {
+	case ctx.Err() != nil && err != nil:
+		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
+	case timedOut:
+		return res, nil
+	}
+	return res, err
+}
+
+// session opens or loads the session, then prompts.
+func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *atomic.Bool) (acp.StopReason, error) {
+	if o.SessionID != "" {
+		if _, err := conn.LoadSession(ctx, o.SessionID, dir, nil); err != nil {
+			return "", err
+		}
+		res.SessionID = o.SessionID
+	} else {
+		s, err := conn.NewSession(ctx, dir, nil)
+		if err != nil {
+			return "", err
+		}
+		res.SessionID = string(s.SessionId)
+	}
+	live.Store(true)
+	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})
+}

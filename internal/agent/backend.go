@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"os/exec"
+	"time"
+)
+
+// What the text runner does that another backend (the ACP client, internal/acpclient) must do the
+// same way: the process group, its ending, the start error, the kept reply and its notices. Only
+// wrappers live here, so each rule is still written once, beside Run.
+
+// NewProcessGroup makes cmd, once started, the leader of a process group of its own.
+func NewProcessGroup(cmd *exec.Cmd) { newGroup(cmd) }
+
+// StopProcessGroup signals the group led by pgid SIGTERM and, if its leader has not exited after
+// grace, SIGKILL. waitDone delivers the leader's Wait error, which is returned.
+func StopProcessGroup(pgid int, grace time.Duration, waitDone <-chan error) error {
+	return stopGroup(pgid, grace, waitDone)
+}
+
+// SweepProcessGroup ends what is left of the group once its leader has exited, then waits (up to
+// about two graces) until every channel in done is closed: the readers of the agent's pipes.
+func SweepProcessGroup(pgid int, grace time.Duration, done ...<-chan struct{}) {
+	sweep(pgid, grace, done...)
+}
+
+// StartError explains why the agent command could not start, naming agent.command.
+func StartError(command string, err error) error { return startError(command, err) }
+
+// Reply keeps the first limit bytes of a reply that arrives in pieces and counts the rest, as Run
+// keeps stdout: memory stays flat whatever the agent sends. limit 0 keeps everything.
+type Reply struct{ k keeper }
+
+// NewReply returns a Reply that keeps limit bytes.
+func NewReply(limit int64) *Reply { return &Reply{k: keeper{limit: limit}} }
+
+// Write keeps what fits of p and counts all of it.
+func (r *Reply) Write(p []byte) { r.k.Write(p) }
+
+// Total is the size of everything written.
+func (r *Reply) Total() int64 { return r.k.total }
+
+// Finish fills res as Run does: Output (the kept reply, cut at a line break when it was
+// truncated, followed by the notices), Notice, Truncated and OriginalSize. timeout is the
+// configured limit when the run timed out, 0 otherwise (then TimedOut is left alone).
+func (r *Reply) Finish(res *Result, limit int64, timeout time.Duration) {
+	body := r.k.body()
+	res.OriginalSize = r.k.total
+	var notice string
+	if r.k.truncated() {
+		res.Truncated = true
+		notice += truncationNotice(limit, r.k.total, len(body))
+	}
+	if timeout > 0 {
+		res.TimedOut = true
+		notice += timeoutNotice(timeout)
+	}
+	res.Notice = notice
+	res.Output = string(body) + notice
+}

@@ -1,0 +1,615 @@
+package fakeq
+
+// `q acp`: the fake as an ACP agent on stdio, imitating `kiro-cli acp` (v2, the Rust engine) as
+// /work/shared/reference/kiro-acp.md describes it, built on acp-go-sdk's agent side. Flags:
+// --agent A, --model M, -a/--trust-all-tools, --trust-tools=a,b (tool names: shell, read, write,
+// or an MCP tool's server/tool). Environment:
+//
+//	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
+//	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk
+//	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
+//	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
+//	FAKEQ_ACP_TOOLS=list   tool calls before the reply, comma-separated: shell:CMD, read:PATH,
+//	                       write:PATH, mcp:SERVER/TOOL. Untrusted ones (shell, write, mcp, and a
+//	                       read outside the cwd) ask session/request_permission first with
+//	                       allow_once, allow_always and reject_once; a rejection fails the call
+//	                       and ends the turn with stopReason refusal, as kiro does
+//	FAKEQ_ACP_RAN=file     append one line per tool call that actually ran
+//	FAKEQ_ACP_WRITE_TEXT=t what write:PATH writes (default "written by fakeq\n")
+//	FAKEQ_ACP_V3=1         behave as kiro's V3 engine: file I/O through fs/* and shell through
+//	                       terminal/* when the client advertises them
+//	FAKEQ_ACP_MODEL_ERROR=m the prompt fails with JSON-RPC -32603 and message m
+//	FAKEQ_ACP_LOAD=how     loading an unknown session: error (default, -32603), hang, or exit
+//	FAKEQ_ACP_BAD=how      a bad agent: text (prints a banner, not JSON), exit (exits 2 at once,
+//	                       as q 1.19.7 does for an unknown subcommand), silent (never answers),
+//	                       die (exits 1 mid-turn), malformed (broken JSON mid-turn), hang (the
+//	                       prompt never ends, session/cancel is ignored)
+//	FAKEQ_LOGGED_OUT=1     initialize lists the kiro-login auth method; session/new fails -32000
+//	FAKEQ_GRANDCHILD=file  as for chat: a grandchild that sleeps a minute, its PID in file
+//
+// Sessions live in $HOME/.kiro/sessions/cli/<id>.jsonl, as kiro keeps them; session/load replays
+// them (user_message_chunk, agent_message_chunk) before it answers.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
+)
+
+// acpMain runs the fake as an ACP agent; args follow "acp".
+func acpMain(args []string) int {
+	switch os.Getenv("FAKEQ_ACP_BAD") {
+	case "exit":
+		fmt.Fprintf(os.Stderr, "error: unrecognized subcommand 'acp'\n")
+		return 2
+	case "text":
+		fmt.Println("Welcome to Amazon Q!")
+		time.Sleep(time.Minute)
+		return 0
+	case "silent":
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		time.Sleep(time.Minute) // deaf to the end of its input too
+		return 0
+	}
+	if f := os.Getenv("FAKEQ_GRANDCHILD"); f != "" {
+		if err := startGrandchild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeq:", err)
+			return 98
+		}
+	}
+	a := &acpAgent{flags: parseACPFlags(args), sessions: map[string]*acpSession{}}
+	out := &lockedWriter{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
+	a.out = out
+	// The connection reads stdin only once a.conn is set: its handlers use it.
+	in, feed := io.Pipe()
+	a.conn = acp.NewAgentSideConnection(a, out, in)
+	a.conn.SetLogger(slog.New(slog.DiscardHandler))
+	go func() {
+		_, _ = io.Copy(feed, os.Stdin)
+		feed.Close()
+	}()
+	<-a.conn.Done()
+	a.wg.Wait()
+	return 0
+}
+
+// lockedWriter flushes after every message, so the client sees each one at once; the raw writes
+// of the bad modes go through the same lock.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, err := l.w.Write(p)
+	if err == nil && len(p) > 0 && p[len(p)-1] == '\n' {
+		err = l.w.Flush()
+	}
+	return n, err
+}
+
+type acpFlags struct {
+	agent, model string
+	trustAll     bool
+	trust        []string
+}
+
+func parseACPFlags(args []string) acpFlags {
+	var f acpFlags
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--agent" && i+1 < len(args):
+			i++
+			f.agent = args[i]
+		case a == "--model" && i+1 < len(args):
+			i++
+			f.model = args[i]
+		case a == "-a" || a == "--trust-all-tools":
+			f.trustAll = true
+		case strings.HasPrefix(a, "--trust-tools="):
+			f.trust = append(f.trust, strings.Split(strings.TrimPrefix(a, "--trust-tools="), ",")...)
+		}
+	}
+	return f
+}
+
+type acpAgent struct {
+	flags  acpFlags
+	conn   *acp.AgentSideConnection
+	out    *lockedWriter
+	client acp.ClientCapabilities
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*acpSession
+}
+
+type acpSession struct {
+	id, cwd string
+	ready   chan struct{}   // closed once the notifications that follow session/new are out
+	trusted map[string]bool // tools allowed "always" in this session
+}
+
+var _ acp.AgentLoader = (*acpAgent)(nil)
+
+func (a *acpAgent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.client = p.ClientCapabilities
+	title := "Kiro CLI Agent"
+	resp := acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: acp.PromptCapabilities{Image: true},
+			McpCapabilities:    acp.McpCapabilities{Http: true},
+		},
+		AgentInfo:   &acp.Implementation{Name: "Kiro CLI Agent", Title: &title, Version: "2.0.1"},
+		AuthMethods: []acp.AuthMethod{},
+	}
+	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
+		desc := "Run 'kiro-cli login' in terminal"
+		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{Id: "kiro-login", Name: "Kiro Login", Description: &desc}}}
+	}
+	return resp, nil
+}
+
+func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
+		return acp.NewSessionResponse{}, acp.NewAuthRequired(map[string]any{"details": "not logged in: run 'kiro-cli login'"})
+	}
+	s := &acpSession{id: uuid.NewString(), cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{})}
+	a.mu.Lock()
+	a.sessions[s.id] = s
+	a.mu.Unlock()
+	if err := os.MkdirAll(sessionDir(), 0o700); err == nil {
+		_ = os.WriteFile(sessionFile(s.id), nil, 0o600)
+	}
+	a.after(func() {
+		bg := context.Background()
+		_ = a.conn.NotifyExtension(bg, "_kiro.dev/commands/available", map[string]any{
+			"sessionId": s.id, "commands": []map[string]any{{"name": "/model", "description": "Select a model"}},
+		})
+		_ = a.conn.NotifyExtension(bg, "_kiro.dev/metadata", map[string]any{"sessionId": s.id, "contextUsagePercentage": 1.5})
+		if a.flags.agent != "" && a.flags.agent != "kiro_default" && a.flags.agent != "reviewer" {
+			_ = a.conn.NotifyExtension(bg, "_kiro.dev/agent/not_found", map[string]any{"sessionId": s.id, "agent": a.flags.agent})
+		}
+		close(s.ready)
+	})
+	return acp.NewSessionResponse{SessionId: acp.SessionId(s.id), Modes: a.modes(), Models: a.models()}, nil
+}
+
+// after runs f once the current response has been written (kiro's notifications follow
+// session/new's answer).
+func (a *acpAgent) after(f func()) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		time.Sleep(20 * time.Millisecond)
+		f()
+	}()
+}
+
+func (a *acpAgent) modes() *acp.SessionModeState {
+	current := a.flags.agent
+	if current == "" || current != "reviewer" {
+		current = "kiro_default"
+	}
+	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(current), AvailableModes: []acp.SessionMode{
+		{Id: "kiro_default", Name: "kiro_default"}, {Id: "reviewer", Name: "reviewer"},
+	}}
+}
+
+func (a *acpAgent) models() *acp.SessionModelState {
+	current := a.flags.model
+	if current == "" {
+		current = "auto"
+	}
+	var models []acp.ModelInfo
+	for _, m := range []string{"auto", "claude-sonnet-4.5", "claude-haiku-4.5"} {
+		models = append(models, acp.ModelInfo{ModelId: acp.ModelId(m), Name: m})
+	}
+	return &acp.SessionModelState{CurrentModelId: acp.ModelId(current), AvailableModels: models}
+}
+
+func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	id := string(p.SessionId)
+	data, err := os.ReadFile(sessionFile(id))
+	if err != nil || uuid.Validate(id) != nil {
+		switch os.Getenv("FAKEQ_ACP_LOAD") {
+		case "hang":
+			<-ctx.Done()
+			return acp.LoadSessionResponse{}, ctx.Err()
+		case "exit":
+			os.Exit(0)
+		}
+		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"details": "Failed to start session: session " + id + " not found"})
+	}
+	s := &acpSession{id: id, cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{})}
+	close(s.ready)
+	a.mu.Lock()
+	a.sessions[id] = s
+	a.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var turn struct{ Role, Text string }
+		if json.Unmarshal([]byte(line), &turn) != nil {
+			continue
+		}
+		u := acp.UpdateAgentMessageText(turn.Text)
+		if turn.Role == "user" {
+			u = acp.UpdateUserMessageText(turn.Text)
+		}
+		_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u})
+	}
+	return acp.LoadSessionResponse{Modes: a.modes(), Models: a.models()}, nil
+}
+
+func sessionDir() string {
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".kiro", "sessions", "cli")
+}
+
+func sessionFile(id string) string { return filepath.Join(sessionDir(), filepath.Base(id)+".jsonl") }
+
+func (a *acpAgent) remember(id, role, text string) {
+	line, _ := json.Marshal(map[string]string{"role": role, "text": text})
+	f, err := os.OpenFile(sessionFile(id), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(append(line, '\n'))
+}
+
+func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	a.mu.Lock()
+	s := a.sessions[string(p.SessionId)]
+	a.mu.Unlock()
+	if s == nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"details": "unknown session " + string(p.SessionId)})
+	}
+	<-s.ready
+	var text strings.Builder
+	for _, b := range p.Prompt {
+		if b.Text != nil {
+			text.WriteString(b.Text.Text)
+		}
+	}
+	a.remember(s.id, "user", text.String())
+	start := time.Now()
+	t := &acpTurn{a: a, s: s, ctx: ctx}
+	if msg := os.Getenv("FAKEQ_ACP_MODEL_ERROR"); msg != "" {
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"details": msg})
+	}
+	reason := t.run(text.String())
+	a.remember(s.id, "agent", t.reply.String())
+	_ = a.conn.NotifyExtension(context.Background(), "_kiro.dev/metadata", map[string]any{
+		"sessionId": s.id, "contextUsagePercentage": 12.5, "turnDurationMs": time.Since(start).Milliseconds(),
+		"meteringUsage": []map[string]any{{"value": 0.05, "unit": "credit", "unitPlural": "credits"}},
+	})
+	return acp.PromptResponse{StopReason: reason}, nil
+}
+
+// acpTurn is one prompt being answered.
+type acpTurn struct {
+	a     *acpAgent
+	s     *acpSession
+	ctx   context.Context
+	reply strings.Builder
+	first bool
+}
+
+func (t *acpTurn) send(u acp.SessionUpdate) {
+	// A fresh context: updates after a cancel must still go out.
+	_ = t.a.conn.SessionUpdate(context.Background(), acp.SessionNotification{SessionId: acp.SessionId(t.s.id), Update: u})
+}
+
+func (t *acpTurn) run(prompt string) acp.StopReason {
+	if s := os.Getenv("FAKEQ_ACP_THOUGHT"); s != "" {
+		t.send(acp.UpdateAgentThoughtText(unescape(s)))
+	}
+	plan := os.Getenv("FAKEQ_ACP_PLAN") != ""
+	if plan {
+		t.send(acp.UpdatePlan(
+			acp.PlanEntry{Content: "Look around", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusInProgress},
+			acp.PlanEntry{Content: "Answer", Priority: acp.PlanEntryPriorityMedium, Status: acp.PlanEntryStatusPending},
+		))
+	}
+	if list := os.Getenv("FAKEQ_ACP_TOOLS"); list != "" {
+		for i, spec := range strings.Split(list, ",") {
+			if reason, stop := t.tool(i+1, strings.TrimSpace(spec)); stop {
+				return reason
+			}
+		}
+	}
+	switch os.Getenv("FAKEQ_ACP_BAD") {
+	case "die":
+		t.chunk("partial answer\n")
+		fmt.Fprintln(os.Stderr, "error: the model stream broke")
+		os.Exit(1)
+	case "malformed":
+		t.chunk("partial answer\n")
+		_, _ = t.a.out.Write([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + "\n"))
+		time.Sleep(time.Minute)
+	case "hang":
+		t.chunk("partial answer\n")
+		time.Sleep(10 * time.Minute)
+	}
+	if !t.answer(prompt) {
+		return acp.StopReasonCancelled
+	}
+	if plan {
+		t.send(acp.UpdatePlan(
+			acp.PlanEntry{Content: "Look around", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusCompleted},
+			acp.PlanEntry{Content: "Answer", Priority: acp.PlanEntryPriorityMedium, Status: acp.PlanEntryStatusCompleted},
+		))
+	}
+	return acp.StopReasonEndTurn
+}
+
+// chunk sends one piece of the reply, stamping the first as chat does.
+func (t *acpTurn) chunk(s string) {
+	before := time.Now()
+	t.send(acp.UpdateAgentMessageText(s))
+	if t.reply.Len() < 1<<20 {
+		t.reply.WriteString(s)
+	}
+	if !t.first {
+		t.first = true
+		if f := os.Getenv("FAKEQ_FIRST_STAMP"); f != "" {
+			_ = os.WriteFile(f, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o600)
+		}
+		if f := os.Getenv("FAKEQ_BEFORE_STAMP"); f != "" {
+			_ = os.WriteFile(f, []byte(strconv.FormatInt(before.UnixNano(), 10)), 0o600)
+		}
+	}
+}
+
+// answer sends the reply the environment asks for; false when the turn was cancelled meanwhile.
+func (t *acpTurn) answer(prompt string) bool {
+	interval := envDuration("FAKEQ_INTERVAL")
+	emit := func(s string) bool {
+		if t.ctx.Err() != nil {
+			return false
+		}
+		t.chunk(s)
+		if interval > 0 {
+			select {
+			case <-time.After(interval):
+			case <-t.ctx.Done():
+				return false
+			}
+		}
+		return true
+	}
+	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" && !emit(prompt+"\n") {
+		return false
+	}
+	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
+		for _, line := range strings.SplitAfter(unescape(s), "\n") {
+			if line != "" && !emit(line) {
+				return false
+			}
+		}
+	}
+	if n, _ := strconv.Atoi(os.Getenv("FAKEQ_LINES")); n > 0 {
+		for i := 1; i <= n; i++ {
+			if !emit("line " + strconv.Itoa(i) + "\n") {
+				return false
+			}
+		}
+	}
+	if n, _ := strconv.ParseInt(os.Getenv("FAKEQ_BYTES"), 10, 64); n > 0 {
+		line := strings.Repeat("y", 83) + "\n"
+		for n > 0 {
+			c := line
+			if int64(len(c)) > n {
+				c = c[:n]
+			}
+			if !emit(c) {
+				return false
+			}
+			n -= int64(len(c))
+		}
+	}
+	return true
+}
+
+// tool makes one tool call; stop is set when the turn ends there (rejected or cancelled).
+func (t *acpTurn) tool(n int, spec string) (reason acp.StopReason, stop bool) {
+	name, arg, _ := strings.Cut(spec, ":")
+	id := acp.ToolCallId(fmt.Sprintf("tooluse_fakeq%d", n))
+	var kind acp.ToolKind
+	var title string
+	var locs []acp.ToolCallLocation
+	var content []acp.ToolCallContent
+	gated := true
+	path := arg
+	if path != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(t.s.cwd, path)
+	}
+	writeText := unescape(os.Getenv("FAKEQ_ACP_WRITE_TEXT"))
+	if writeText == "" {
+		writeText = "written by fakeq\n"
+	}
+	switch name {
+	case "shell":
+		kind, title = acp.ToolKindExecute, "Running: "+arg
+	case "read":
+		kind, title = acp.ToolKindRead, "Reading "+arg
+		locs = []acp.ToolCallLocation{{Path: path}}
+		rel, err := filepath.Rel(t.s.cwd, path)
+		gated = err != nil || rel == ".." || strings.HasPrefix(rel, "../")
+	case "write":
+		kind, title = acp.ToolKindEdit, "Writing "+arg
+		locs = []acp.ToolCallLocation{{Path: path}}
+		if old, err := os.ReadFile(path); err == nil {
+			content = []acp.ToolCallContent{acp.ToolDiffContent(path, writeText, string(old))}
+		} else {
+			content = []acp.ToolCallContent{acp.ToolDiffContent(path, writeText)}
+		}
+	case "mcp":
+		kind, title = acp.ToolKindOther, arg
+	default:
+		kind, title = acp.ToolKindOther, spec
+	}
+	t.send(acp.StartToolCall(id, title, acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(locs), acp.WithStartContent(content), acp.WithStartRawInput(map[string]any{"tool": name, "arg": arg})))
+
+	trustName := name
+	if name == "mcp" {
+		trustName = "@" + arg
+	}
+	if gated && !t.trusted(trustName, arg) {
+		resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
+			SessionId: acp.SessionId(t.s.id),
+			ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title},
+			Options: []acp.PermissionOption{
+				{OptionId: "allow_once", Name: "Yes", Kind: acp.PermissionOptionKindAllowOnce},
+				{OptionId: "allow_always", Name: "Always", Kind: acp.PermissionOptionKindAllowAlways},
+				{OptionId: "reject_once", Name: "No", Kind: acp.PermissionOptionKindRejectOnce},
+			},
+		})
+		switch {
+		case err != nil || resp.Outcome.Cancelled != nil || t.ctx.Err() != nil:
+			t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+			return acp.StopReasonCancelled, true
+		case resp.Outcome.Selected.OptionId == "reject_once" || resp.Outcome.Selected.OptionId == "reject_always":
+			t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+				acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock("User denied tool execution"))})))
+			return acp.StopReasonRefusal, true
+		case resp.Outcome.Selected.OptionId == "allow_always":
+			t.s.trusted[trustName] = true
+		}
+	}
+	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
+	out, err := t.exec(name, arg, path, writeText)
+	status := acp.ToolCallStatusCompleted
+	if err != nil {
+		status, out = acp.ToolCallStatusFailed, err.Error()
+	}
+	if f := os.Getenv("FAKEQ_ACP_RAN"); f != "" {
+		appendLine(f, spec)
+	}
+	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
+		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(out))})))
+	return "", false
+}
+
+func (t *acpTurn) trusted(name, arg string) bool {
+	if t.a.flags.trustAll || t.s.trusted[name] {
+		return true
+	}
+	for _, tr := range t.a.flags.trust {
+		if tr == name || (strings.HasPrefix(name, "@") && tr == "@"+strings.Split(arg, "/")[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// exec runs the tool: in-process as kiro's v2 engine does, or through the client (fs/*,
+// terminal/*) as V3 does when the client offers it.
+func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
+	v3 := os.Getenv("FAKEQ_ACP_V3") != ""
+	sid := acp.SessionId(t.s.id)
+	switch name {
+	case "shell":
+		if v3 && t.a.client.Terminal {
+			return t.terminal(arg)
+		}
+		cmd := exec.Command("sh", "-c", arg)
+		cmd.Dir = t.s.cwd
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	case "read":
+		if v3 && t.a.client.Fs.ReadTextFile {
+			r, err := t.a.conn.ReadTextFile(t.ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path})
+			return r.Content, err
+		}
+		b, err := os.ReadFile(path)
+		return string(b), err
+	case "write":
+		if v3 && t.a.client.Fs.WriteTextFile {
+			_, err := t.a.conn.WriteTextFile(t.ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path, Content: writeText})
+			return "wrote " + path, err
+		}
+		return "wrote " + path, os.WriteFile(path, []byte(writeText), 0o644)
+	}
+	return "done", nil
+}
+
+func (t *acpTurn) terminal(command string) (string, error) {
+	sid := acp.SessionId(t.s.id)
+	c, err := t.a.conn.CreateTerminal(t.ctx, acp.CreateTerminalRequest{SessionId: sid, Command: "sh", Args: []string{"-c", command}, Cwd: &t.s.cwd})
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		_, _ = t.a.conn.ReleaseTerminal(context.Background(), acp.ReleaseTerminalRequest{SessionId: sid, TerminalId: c.TerminalId})
+	}()
+	w, err := t.a.conn.WaitForTerminalExit(t.ctx, acp.WaitForTerminalExitRequest{SessionId: sid, TerminalId: c.TerminalId})
+	if err != nil {
+		return "", err
+	}
+	o, err := t.a.conn.TerminalOutput(t.ctx, acp.TerminalOutputRequest{SessionId: sid, TerminalId: c.TerminalId})
+	if err != nil {
+		return "", err
+	}
+	if w.ExitCode != nil && *w.ExitCode != 0 {
+		return o.Output, fmt.Errorf("exit status %d: %s", *w.ExitCode, o.Output)
+	}
+	return o.Output, nil
+}
+
+func appendLine(file, line string) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}
+
+// Cancel has nothing to do: the SDK has cancelled the prompt's context already (the "hang" mode
+// ignores that context).
+func (a *acpAgent) Cancel(context.Context, acp.CancelNotification) error { return nil }
+
+func (a *acpAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// The methods kiro's v2 engine leaves unhandled answer -32601.
+
+func (a *acpAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, acp.NewMethodNotFound(acp.AgentMethodAuthenticate)
+}
+
+func (a *acpAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+}
+
+func (a *acpAgent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+
+func (a *acpAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+func (a *acpAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
