@@ -1,6 +1,67 @@
-// Package fakeq is a stand-in for the Amazon Q Developer CLI (`q`) used by tests and benchmarks.
+// Package fakeq is a stand-in for the agent CLI (`q`, or `kiro-cli`) used by tests and benchmarks.
 // Everything it does is chosen through environment variables, so a test sets up a behaviour and
-// then runs qkit as usual:
+// then runs qkit as usual. FAKEQ_FLAVOUR picks which agent it imitates:
+//
+//	FAKEQ_FLAVOUR=q     q 1.19.7, as /work/shared/reference/real-agent.md describes it
+//	FAKEQ_FLAVOUR=kiro  kiro-cli 2.x, as the same document describes it
+//	(unset)             no real agent: the bare mechanics below (plain reply, no welcome text, no
+//	                    banners), for tests of timeouts, sizes, streaming and process groups where
+//	                    the agent's wording does not matter. Tests of agent behaviour name a flavour.
+//
+// What the flavours do, next to the sentence of real-agent.md each one imitates:
+//
+//   - "If any argument is exactly `-h` or `--help`, the wrapper prints help and exits 0 (so a prompt
+//     `-h` never reaches the model)": q prints help for any such argument; kiro (clap) for one
+//     before "--".
+//   - "`-v/--verbose` ... sends logs to **stdout**": a log line before the reply.
+//   - "`--trust-tools=` (empty) is a no-op with a warning": the warning on stderr.
+//   - "with `--no-interactive`, no positional prompt and a non-terminal stdin, q reads all of stdin,
+//     trims it, and bails with "Input must be supplied when running in non-interactive mode" if
+//     empty": both.
+//   - "q cuts a user message at 400,000 bytes ("...content truncated due to length"). kiro
+//     documents the same": the prompt the model sees (FAKEQ_ECHO_PROMPT) is cut so.
+//   - "Reply: on **stdout**, with colour codes even into a pipe (some hard-coded), and a green `> `
+//     prefix before the reply (`\x1b[38;5;141m> \x1b[0m` in kiro 2.21.2). NO_COLOR removes colours
+//     only": q's green and kiro's purple prefix before each response, coloured lines; NO_COLOR
+//     drops the colours but kiro still ends the prefix with \x1b[0m.
+//   - "Before a tool runs, stdout gets `🛠️  Using tool: NAME` with ` (trusted)` when trusted and
+//     ` from mcp server S` for MCP tools, then a description block (`\n ⋮ \n ● ...`)": each tool
+//     of FAKEQ_TOOLS.
+//   - "stderr is never empty on success: welcome text, tips, ... "🤖 You are chatting with MODEL",
+//     MCP load messages; kiro adds a `▸ Credits: ...` trailer on every success".
+//   - "q 1.19.7: an untrusted tool stops the run: stderr `error: Tool approval required but
+//     --no-interactive was specified. ...`, exit 1, after the `Using tool:` line".
+//   - "q 1.19.7 quirk: after a tool has run, a later stream failure ("Amazon Q is having trouble
+//     responding right now: ...") falls into the same approval error for the already-trusted
+//     tool": FAKEQ_FAIL=stream after a trusted tool.
+//   - "MCP tools are trusted only as `@server/tool` or `@server`; a bare name stays untrusted (with
+//     a warning)".
+//   - "kiro-cli 2.x: an untrusted tool is **denied** and the model carries on; exit 0. The model
+//     sees text like `Command execute_bash is rejected because it matches one or more rules on the
+//     denied list: - non-interactive mode (no user to approve)`": printed in the tool's block, and
+//     the reply goes on.
+//   - "q: not logged in → `error: You are not logged in, please log in with q login`, exit 1. Bad
+//     flag → exit 2": FAKEQ_LOGGED_OUT=1; an unknown flag.
+//   - "Token expired mid-run → "Authentication Error" on stderr, empty stdout, **exit 0**. Other API
+//     errors → message on stderr, **exit 0**, possibly after a partial reply": FAKEQ_FAIL=auth and
+//     FAKEQ_FAIL=api, after whatever reply FAKEQ_OUTPUT gives.
+//   - "q: unknown `--model` → "Model 'X' does not exist. Available models: ...", exit 1. Unknown
+//     `--agent` → a warning on stderr, falls back to the default agent, exit 0": models are
+//     FAKEQ_MODELS (default: the flavour's list), agents FAKEQ_AGENTS (default: any name).
+//   - "kiro: ... 4 agent not found. Unknown `--model` warns and falls back. Invalid API key → exit 0,
+//     empty stdout, "Authentication failed." on stderr": a KIRO_API_KEY starting with "bad".
+//   - "**No credential at all in headless mode → a device-login flow that blocks forever.**": kiro
+//     with FAKEQ_LOGGED_OUT=1 and no KIRO_API_KEY prints a device-login URL on stderr and sleeps.
+//   - "`q whoami`: logged out → "Not logged in" on **stdout**, exit 1; logged in → "Logged in with
+//     Builder ID" or "Logged in with IAM Identity Center (URL)"; `--format json` exists.
+//     `AMAZON_Q_SIGV4=1` lets `q chat` work while whoami says logged out. kiro with `KIRO_API_KEY`
+//     prints "Authenticated with API key"": FAKEQ_WHOAMI=idc picks Identity Center.
+//   - "q's list comes from the service; its offline fallback is claude-sonnet-4 and
+//     claude-3.7-sonnet; names match case-insensitively by name or id. kiro ids in 2026 include
+//     `auto`, `claude-sonnet-4.5`, ... `kiro-cli chat --list-models --format json` prints
+//     `{models, default_model}`; q 1.19.7 has no such flag": q refuses the flag (exit 2).
+//
+// The knobs (every flavour):
 //
 //	FAKEQ_RECORD=file      append this run's argv (without the program name) as one JSON line
 //	FAKEQ_OUTPUT=text      print text to stdout ("\n" escapes are read as line breaks)
@@ -12,18 +73,32 @@
 //	FAKEQ_FIRST_STAMP=file after the first line is written, write the time (Unix nanoseconds) to file
 //	FAKEQ_BEFORE_STAMP=file the same, but the time just before the first line is written: a latency
 //	                       measured from it is never less than the real one
-//	FAKEQ_ANSI=1           colour every stdout line and prefix the reply with q's green "> "
 //	FAKEQ_STDERR=text      print text to stderr
-//	FAKEQ_APPROVAL=1       fail as q does when a tool needs approval in --no-interactive mode
-//	FAKEQ_APPROVAL_TOOL=t  the same, but only unless t is trusted (--trust-all-tools or --trust-tools);
-//	                       first prints q's "Using tool: t" line on stdout, naming the tool
 //	FAKEQ_GRANDCHILD=file  start a grandchild process that sleeps for a minute; write its PID to file
 //	FAKEQ_SLEEP=d          sleep d after printing, before exiting
 //	FAKEQ_EXIT=n           exit with status n (default 0)
-//	FAKEQ_LOGGED_OUT=1     `whoami` fails as when nobody is logged in
+//	FAKEQ_LOGGED_OUT=1     nobody is logged in
 //
-// `q whoami` prints a logged-in user unless FAKEQ_LOGGED_OUT is set. `q acp` is an ACP agent
-// imitating `kiro-cli acp`: see acp.go.
+// The flavours' own knobs:
+//
+//	FAKEQ_TOOLS=a,@srv/b   the model uses these tools, in order, before the reply (@srv/b: tool b
+//	                       of MCP server srv); trusted by --trust-all-tools or --trust-tools
+//	FAKEQ_FAIL=kind        after the reply: auth (expired login), api (a service error), stream
+//	                       (q: "having trouble responding"; after a trusted tool, q's false
+//	                       approval error)
+//	FAKEQ_MODELS=a,b       the models the agent knows (default: the flavour's)
+//	FAKEQ_AGENTS=a,b       the agents the agent knows (default: any name)
+//	FAKEQ_WHOAMI=idc       whoami reports IAM Identity Center instead of Builder ID
+//
+// The unflavoured fake's own knobs (kept for the mechanics tests written before the flavours):
+//
+//	FAKEQ_ANSI=1           colour every stdout line and prefix the reply with a green "> "
+//	FAKEQ_APPROVAL=1       fail as q does when a tool needs approval in --no-interactive mode
+//	FAKEQ_APPROVAL_TOOL=t  the same, but only unless t is trusted (--trust-all-tools or --trust-tools);
+//	                       first prints "Using tool: t" on stdout, naming the tool
+//
+// `whoami` prints a logged-in user unless FAKEQ_LOGGED_OUT is set. `acp` is an ACP agent imitating
+// `kiro-cli acp`: see acp.go. Subcommands are looked up in the Subcommands table.
 package fakeq
 
 import (
@@ -60,21 +135,47 @@ func Run(args []string) int {
 			return 97
 		}
 	}
-	if len(args) > 0 && args[0] == "whoami" {
-		if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
-			fmt.Fprintln(os.Stderr, "error: Not logged in, please log in with q login")
-			return 1
+	if len(args) > 0 {
+		if sub, ok := Subcommands[args[0]]; ok {
+			return sub(args)
 		}
-		fmt.Println("Logged in with Builder ID")
-		return 0
 	}
-	if len(args) > 0 && args[0] == "acp" {
-		return acpMain(args[1:]) // acp.go
+	fmt.Fprintf(os.Stderr, "error: unrecognized subcommand %q\n", strings.Join(args, " "))
+	return 2
+}
+
+// Subcommands are the fake's subcommands by name; each gets the whole argument list (its own name
+// first) and returns the exit status. Another file of the package may add one in an init func.
+var Subcommands = map[string]func(args []string) int{
+	"chat":   chatCommand,
+	"whoami": whoamiCommand,
+	"acp":    func(args []string) int { return acpMain(args[1:]) }, // acp.go
+}
+
+// Flavour is the agent the fake imitates: "q", "kiro", or "" (the bare mechanics).
+func Flavour() string { return os.Getenv("FAKEQ_FLAVOUR") }
+
+func chatCommand(args []string) int {
+	if f := Flavour(); f == "q" || f == "kiro" {
+		return flavourChat(f, args)
 	}
-	if len(args) == 0 || args[0] != "chat" {
-		fmt.Fprintf(os.Stderr, "error: unrecognized subcommand %q\n", strings.Join(args, " "))
-		return 2
+	return plainChat(args)
+}
+
+func whoamiCommand(args []string) int {
+	if f := Flavour(); f == "q" || f == "kiro" {
+		return flavourWhoami(f, args)
 	}
+	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
+		fmt.Fprintln(os.Stderr, "error: Not logged in, please log in with q login")
+		return 1
+	}
+	fmt.Println("Logged in with Builder ID")
+	return 0
+}
+
+// plainChat is the unflavoured fake's chat.
+func plainChat(args []string) int {
 	if f := os.Getenv("FAKEQ_GRANDCHILD"); f != "" {
 		if err := startGrandchild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "fakeq:", err)

@@ -18,10 +18,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+func self(t *testing.T) string { t.Helper(); return os.Args[0] }
+
+// testEnv is the environment of a fake run: no flavour or login variables from the caller.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FAKEQ_") && !strings.HasPrefix(kv, "KIRO_API_KEY=") && !strings.HasPrefix(kv, "AMAZON_Q_SIGV4=") && !strings.HasPrefix(kv, "NO_COLOR=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "FAKEQ_AS_Q=1")
+}
+
 func runFake(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return runFakeIn(t, "", env, args...)
+}
+
+// runFakeIn runs the fake with stdin as its standard input.
+func runFakeIn(t *testing.T, stdin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	c := exec.Command(os.Args[0], args...)
-	c.Env = append(os.Environ(), append([]string{"FAKEQ_AS_Q=1"}, env...)...)
+	c.Stdin = strings.NewReader(stdin)
+	c.Env = append(testEnv(), env...)
 	var out, errb strings.Builder
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()

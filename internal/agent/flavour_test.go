@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// flavour sets up the fake as q or kiro-cli (FAKEQ_FLAVOUR) with env on top.
+func flavour(t *testing.T, f string, env ...string) Limits {
+	t.Helper()
+	for _, k := range []string{"FAKEQ_TOOLS", "FAKEQ_FAIL", "FAKEQ_AGENTS", "FAKEQ_LOGGED_OUT", "KIRO_API_KEY", "AMAZON_Q_SIGV4", "FAKEQ_OUTPUT", "NO_COLOR"} {
+		t.Setenv(k, "")
+	}
+	return fake(t, append([]string{"FAKEQ_FLAVOUR=" + f}, env...)...)
+}
+
+var flavours = []string{"q", "kiro"}
+
+func TestFlavourReplyIsTheAnswer(t *testing.T) {
+	for _, f := range flavours {
+		l := flavour(t, f, `FAKEQ_OUTPUT=The answer.\nSecond line.\n`, "FAKEQ_TOOLS=fs_read,@git/status")
+		var streamed strings.Builder
+		var events []string
+		res, err := Stream(t.Context(), l, Request{Prompt: "p", TrustTools: []string{"fs_read", "@git/status"}}, func(e Event) {
+			if e.Type == EventMessage {
+				streamed.WriteString(e.Text)
+				return
+			}
+			events = append(events, string(e.Type)+" "+e.Tool.ID+" "+e.Tool.Status)
+		})
+		want := "Let me use the tools for that.\n\nThe answer.\nSecond line.\n"
+		if err != nil || res.Output != want || streamed.String() != want {
+			t.Fatalf("%s: err %v output %q streamed %q", f, err, res.Output, streamed.String())
+		}
+		if got := strings.Join(events, ","); got != "tool_call 1 in_progress,tool_call_update 1 completed,tool_call 2 in_progress,tool_call_update 2 completed" {
+			t.Fatalf("%s: events %s", f, got)
+		}
+		uses := res.ToolUses()
+		if len(uses) != 2 || uses[1] != (ToolUse{Name: "status", Server: "git", Trusted: true}) {
+			t.Fatalf("%s: tools %+v", f, uses)
+		}
+	}
+}
+
+func TestFlavourUntrustedTool(t *testing.T) {
+	// q stops with its approval error: an UntrustedToolError, not denied.
+	l := flavour(t, "q", "FAKEQ_TOOLS=fs_read,@git/status", "FAKEQ_OUTPUT=done")
+	res, err := Run(t.Context(), l, Request{Prompt: "p", TrustTools: []string{"fs_read", "status"}}, nil)
+	var ut *UntrustedToolError
+	if !errors.As(err, &ut) || ut.Denied || ut.TrustTools() != "--trust-tools=@git/status" || res.ExitCode != 1 {
+		t.Fatalf("q: %v %+v", err, res)
+	}
+	// Trusted as @server/tool, it runs.
+	if _, err := Run(t.Context(), l, Request{Prompt: "p", TrustTools: []string{"fs_read", "@git/status"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// kiro denies it and exits 0: still a failure, with the reply kept.
+	l = flavour(t, "kiro", "FAKEQ_TOOLS=shell", "FAKEQ_OUTPUT=I could not run it, but all is well.")
+	res, err = Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if !errors.As(err, &ut) || !ut.Denied || ut.TrustTools() != "--trust-tools=shell" || ut.Tool().Name != "shell" ||
+		!strings.Contains(err.Error(), "kiro") && !strings.Contains(err.Error(), "refused tool shell") || !strings.Contains(res.Output, "all is well") {
+		t.Fatalf("kiro: %v %+v", err, res)
+	}
+	if !strings.Contains(err.Error(), "refused tool shell") || !strings.HasSuffix(err.Error(), "run again with --trust-tools=shell") {
+		t.Fatalf("kiro message: %v", err)
+	}
+	if len(res.Tools) != 1 || !res.Tools[0].Denied || res.Tools[0].Status != ToolFailed {
+		t.Fatalf("kiro tools %+v", res.Tools)
+	}
+}
+
+func TestFlavourFailuresAfterPartialReply(t *testing.T) {
+	for _, f := range flavours {
+		for _, kind := range []string{"auth", "api"} {
+			l := flavour(t, f, "FAKEQ_FAIL="+kind, "FAKEQ_OUTPUT=partial answer")
+			res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+			var le *LoginError
+			var re *ReplyError
+			ok := kind == "auth" && errors.As(err, &le) || kind == "api" && errors.As(err, &re) && re.Partial
+			if !ok || res.Output != "partial answer" || res.ExitCode != 0 {
+				t.Fatalf("%s %s: %v %+v", f, kind, err, res)
+			}
+		}
+	}
+	// q's false approval error after a trusted tool is an ordinary failure.
+	l := flavour(t, "q", "FAKEQ_TOOLS=fs_read", "FAKEQ_FAIL=stream", "FAKEQ_OUTPUT=partial")
+	_, err := Run(t.Context(), l, Request{Prompt: "p", TrustAll: true}, nil)
+	var ut *UntrustedToolError
+	if err == nil || errors.As(err, &ut) || !strings.Contains(err.Error(), "having trouble responding") {
+		t.Fatalf("false approval: %v", err)
+	}
+}
+
+func TestFlavourUnknownAgent(t *testing.T) {
+	for _, f := range flavours {
+		l := flavour(t, f, "FAKEQ_AGENTS=dev", "FAKEQ_OUTPUT=reply")
+		_, err := Run(t.Context(), l, Request{Prompt: "p", Agent: "reviewer"}, nil)
+		var ae *AgentNotFoundError
+		if !errors.As(err, &ae) || ae.Agent != "reviewer" || !strings.Contains(err.Error(), `"reviewer"`) {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := Run(t.Context(), l, Request{Prompt: "p", Agent: "dev"}, nil); err != nil {
+			t.Fatalf("%s known agent: %v", f, err)
+		}
+	}
+}
+
+// kiro without a credential would wait forever for a device login: the run fails at once.
+func TestFlavourDeviceLoginFailsFast(t *testing.T) {
+	l := flavour(t, "kiro", "FAKEQ_LOGGED_OUT=1")
+	l.Timeout = time.Minute // a hang shows as TimedOut
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	var le *LoginError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "KIRO_API_KEY") || res.TimedOut {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
