@@ -20,6 +20,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"qkit": func() { os.Exit(cmd.Main(os.Args[1:])) },
 		"q":    func() { os.Exit(fakeq.Main()) },
+		// kiro-cli is the same fake; scripts set FAKEQ_FLAVOUR=kiro for it to act as kiro-cli 2.x.
+		"kiro-cli": func() { os.Exit(fakeq.Main()) },
 	})
 }
 

@@ -48,9 +48,17 @@ The reply is ANSI-stripped and capped at --max-response-size (AGENT_MAX_RESPONSE
 past it the reply is cut at a line break and a notice goes to stderr. A run that exceeds --timeout
 (AGENT_TIMEOUT, default 180s) is stopped with everything it started; what it printed is kept.
 
+The reply is the answer only: the agent's "> " prefix, its "🛠️  Using tool:" lines and their
+descriptions are left out (agent.raw_output=true keeps them). A failure of the agent is a failure
+here even when the agent exits 0: a tool it refused because it was not trusted (the message names
+the tool and the exact --trust-tools value), an error on its stderr after part of a reply (the
+partial reply is still printed), a login it lacks, an --agent it does not know.
+
 --json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
-duration_ms, stderr} (output without the notices; truncated and timed_out say what happened;
-exit_code is q's, -1 when qkit stopped it). qkit's exit status is the same as without --json.
+duration_ms, stderr, tools} (output without the notices; truncated and timed_out say what happened;
+exit_code is the agent's, -1 when qkit stopped it; tools lists the tools the agent used,
+[{name, server, trusted, denied}], server set for MCP tools). qkit's exit status is the same as
+without --json, and a failure's message still goes to stderr.
 --dry-run prints the command line and the full prompt and runs nothing; with --json,
 {argv, prompt, prompt_on_stdin}.
 
@@ -123,6 +131,8 @@ type askJSON struct {
 	ExitCode     int    `json:"exit_code"`
 	DurationMS   int64  `json:"duration_ms"`
 	Stderr       string `json:"stderr"`
+	// Tools are the tools the agent used, from its banners.
+	Tools []agent.ToolUse `json:"tools"`
 }
 
 // dryRunJSON is the --dry-run --json object.
@@ -199,7 +209,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	if opts.asJSON {
 		if err := output.JSON(a.IO.Out, askJSON{
 			Output: res.Body(), Truncated: res.Truncated, OriginalSize: res.OriginalSize, TimedOut: res.TimedOut,
-			ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Stderr: res.Stderr,
+			ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Stderr: res.Stderr, Tools: res.ToolUses(),
 		}); err != nil {
 			return err
 		}
@@ -213,15 +223,23 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	case runErr != nil && c.Context().Err() != nil:
 		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
 	case runErr != nil:
-		msg := "agent failed: " + runErr.Error()
-		if agent.ApprovalRequired(res.Stderr) {
-			msg += "\nThe agent needed approval for a tool: run again with --yolo, or name the tool in --trust-tools."
-		}
-		return output.Errorf(output.ExitFailure, "%s", msg)
+		return output.Errorf(output.ExitFailure, "agent failed: %s", askFailure(runErr))
 	case res.TimedOut:
 		return output.Errorf(output.ExitTimeout, "timed out after %s (--timeout, AGENT_TIMEOUT); the partial output was printed", l.Timeout.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// askFailure words a failed run for ask's flags.
+func askFailure(err error) string {
+	var ut *agent.UntrustedToolError
+	if !errors.As(err, &ut) {
+		return err.Error()
+	}
+	if names := ut.TrustNames(); len(names) > 0 {
+		return err.Error() + " (qkit ask --trust-tools " + strings.Join(names, ",") + ", or --yolo to trust every tool)"
+	}
+	return err.Error() + " (qkit ask --yolo)"
 }
 
 // readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no

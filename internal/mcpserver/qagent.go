@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,8 @@ type qAgentInput struct {
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
 }
 
-const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text.
+const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text
+(the answer only: tool banners are reported in progress notifications, not in the result).
 Q works in the MCP server's working directory and can read and change files there, run commands and use AWS,
 within the file system permissions of the user running the server. Use it for code analysis, generation and
 AWS-specific questions. Replies over the size limit (AGENT_MAX_RESPONSE_SIZE, default 2MB) are cut at a line
@@ -55,7 +57,8 @@ Common patterns:
   - Trust only what a task needs: fs_read for analysis, fs_read,fs_write for edits, execute_bash to run commands.
   - Name files in the prompt: Q does not expand @file references (seed 000, 2.4).
   - For long jobs, raise AGENT_TIMEOUT in the server's environment; the client keeps waiting while qkit sends
-    progress notifications (when it asked for them with a progress token).
+    progress notifications (when it asked for them with a progress token): the first as soon as the agent
+    prints its first line, then at most every 5 seconds, naming the tool the agent runs.
 
 When not to use:
   - For a quick fact you already have, or when file references with @ are essential.
@@ -65,7 +68,12 @@ Troubleshooting:
     (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q in the server's environment).
   - Authentication errors ("please log in with q login"): run q login as the user that runs the MCP server;
     qkit does not handle AWS authentication.
-  - "Tool approval required but --no-interactive was specified": set yolo-mode, or list the tool in trust-tools.
+  - "needed approval for tool X" (q) or "refused tool X, which is not trusted" (kiro-cli, which otherwise answers
+    without the tool): call again with the trust-tools value the message gives (MCP tools as @server/tool), or
+    yolo-mode. The reply made without the tool follows the message.
+  - "failed after a partial reply": the agent reported an error (an expired login, a service error) after part
+    of its reply; the partial reply follows the message.
+  - "not logged in": run q login (or kiro-cli login, or set KIRO_API_KEY for kiro-cli) as the server's user.
   - "q-developer-agent tool is not enabled": set ENABLE_ADDITIONAL_TOOLS=q-developer-agent (or all) in the MCP
     server's environment, or qkit settings set tools.enabled q-developer-agent, and restart the server.
   - "[RESPONSE TRUNCATED: ...]": the reply exceeded AGENT_MAX_RESPONSE_SIZE (bytes, default 2MB); raise it or
@@ -127,26 +135,65 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		return ErrorResult(err.Error())
 	}
 	var received atomic.Int64
-	stop := StartProgress(ctx, d, req, func(elapsed time.Duration) string {
-		return fmt.Sprintf("%s has been running for %s; %d bytes of output so far", l.Command, elapsed.Round(time.Second), received.Load())
+	name := filepath.Base(l.Command)
+	p := NewProgress(ctx, d, req, func(elapsed time.Duration) string {
+		return fmt.Sprintf("%s has been running for %s; %d bytes of output so far", name, elapsed.Round(time.Second), received.Load())
 	})
-	res, err := agent.Run(ctx, l, r, func(b []byte) { received.Add(int64(len(b))) })
-	stop()
+	res, err := agent.Stream(ctx, l, r, func(e agent.Event) {
+		switch e.Type {
+		case agent.EventMessage:
+			received.Add(int64(len(e.Text)))
+			if line := firstLine(e.Text); line != "" {
+				p.Update(name + ": " + line)
+			}
+		case agent.EventToolCall:
+			p.Update(toolProgress(name, *e.Tool))
+		}
+	})
+	p.Stop()
 	if err != nil {
 		return ErrorResult(qAgentError(err, res))
 	}
 	return TextResult(res.Output)
 }
 
+// firstLine is the first non-blank line of text, cut to a length a progress message can carry.
+func firstLine(text string) string {
+	for line := range strings.Lines(text) {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > 200 {
+				line = strings.ToValidUTF8(line[:200], "") + "…"
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+// toolProgress says which tool the agent runs.
+func toolProgress(name string, t agent.ToolCall) string {
+	msg := name + " is running tool " + t.Name
+	if t.Server != "" {
+		msg += " from MCP server " + t.Server
+	}
+	if !t.Trusted {
+		msg += " (not trusted)"
+	}
+	return msg
+}
+
 // qAgentError words a failed run for the assistant: what happened and what to change.
 func qAgentError(err error, res agent.Result) string {
 	msg := "q Developer command failed: " + err.Error()
+	var ut *agent.UntrustedToolError
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
-	case agent.ApprovalRequired(res.Stderr):
-		msg += "\nQ needed approval for a tool, which --no-interactive cannot give: call again with yolo-mode true, " +
-			"or name the tool in trust-tools."
+	case errors.As(err, &ut) && len(ut.TrustNames()) > 0:
+		msg += fmt.Sprintf("\nTo allow it, call again with trust-tools %q (added to the tools you trust), or yolo-mode true to trust every tool.",
+			strings.Join(ut.TrustNames(), ","))
+	case errors.As(err, &ut):
+		msg += "\nThe agent did not say which tool: call again with yolo-mode true, or name the tool in trust-tools."
 	}
 	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
 		msg += "\n\nOutput before the failure:\n" + res.Body()

@@ -1,0 +1,123 @@
+package mcpserver_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+)
+
+// flavourServer connects to a server whose agent is the fake acting as q or kiro-cli, and
+// collects the progress notifications the client receives.
+func flavourServer(t *testing.T, flavour string, every time.Duration, fakeEnv ...string) (*mcp.ClientSession, func() []string) {
+	t.Helper()
+	t.Setenv("FAKEQ_AS_Q", "1")
+	for _, k := range []string{"FAKEQ_TOOLS", "FAKEQ_FAIL", "FAKEQ_AGENTS", "FAKEQ_LOGGED_OUT", "KIRO_API_KEY", "FAKEQ_OUTPUT", "FAKEQ_LINES", "FAKEQ_INTERVAL", "FAKEQ_SLEEP"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("FAKEQ_FLAVOUR", flavour)
+	for _, kv := range fakeEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	var mu sync.Mutex
+	var msgs []string
+	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: every}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			msgs = append(msgs, req.Params.Message)
+			mu.Unlock()
+		},
+	})
+	return cs, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), msgs...) }
+}
+
+func callWithProgress(t *testing.T, cs *mcp.ClientSession, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	params := &mcp.CallToolParams{Name: "q-developer-agent", Arguments: args}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestQAgentFlavours(t *testing.T) {
+	for _, f := range []string{"q", "kiro"} {
+		t.Run(f, func(t *testing.T) {
+			// The result is the reply: no "> ", no banners or description blocks.
+			cs, _ := flavourServer(t, f, time.Hour, `FAKEQ_OUTPUT=The answer.\n`, "FAKEQ_TOOLS=fs_read,@git/status")
+			res := callWithProgress(t, cs, map[string]any{"prompt": "hi", "trust-tools": "fs_read,@git/status"})
+			if text := mcptest.Text(res); res.IsError || text != "Let me use the tools for that.\n\nThe answer.\n" {
+				t.Fatalf("%+v %q", res, text)
+			}
+			// An MCP tool trusted by its bare name is not trusted: q stops, kiro denies; either way
+			// isError names the tool and the exact trust-tools value.
+			res = callWithProgress(t, cs, map[string]any{"prompt": "hi", "trust-tools": "fs_read,status"})
+			text := mcptest.Text(res)
+			if !res.IsError || !strings.Contains(text, "tool @git/status") || !strings.Contains(text, `call again with trust-tools "@git/status"`) ||
+				!strings.Contains(text, "--trust-tools=@git/status") {
+				t.Fatalf("untrusted: %+v %q", res, text)
+			}
+		})
+	}
+}
+
+func TestQAgentFlavourFailures(t *testing.T) {
+	for _, f := range []string{"q", "kiro"} {
+		t.Run(f, func(t *testing.T) {
+			// An API error at exit 0 after a partial reply: isError, with the partial reply.
+			cs, _ := flavourServer(t, f, time.Hour, "FAKEQ_OUTPUT=partial answer", "FAKEQ_FAIL=api")
+			res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
+			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "failed after a partial reply") || !strings.HasSuffix(text, "partial answer") {
+				t.Fatalf("%+v %q", res, text)
+			}
+			// An unknown agent names the agent.
+			t.Setenv("FAKEQ_FAIL", "")
+			t.Setenv("FAKEQ_AGENTS", "dev")
+			res = callWithProgress(t, cs, map[string]any{"prompt": "hi", "agent": "reviewer"})
+			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, `no agent named "reviewer"`) {
+				t.Fatalf("%+v %q", res, text)
+			}
+		})
+	}
+}
+
+// The first progress notification comes with the agent's first line, long before the interval;
+// the next ones wait for it. A tool in use is named.
+func TestQAgentProgressFromFirstLine(t *testing.T) {
+	for _, f := range []string{"q", "kiro"} {
+		t.Run(f, func(t *testing.T) {
+			cs, msgs := flavourServer(t, f, time.Hour, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=20ms")
+			res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
+			if res.IsError {
+				t.Fatalf("%+v", res)
+			}
+			if got := msgs(); len(got) != 1 || !strings.HasSuffix(got[0], ": line 1") {
+				t.Fatalf("notifications %q, want one with the first line", got)
+			}
+			cs, msgs = flavourServer(t, f, time.Hour, "FAKEQ_TOOLS=@git/status", "FAKEQ_OUTPUT=ok")
+			callWithProgress(t, cs, map[string]any{"prompt": "hi", "yolo-mode": true})
+			// The first line ("Let me use the tools for that.") goes at once, or the tool's message when
+			// it came in the same read (the latest wins); nothing more within the interval.
+			if got := msgs(); len(got) != 1 || !strings.HasSuffix(got[0], ": Let me use the tools for that.") &&
+				!strings.HasSuffix(got[0], "is running tool status from MCP server git") {
+				t.Fatalf("notifications %q", got)
+			}
+			cs, msgs = flavourServer(t, f, 30*time.Millisecond, "FAKEQ_TOOLS=@git/status", "FAKEQ_OUTPUT=ok", "FAKEQ_SLEEP=300ms")
+			callWithProgress(t, cs, map[string]any{"prompt": "hi", "yolo-mode": true})
+			if got := strings.Join(msgs(), "\n"); !strings.Contains(got, "is running tool status from MCP server git") {
+				t.Fatalf("notifications %q do not name the tool", got)
+			}
+		})
+	}
+}
