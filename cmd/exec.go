@@ -64,8 +64,9 @@ setting internal.trusted run without asking. Every run is written to <state>/aud
 Flags of the internal command are given with --flag NAME=VALUE (or --flag NAME for a switch). The
 request can also be the JSON the MCP tool takes: {"command", "subcommand", "args", "flags"}.
 
-With --json the result is {command_line, output, error, exit_code, confirmed}. The exit code is the
-internal command's (3 when the change was declined).`,
+With --json the result is {command_line, output, error, exit_code, confirmed}, also when the request
+is refused or not confirmed (output is then empty and error holds the message). The exit code is the
+internal command's (3 when the change was declined, 2 when the request was refused).`,
 		Example: `  qkit exec internal --list
   qkit exec internal context show --json
   qkit exec internal context add notes.md --yes
@@ -73,15 +74,20 @@ internal command's (3 when the change was declined).`,
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
 		RunE: func(c *cobra.Command, args []string) error {
-			// The registry needs only the named command's group (every other request, --list and
-			// the errors that list the available commands, get the whole tree).
-			var root *cobra.Command
-			if len(args) > 0 && opts.request == "" && !opts.list {
-				if only := commandNamed(args[:1]); only != "" {
-					root = newRoot(scratchApp(a), only)
+			reg := execRegistry(a, opts, args)
+			err := runExecInternal(c.Context(), a, reg, opts, args)
+			var failed execFailure
+			if errors.As(err, &failed) {
+				// --json always prints its object, for a refused or unconfirmed request too; the
+				// message still goes to stderr and the exit code is the same.
+				err = failed.err
+				if jerr := output.JSON(a.IO.Out, execResultJSON{
+					CommandLine: failed.commandLine, Output: "", Error: err.Error(), ExitCode: output.Code(err),
+				}); jerr != nil {
+					return jerr
 				}
 			}
-			return runExecInternal(c.Context(), a, internalRegistry(a, root), opts, args)
+			return err
 		},
 	}
 	f := c.Flags()
@@ -131,24 +137,65 @@ internal command's (3 when the change was declined).`,
 	return interruptible(c)
 }
 
+// execRegistry builds the registry a request needs. A request naming an exposed group needs only
+// that group's commands (building the whole tree costs more than running most commands); anything
+// else (--list, --request, a command that is not exposed, whose error lists the available ones)
+// gets the whole tree.
+func execRegistry(a *app.App, opts *execInternalOptions, args []string) *commands.Registry {
+	if len(args) > 0 && opts.request == "" && !opts.list {
+		if only := commandNamed(args[:1]); only != "" {
+			reg := internalRegistry(a, newRoot(scratchApp(a), only))
+			if _, ok := reg.Lookup(args[0]); ok {
+				return reg
+			}
+		}
+	}
+	return internalRegistry(a, nil)
+}
+
+// execFailure is a request that failed before its command ran (refused, or not confirmed), with
+// the command line it named: --json still prints a result for it.
+type execFailure struct {
+	commandLine string
+	err         error
+}
+
+func (e execFailure) Error() string { return e.err.Error() }
+func (e execFailure) Unwrap() error { return e.err }
+
 func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, opts *execInternalOptions, args []string) error {
+	fail := func(commandLine string, err error) error {
+		if opts.asJSON {
+			return execFailure{commandLine: commandLine, err: err}
+		}
+		return err
+	}
 	if opts.list {
 		if len(args) > 0 {
-			return output.UsageErrorf("--list takes no command")
+			// `exec internal exec internal --list`: --list was meant for the words before it.
+			var unknown *commands.UnknownCommandError
+			if _, err := reg.Prepare(reg.FromWords(args, nil)); errors.As(err, &unknown) {
+				return err
+			}
+			return output.UsageErrorf("--list lists every command and takes none; for one command's usage run: qkit exec internal help %s", strings.Join(args, " "))
 		}
 		return printInternalList(a, reg, opts.asJSON)
 	}
+	words := ""
+	if len(args) > 0 {
+		words = commands.CommandLine(args)
+	}
 	req, err := execRequest(a, reg, opts, args)
 	if err != nil {
-		return err
+		return fail(words, err)
 	}
 	call, err := reg.Prepare(req)
 	if err != nil {
-		return err
+		return fail(words, err)
 	}
 	res, err := reg.Run(ctx, call, commands.RunOptions{Source: commands.SourceCLI, Confirm: cliConfirm(a, opts.yes)})
 	if err != nil && !errors.Is(err, commands.ErrDeclined) {
-		return err
+		return fail(call.CommandLine, err)
 	}
 	if opts.asJSON {
 		if jerr := output.JSON(a.IO.Out, execResultJSON{

@@ -33,7 +33,8 @@ it (qkit questions wait, or qkit questions answer). The set is JSON:
 Prints the answers as the assistant would get them, or with --json as {sessionId, callId, status,
 answers:[{questionIndex, header, question, selected, other}], rejectionReason}. Exits 3 when the set is
 rejected (the rejection is printed too), 124 when --timeout (default: questions.timeout) passes, and
-130 when interrupted (the set is then marked abandoned).`,
+130 when interrupted (the set is then marked abandoned); --json prints the set then too, with status
+timed_out or abandoned and no answers.`,
 		Example: `  qkit questions ask --file questions.json
   qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
 		Args: cobra.NoArgs,
@@ -80,6 +81,13 @@ rejected (the rejection is printed too), 124 when --timeout (default: questions.
 					}
 				},
 			})
+			if err != nil && asJSON && sess != nil {
+				// --json always prints its object: a set that timed out or was abandoned is
+				// one with that status and no answers (the message still goes to stderr).
+				if jerr := output.JSON(a.IO.Out, endedResult(sess, err)); jerr != nil {
+					return jerr
+				}
+			}
 			if errors.Is(err, context.Canceled) && sess != nil {
 				return output.WithCode(output.ExitInterrupted, fmt.Errorf("interrupted: question set %s marked abandoned", sess.ID))
 			}
@@ -104,4 +112,15 @@ rejected (the rejection is printed too), 124 when --timeout (default: questions.
 	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (0 = never): exit 124 (default: questions.timeout)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print {sessionId, callId, status, answers, rejectionReason}")
 	return interruptible(c)
+}
+
+// endedResult is the result of a set that ended without answers: timed out, or abandoned when
+// the wait was interrupted.
+func endedResult(sess *questions.Session, err error) *questions.Result {
+	status := questions.Abandoned
+	var ended *questions.EndedError
+	if errors.As(err, &ended) {
+		status = ended.Status
+	}
+	return &questions.Result{SessionID: sess.ID, CallID: sess.Status.CallID, Status: status, Answers: []questions.AnsweredQuestion{}}
 }

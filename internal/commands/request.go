@@ -207,7 +207,7 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	}
 	cur, ok := r.byName[command]
 	if !ok || len(cur.Path) != 1 {
-		return nil, output.UsageErrorf("Unknown command: %s. %s", command, r.availableText())
+		return nil, output.WithCode(output.ExitUsage, &UnknownCommandError{Command: command, Available: r.TopLevel()})
 	}
 	path := []string{command}
 	args := req.Args
@@ -375,6 +375,16 @@ func guardedFlagGiven(e *Entry, flags map[string]string) bool {
 // CommandLine shows argv as the user would type it, quoted for a POSIX shell.
 func CommandLine(argv []string) string {
 	return "qkit " + shellquote.Join(argv...)
+}
+
+// UnknownCommandError is a request for a command that is not exposed; it lists the ones that are.
+type UnknownCommandError struct {
+	Command   string
+	Available []string
+}
+
+func (e *UnknownCommandError) Error() string {
+	return "Unknown command: " + e.Command + ". Available commands: " + strings.Join(e.Available, ", ")
 }
 
 func (r *Registry) availableText() string {
