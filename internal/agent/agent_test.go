@@ -349,9 +349,15 @@ func TestRunFailures(t *testing.T) {
 	})
 	t.Run("approval", func(t *testing.T) {
 		l := fake(t, "FAKEQ_APPROVAL=1")
+		var logs bytes.Buffer
+		l.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
 		if err == nil || !ApprovalRequired(res.Stderr) || !ApprovalRequired(fakeq.ApprovalError) {
 			t.Fatalf("err %v stderr %q", err, res.Stderr)
+		}
+		// A tool to approve is a normal step of an ACP permission round, not an error.
+		if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "agent needs a tool approved") {
+			t.Fatalf("logs:\n%s", logs.String())
 		}
 	})
 	t.Run("missing binary", func(t *testing.T) {
@@ -360,6 +366,11 @@ func TestRunFailures(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "agent.command") || !strings.Contains(err.Error(), "qkit settings set agent.command") {
 				t.Fatalf("%s: %v", cmd, err)
 			}
+		}
+		// agent.command is kiro-cli already: the message does not suggest setting it to kiro-cli.
+		_, err := Run(t.Context(), Limits{Command: "kiro-cli-missing/kiro-cli"}, Request{Prompt: "p"}, nil)
+		if err == nil || strings.Contains(err.Error(), "agent.command kiro-cli") || !strings.Contains(err.Error(), "install Kiro CLI") {
+			t.Fatalf("kiro-cli: %v", err)
 		}
 	})
 }

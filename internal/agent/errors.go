@@ -117,6 +117,12 @@ func LoginHint(command string) string {
 type MissingCommandError struct{ Command string }
 
 func (e *MissingCommandError) Error() string {
+	if strings.Contains(commandName(e.Command), "kiro") {
+		// agent.command already names kiro-cli: suggesting it again would send the user in a circle.
+		return fmt.Sprintf("agent command %q not found: install Kiro CLI (or put it on PATH), or set agent.command "+
+			"to the binary to run (qkit settings set agent.command /path/to/kiro-cli, or qkit settings set agent.command q "+
+			"for the Amazon Q Developer CLI)", e.Command)
+	}
 	return fmt.Sprintf("agent command %q not found: install the Amazon Q Developer CLI (or Kiro CLI), or set agent.command "+
 		"to the binary to run (qkit settings set agent.command kiro-cli, or QKIT_AGENT_COMMAND=/path/to/q)", e.Command)
 }

@@ -207,7 +207,14 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		return res, nil
 	}
 	if err := failure(l, r, res, waitErr, report, strings.TrimSpace(string(body)) != ""); err != nil {
-		log.Error("agent failed", "exit_code", res.ExitCode, "error", err, "stderr", res.Stderr)
+		var untrusted *UntrustedToolError
+		if errors.As(err, &untrusted) {
+			// A tool that needs approval is a normal event (an ACP editor asks the person and
+			// runs again), not an error of the agent's.
+			log.Info("agent needs a tool approved", "exit_code", res.ExitCode, "tools", untrusted.TrustNames())
+		} else {
+			log.Error("agent failed", "exit_code", res.ExitCode, "error", err, "stderr", res.Stderr)
+		}
 		return res, err
 	}
 	return res, nil
