@@ -544,7 +544,7 @@ func (s *NATSStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 	}
 	var refresh <-chan time.Time
 	if s.ttl > 0 {
-		t := time.NewTicker(max(s.ttl/3, time.Second))
+		t := time.NewTicker(max(s.ttl/3, 10*time.Millisecond))
 		defer t.Stop()
 		refresh = t.C
 	}

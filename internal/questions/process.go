@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Process identifies the process that owns a session (the one waiting for its answer) or claims it
@@ -12,22 +13,38 @@ type Process struct {
 	PID   int    `json:"pid"`
 	Start string `json:"start,omitempty"`
 	Host  string `json:"host,omitempty"`
+	// Boot is the kernel's boot id (Linux). Two machines with the same host name (containers, CI
+	// runners sharing a store over NATS) differ here, so one never takes the other's PIDs for its own.
+	Boot string `json:"boot,omitempty"`
 }
+
+// bootID is this machine's boot id, or "" where there is none.
+var bootID = sync.OnceValue(func() string {
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+})
 
 // Self describes the running process.
 func Self() Process {
 	pid := os.Getpid()
 	host, _ := os.Hostname()
-	return Process{PID: pid, Start: processStart(pid), Host: host}
+	return Process{PID: pid, Start: processStart(pid), Host: host, Boot: bootID()}
 }
 
-// Gone reports whether the process has certainly exited. A process on another host, or one recorded
-// without a PID, is never reported gone: qkit cannot know.
+// Gone reports whether the process has certainly exited. A process on another host or another boot of
+// the kernel, or one recorded without a PID, is never reported gone: qkit cannot know (such a set
+// ends at its expiry instead; see ownersChange).
 func (p Process) Gone() bool {
 	if p.PID <= 0 {
 		return false
 	}
 	if host, _ := os.Hostname(); p.Host != "" && host != "" && p.Host != host {
+		return false
+	}
+	if b := bootID(); p.Boot != "" && b != "" && p.Boot != b {
 		return false
 	}
 	if !processAlive(p.PID) {

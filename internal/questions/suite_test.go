@@ -557,3 +557,30 @@ func TestStoreDetachedSetCollectedByARepeatedCall(t *testing.T) {
 		}
 	})
 }
+
+// An asker qkit cannot see (another machine, or the same host name on another boot) is never taken
+// for gone; its open set ends at its expiry instead, once the grace for its own call has passed.
+func TestStoreUnseenAskerTimesOutAtItsExpiry(t *testing.T) {
+	eachStore(t, func(t *testing.T, b *backend) {
+		c := &clock{}
+		s := b.open(t, Options{Now: c.Now})
+		sess, err := s.Create(mustSet(t, langSet), CreateOptions{Source: "test", Timeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, _ := os.Hostname()
+		b.setOwner(t, sess.ID, Process{PID: 1 << 30, Host: host, Boot: "another-boot"})
+		if got, _ := s.Get(sess.ID); got.Status.Status != Pending {
+			t.Fatalf("an asker on another boot was taken for gone: %s", got.Status.Status)
+		}
+		c.advance(time.Hour + expiryGrace/2)
+		if got, _ := s.Get(sess.ID); got.Status.Status != Pending {
+			t.Fatalf("ended within the grace: %s", got.Status.Status)
+		}
+		c.advance(expiryGrace)
+		got, err := s.Get(sess.ID)
+		if err != nil || got.Status.Status != TimedOut || !strings.Contains(got.Status.Reason, "no waiting call ended it") {
+			t.Fatalf("%+v %v", got.Status, err)
+		}
+	})
+}

@@ -173,6 +173,11 @@ func ownersChange(now func() time.Time) change {
 			sess.Status.Reason = "it expired while no call was waiting for it"
 			return nil, true, nil
 		}
+		if expiredUnended(sess, now()) {
+			sess.Status.Status, sess.Status.Claim = TimedOut, nil
+			sess.Status.Reason = "its time ran out and no waiting call ended it (the asker stopped, perhaps on another machine)"
+			return nil, true, nil
+		}
 		if c := sess.Status.Claim; c != nil && c.By.Gone() {
 			sess.Status.Status, sess.Status.Claim = openState(sess), nil
 			return nil, true, nil
@@ -187,7 +192,19 @@ func needsOwnersCheck(sess *Session, now time.Time) bool {
 		return false
 	}
 	w, waits := waiter(sess)
-	return waits && w.Gone() || expiredDetached(sess, now) || sess.Status.Claim != nil && sess.Status.Claim.By.Gone()
+	return waits && w.Gone() || expiredDetached(sess, now) || expiredUnended(sess, now) ||
+		sess.Status.Claim != nil && sess.Status.Claim.By.Gone()
+}
+
+// expiryGrace is how long past its expiry an open set waits for its own call to time it out before a
+// reader does: the call's timer, not a reader, normally ends it.
+const expiryGrace = time.Minute
+
+// expiredUnended reports an open set well past its expiry: the call that should have timed it out is
+// gone, and qkit could not tell (it ran on another machine, or before a reboot).
+func expiredUnended(sess *Session, now time.Time) bool {
+	exp := sess.ExpiresAt()
+	return sess.Status.Status.Open() && exp != nil && now.After(exp.Add(expiryGrace))
 }
 
 // Answer records the person's answers and completes the session. claim is the token from Claim when
