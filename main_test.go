@@ -46,7 +46,8 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"pty": ptyCmd,
+			"pty":         ptyCmd,
+			"nats-server": natsServerCmd,
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
 				// exits CODE PROG [ARGS...]: run PROG like exec and require exit status CODE;
 				// stdout and stderr are kept for the stdout/stderr/cmp commands that follow.
