@@ -163,19 +163,25 @@ func questionsTool() Tool {
 }
 
 // questionsHandler holds one session store per server, opened on the first call, so that every
-// waiting call shares one file watcher.
+// waiting call shares one file watcher (or one NATS connection and watcher). A store that could not
+// be opened (a NATS server that is down) is tried again on the next call.
 type questionsHandler struct {
 	d     *Deps
-	once  sync.Once
+	mu    sync.Mutex
 	store questions.Store
-	err   error
 }
 
 func (h *questionsHandler) open() (questions.Store, error) {
-	h.once.Do(func() {
-		h.store, h.err = questions.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
-	})
-	return h.store, h.err
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil {
+		st, err := questions.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
+		if err != nil {
+			return nil, err
+		}
+		h.store = st
+	}
+	return h.store, nil
 }
 
 func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
