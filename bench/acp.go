@@ -25,7 +25,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
-// acpSuite measures `qkit acp serve` with the Go SDK's client over stdio (issue 7):
+// acpSuite measures `qkit acp serve` with the Go SDK's client over stdio:
 //   - chunk latency: from just before the fake q writes its first line (FAKEQ_BEFORE_STAMP: a stamp
 //     taken after the write could come after the client had the chunk) to the client receiving
 //     the agent_message_chunk, median of 30 prompts (target <= 2 ms);

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// contextSuite measures issue 3's figures:
+// contextSuite measures the context figures:
 //   - expansion of **/*.md over generated trees of 10,000 and 100,000 files (3% matching): the median
 //     of `qkit context show --json` against a plain filepath.WalkDir over the same tree, both as a
 //     process (a small Go program, so process start-up is on both sides) and, for reference, in this

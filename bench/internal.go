@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// internalSuite (issue 6): `qkit exec internal context show --flag json` (the same JSON, run through
+// internalSuite: `qkit exec internal context show --flag json` (the same JSON, run through
 // the registry) against `qkit context show --json` (median of interleaved runs; target: at most
 // 1.2x), and the internal_command tool's round trip for `context show` over stdio.
 func internalSuite(b *bench) ([]figure, error) {

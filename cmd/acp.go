@@ -19,7 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
-// acpDisabled is seed 001's feature-gate message, word for word.
+// acpDisabled is the feature-gate message; scripts match it, so its words do not change.
 const acpDisabled = "ACP is disabled. Enable it with: qkit settings set acp.enabled true"
 
 // acpMemoryLimit is acp serve's soft memory limit.

@@ -62,8 +62,8 @@ are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
 	return c
 }
 
-// seedUsageError is a usage error (exit 2, usage line printed) carrying one of seed 004's messages,
-// which are capitalised and punctuated as the seed has them.
+// seedUsageError is a usage error (exit 2, usage line printed) carrying one of the messages Q's own
+// /context prints, capitalised and punctuated as Q has them (scripts written for Q match them).
 func seedUsageError(format string, args ...any) error {
 	return output.WithCode(output.ExitUsage, usageError{fmt.Errorf(format, args...)})
 }

@@ -252,7 +252,7 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 }
 
 // cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes. The
-// question is one plain line, exactly as issue 6 gives it: Run "qkit context add notes.md"? [y/N]
+// question is one plain line: Run "qkit context add notes.md"? [y/N]
 // (a.Prompter, when set, asks instead: tests).
 func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 	return func(ctx context.Context, c *commands.Call) (bool, error) {

@@ -44,7 +44,7 @@ func testApp(t *testing.T) (*app.App, *bytes.Buffer, *bytes.Buffer) {
 	return a, out, errOut
 }
 
-// mustExpose and neverExpose are issue 6's lists. Every command of mustExpose must be in the tree and
+// mustExpose and neverExpose are what assistants must and must never reach. Every command of mustExpose must be in the tree and
 // exposed; a command of neverExpose must not be exposed.
 var (
 	mustExpose = []string{

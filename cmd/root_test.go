@@ -13,7 +13,7 @@ import (
 // knownGaps are commands outside the foundation's files that do not meet a rule yet, and why.
 var knownGaps = map[string]string{}
 
-// TestEveryCommandHasHelpAndCompletion holds every command to DESIGN.md's conventions: a Short, a
+// TestEveryCommandHasHelpAndCompletion holds every command to the project's conventions: a Short, a
 // Long with examples, and shell completion for its arguments (file names only where asked for).
 func TestEveryCommandHasHelpAndCompletion(t *testing.T) {
 	streams, _, _, _ := app.Test()

@@ -1,4 +1,4 @@
-// internal_command (issue 6) driven by the official TypeScript MCP client over stdio. The TS SDK
+// internal_command driven by the official TypeScript MCP client over stdio. The TS SDK
 // negotiates 2025-11-25, so a change is confirmed through server-initiated elicitation/create (the Go
 // SDK's multi-round-trip fallback), which is what most clients in the field see.
 import { test } from 'node:test';

@@ -1117,7 +1117,7 @@ func TestMalformedParams(t *testing.T) {
 }
 
 // TestMalformedLines sends lines the SDK alone would drop without an answer, or end the session
-// on (issue 15 item 6): each gets a JSON-RPC error that is valid JSON, with the request's id where
+// on: each gets a JSON-RPC error that is valid JSON, with the request's id where
 // it can be read, and the session carries on. A line just under the limit is read.
 func TestMalformedLines(t *testing.T) {
 	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
@@ -1352,7 +1352,7 @@ func TestAgentProfileAndMCPServersStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The session id is a UUID (seed 001: the ACP session is the conversation's UUID).
+	// The session id is a UUID (the ACP session is the conversation's UUID).
 	if u, err := uuid.Parse(string(resp.SessionId)); err != nil || u.Version() != 4 {
 		t.Fatalf("session id %q is not a UUID (%v)", resp.SessionId, err)
 	}
@@ -1374,7 +1374,7 @@ func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 	go srv.loop(ctx)
 	defer func() { cancel(); srv.shutdown() }()
 	if n := cap((&adapter{ctx: ctx}).startSession(sessions.SessionRecord{ID: "x"}).inbox); n != 32 {
-		t.Fatalf("a session's inbox holds %d messages, want 32 (seed 001)", n)
+		t.Fatalf("a session's inbox holds %d messages, want 32", n)
 	}
 	h := &sessionHandle{id: "s", inbox: make(chan sessionMsg, inboxSize), done: make(chan struct{})}
 	srv.open("s", func() *sessionHandle { return h }) // no actor reads the inbox

@@ -401,7 +401,7 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	return acp.CloseSessionResponse{}, nil
 }
 
-// SetSessionMode is not supported: seed 001 decides there are no modes (the agent profile is
+// SetSessionMode is not supported: qkit offers no modes (the agent profile is
 // fixed for the server's life), so it answers method-not-found.
 func (a *adapter) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, &acp.RequestError{Code: -32601, Message: "session/set_mode is not supported: qkit has no session modes (choose the agent profile with `qkit acp serve --agent`)", Data: map[string]any{"method": acp.AgentMethodSessionSetMode}}

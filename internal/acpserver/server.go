@@ -1,4 +1,4 @@
-// Package acpserver is qkit's Agent Client Protocol agent (seed 001): editors such as Zed and Neovim
+// Package acpserver is qkit's Agent Client Protocol agent: editors such as Zed and Neovim
 // drive Q through it over stdio. It is a thin adapter over the core packages, built as actors:
 //
 //   - the adapter (adapter.go) implements the SDK's Agent interface and turns each call into a
@@ -30,7 +30,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
-// inboxSize bounds each session's channel (seed 001: mpsc::channel(32)).
+// inboxSize bounds each session's channel (32, as in Q's own ACP agent).
 const inboxSize = 32
 
 // ContextFunc prepends the active profile's context block to prompt for a session in cwd, with the

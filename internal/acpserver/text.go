@@ -124,7 +124,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	}
 }
 
-// fail reports err as the agent's message and ends the turn with refusal (seed 001: stream
+// fail reports err as the agent's message and ends the turn with refusal (stream
 // errors map to refusal).
 func (a *adapter) fail(ctx context.Context, say func(string), err error) turnResult {
 	if ctx.Err() != nil {

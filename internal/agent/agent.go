@@ -178,7 +178,7 @@ func cleanList(in []string) []string {
 	return out
 }
 
-// ErrEmptyPrompt is returned for a blank prompt. Its text is the seed's.
+// ErrEmptyPrompt is returned for a blank prompt. Its text is the one MCP clients already know.
 var ErrEmptyPrompt = fmt.Errorf("prompt is a required parameter and cannot be empty")
 
 // Validate checks r against l before anything runs: a non-blank prompt, a known model, sane

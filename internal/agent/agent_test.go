@@ -522,7 +522,7 @@ func TestStartErrorTooLong(t *testing.T) {
 	}
 }
 
-// TestRunKeepsCallersPermissions (seed 000, 4.3): the agent runs as the caller, with the caller's
+// TestRunKeepsCallersPermissions: the agent runs as the caller, with the caller's
 // user and group and no privilege change, so the file system's permissions apply to what it does.
 func TestRunKeepsCallersPermissions(t *testing.T) {
 	dir := t.TempDir()

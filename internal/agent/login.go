@@ -23,7 +23,7 @@ type Login struct {
 	Detail string
 }
 
-// ParseWhoami reads `<agent> whoami` as the real CLIs print it (real-agent.md): on stdout, "Not
+// ParseWhoami reads `<agent> whoami` as the real CLIs print it: on stdout, "Not
 // logged in" with exit 1; "Logged in with Builder ID", "Logged in with IAM Identity Center (URL)"
 // or kiro's "Authenticated with API key" with exit 0. `--format json` output (an object with
 // accountType, or null) is read too. Anything else counts as logged in only with exit 0.

@@ -7,8 +7,7 @@ import (
 
 // StderrReport is what the agent's stderr says about a run. The agent writes plenty there on
 // success (welcome text, tips, "🤖 You are chatting with ...", MCP load lines, kiro's
-// "▸ Credits: ..." trailer), so only lines that match a known failure count (real-agent.md,
-// "Exit codes and errors").
+// "▸ Credits: ..." trailer), so only lines that match a known failure count.
 type StderrReport struct {
 	// ApprovalRequired: q's "Tool approval required but --no-interactive was specified".
 	ApprovalRequired bool

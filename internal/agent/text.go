@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The agent CLI's stdout in `chat --no-interactive` is not only the reply (real-agent.md, "Reply"):
+// The agent CLI's stdout in `chat --no-interactive` is not only the reply:
 // each response starts with a coloured "> ", and before a tool runs the CLI prints a banner line
 //
 //	🛠️  Using tool: NAME[ from mcp server SERVER][ (trusted)]

@@ -27,7 +27,7 @@ func parse(out string, n int, ok bool) (string, []Event, []ToolCall) {
 	return reply.String(), events, p.tools
 }
 
-// A q/kiro reply with a trusted tool, an MCP tool and a denied one, as real-agent.md describes it
+// A q/kiro reply with a trusted tool, an MCP tool and a denied one, as the real CLIs print it
 // (ANSI already stripped).
 const sampleOut = "> Let me look at the files.\n\n" +
 	"🛠️  Using tool: fs_read (trusted)\n ⋮ \n ● Reading file: main.go, all lines\n ⋮ \n ● Completed in 0.0s\n\n" +

@@ -1,5 +1,5 @@
 // Package commands is qkit's internal-command registry: the commands an assistant may run on the
-// user's behalf (seed 003, "internal_command"), derived from qkit's own command tree rather than kept
+// user's behalf (the "internal_command" MCP tool), derived from qkit's own command tree rather than kept
 // as a second list.
 //
 // The package never imports cobra. The command layer (cmd/) hands it two things: the Entries found by
@@ -7,7 +7,7 @@
 // Executor that checks and runs one argv against a fresh command tree in-process, with its output
 // captured. Everything else lives here once, for every front end:
 //
-//   - the request type of the seed, {command, subcommand, args, flags}, decoded by ParseRequest and,
+//   - the request type, {command, subcommand, args, flags}, decoded by ParseRequest and,
 //     for chat front ends, parsed from a slash-command line by Registry.ParseLine;
 //   - validation (Registry.Prepare): `Unknown command: X` plus the available ones, unknown
 //     subcommands and flags said plainly, flag values and argument counts checked by the command's own

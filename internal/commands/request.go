@@ -14,7 +14,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 )
 
-// Request is one internal command as an assistant asks for it (seed 003's InternalCommand):
+// Request is one internal command as an assistant asks for it (the internal_command tool's input):
 // {"command": "context", "subcommand": "add", "args": ["notes.md"], "flags": {"force": ""}}.
 // A flag with an empty value is given bare (--force); any other value as --name=value.
 type Request struct {

@@ -32,7 +32,7 @@ type Key struct {
 	Kind    Kind
 	Default string
 	Help    string
-	// SeedEnv is the environment variable named by a requirement document that also sets this key
+	// SeedEnv is the environment variable Q's earlier tools read for this key, which also sets it
 	// (AGENT_TIMEOUT and friends). It wins over the file and loses to QKIT_* and flags.
 	SeedEnv string
 	// Values, when set, are the only values accepted (a String key); shells complete them.
@@ -142,8 +142,8 @@ func parseKind(kind Kind, raw string) (any, error) {
 	return raw, nil
 }
 
-// ParseDuration accepts Go durations (90s, 3m, 1h30m) and plain numbers of seconds (the seeds'
-// AGENT_TIMEOUT is in seconds). Negative values are refused.
+// ParseDuration accepts Go durations (90s, 3m, 1h30m) and plain numbers of seconds
+// (AGENT_TIMEOUT is in seconds). Negative values are refused.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -181,7 +181,7 @@ var sizeUnits = []struct {
 }
 
 // ParseSize accepts a number of bytes or a number with a unit: KB, MB, GB and KiB, MiB, GiB are all
-// binary (2MB is 2,097,152 bytes, as in the peer tool the seed describes).
+// binary (2MB is 2,097,152 bytes, as in Q's earlier MCP server).
 func ParseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "" {

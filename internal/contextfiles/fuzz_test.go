@@ -11,7 +11,7 @@ import (
 
 var profileNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]*$`)
 
-// FuzzProfileName checks that ValidateProfileName accepts exactly the seed's pattern (at most 64
+// FuzzProfileName checks that ValidateProfileName accepts exactly the documented pattern (at most 64
 // characters), and that an accepted name stays one file inside the profiles folder.
 func FuzzProfileName(f *testing.F) {
 	for _, s := range []string{"default", "work", "a-b_c", "../x", "a/b", "", ".", "..", "x\x00y", "é", "-a", strings.Repeat("a", 65), "A9"} {

@@ -20,7 +20,7 @@ const MaxProfileNameLen = 64
 
 // ValidateProfileName checks a name that will become a file name: it must match
 // ^[a-zA-Z0-9][a-zA-Z0-9_-]*$ and be at most 64 characters, so "../x" or "a/b" never become paths.
-// The error is a usage error (exit 2) with the seed's wording.
+// The error is a usage error (exit 2) with the wording of Q's own /context.
 func ValidateProfileName(name string) error {
 	if name == "" {
 		return output.UsageErrorf("Profile name cannot be empty")

@@ -10,7 +10,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
-// The markers of the prompt block (DESIGN.md, "Context files").
+// The markers of the prompt block.
 const (
 	BlockBegin = "--- CONTEXT FILES BEGIN ---"
 	BlockEnd   = "--- CONTEXT FILES END ---"
@@ -150,7 +150,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 }
 
 // Prompt returns the prompt to send for userPrompt under profile, run from cwd: the context block
-// (DESIGN.md's exact "--- CONTEXT FILES BEGIN ---" block) followed by a blank line and userPrompt, or
+// (the exact "--- CONTEXT FILES BEGIN ---" block) followed by a blank line and userPrompt, or
 // just userPrompt when no file matches. Files over the budget of maxTokens are dropped largest first;
 // binary and non-UTF-8 files are skipped; each such event is one line of warnings, for the caller to
 // print to stderr. An empty profile means the active one; an empty cwd, the process's.

@@ -1,7 +1,7 @@
 package fakeq
 
-// `q acp`: the fake as an ACP agent on stdio, imitating `kiro-cli acp` (v2, the Rust engine) as
-// /work/shared/reference/kiro-acp.md describes it, built on acp-go-sdk's agent side. Flags:
+// `q acp`: the fake as an ACP agent on stdio, imitating `kiro-cli acp` (v2, the Rust engine),
+// built on acp-go-sdk's agent side. Flags:
 // --agent A, --model M, -a/--trust-all-tools, --trust-tools=a,b (tool names: shell, read, write,
 // or an MCP tool's server/tool). Environment:
 //

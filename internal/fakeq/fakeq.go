@@ -2,13 +2,13 @@
 // Everything it does is chosen through environment variables, so a test sets up a behaviour and
 // then runs qkit as usual. FAKEQ_FLAVOUR picks which agent it imitates:
 //
-//	FAKEQ_FLAVOUR=q     q 1.19.7, as /work/shared/reference/real-agent.md describes it
+//	FAKEQ_FLAVOUR=q     q 1.19.7, as it behaves
 //	FAKEQ_FLAVOUR=kiro  kiro-cli 2.x, as the same document describes it
 //	(unset)             no real agent: the bare mechanics below (plain reply, no welcome text, no
 //	                    banners), for tests of timeouts, sizes, streaming and process groups where
 //	                    the agent's wording does not matter. Tests of agent behaviour name a flavour.
 //
-// What the flavours do, next to the sentence of real-agent.md each one imitates:
+// What the flavours do, next to the behaviour of the real CLI each one imitates:
 //
 //   - "If any argument is exactly `-h` or `--help`, the wrapper prints help and exits 0 (so a prompt
 //     `-h` never reaches the model)": q prints help for any such argument; kiro (clap) for one

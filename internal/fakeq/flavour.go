@@ -25,7 +25,7 @@ const DeniedText = "Command %s is rejected because it matches one or more rules 
 // credential; it then waits for a browser that never comes.
 const DeviceLoginText = "To sign in, open this URL in your browser: https://view.awsapps.com/start/#/device?user_code=FAKE-CODE\n"
 
-// The flavours' model lists: q's offline fallback, and kiro's ids of 2026 (real-agent.md, Models).
+// The flavours' model lists: q's offline fallback, and kiro's ids of 2026.
 var flavourModels = map[string][]string{
 	"q":    {"claude-sonnet-4", "claude-3.7-sonnet"},
 	"kiro": {"auto", "claude-sonnet-4.5", "claude-haiku-4.5", "claude-sonnet-4.6", "claude-opus-4.5", "claude-opus-4.6"},

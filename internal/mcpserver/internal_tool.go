@@ -14,7 +14,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/commands"
 )
 
-// internalCommandInput is the seed's InternalCommand request.
+// internalCommandInput is the tool's request, {command, subcommand, args, flags}.
 type internalCommandInput struct {
 	Command    string            `json:"command"`
 	Subcommand string            `json:"subcommand,omitempty"`

@@ -16,10 +16,10 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 )
 
-// qAgentName is the tool's name (seed 000, criterion 7.5).
+// qAgentName is the tool's name, as MCP clients already configure it.
 const qAgentName = "q-developer-agent"
 
-// qAgentInput is the tool's parameters. The names are the seed's.
+// qAgentInput is the tool's parameters. The names are the ones clients already send.
 type qAgentInput struct {
 	Prompt        string `json:"prompt" jsonschema:"The instruction for Q Developer, passed as the prompt of q chat. File references with @ are not supported: name the files in the text instead."`
 	Resume        bool   `json:"resume,omitempty" jsonschema:"Continue the previous conversation saved for the server's working directory (--resume)."`
@@ -55,7 +55,7 @@ Examples:
 Common patterns:
   - Ask for a review or an explanation first (no tools trusted), then resume with trust-tools to apply changes.
   - Trust only what a task needs: fs_read for analysis, fs_read,fs_write for edits, execute_bash to run commands.
-  - Name files in the prompt: Q does not expand @file references (seed 000, 2.4).
+  - Name files in the prompt: Q does not expand @file references.
   - For long jobs, raise AGENT_TIMEOUT in the server's environment; the client keeps waiting while qkit sends
     progress notifications (when it asked for them with a progress token): the first as soon as the agent
     prints its first line, then at most every 5 seconds, naming the tool the agent runs.

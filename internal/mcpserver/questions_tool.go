@@ -14,7 +14,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
-// questionsName is the tool's name (seed 002).
+// questionsName is the tool's name.
 const questionsName = "ask_user_questions"
 
 const questionsDescription = `Asks the user 1 to 4 multiple-choice questions and waits for the answers.

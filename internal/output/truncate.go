@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// truncateWindow is how far before the limit a line break is looked for (seed 000, 5.2).
+// truncateWindow is how far before the limit a line break is looked for.
 const truncateWindow = 100
 
 // Truncation describes a cut made by Cap or CapHead.

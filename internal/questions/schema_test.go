@@ -63,7 +63,7 @@ func TestParseQuestionSetErrors(t *testing.T) {
 			t.Errorf("%s:\n got %v\nwant %q", tt.in, err, tt.want)
 		}
 	}
-	// The seed's message is reproduced alone, word for word.
+	// The documented message is reproduced alone, word for word.
 	_, err := ParseQuestionSet([]byte(`{"questions":[]}`))
 	if err.Error() != ErrNoQuestions {
 		t.Errorf("got %q", err)
