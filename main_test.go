@@ -14,6 +14,7 @@ import (
 
 	"github.com/qkit-cli/qkit/cmd"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +44,9 @@ func TestScripts(t *testing.T) {
 			for _, name := range []string{"AGENT_TIMEOUT", "AGENT_MAX_RESPONSE_SIZE", "ENABLE_ADDITIONAL_TOOLS"} {
 				env.Setenv(name, "")
 			}
+			// The fake q speaks ACP (`q acp`), so agent.backend=auto would take it; scripts that
+			// test the ACP backend or the choice say so (ask_acp*.txtar), the others keep chat.
+			env.Setenv("QKIT_AGENT_BACKEND", "chat")
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -66,6 +70,23 @@ func TestScripts(t *testing.T) {
 				}
 				if got != want {
 					ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+				}
+			},
+			"validate-stream": func(ts *testscript.TestScript, neg bool, args []string) {
+				// validate-stream FILE: every line of FILE is valid against the stream-json schema,
+				// and the last one is the result.
+				if len(args) != 1 {
+					ts.Fatalf("usage: validate-stream FILE")
+				}
+				n, err := streamjsontest.ValidateStream([]byte(ts.ReadFile(args[0])))
+				if neg {
+					if err == nil {
+						ts.Fatalf("%s: all %d lines are valid", args[0], n)
+					}
+					return
+				}
+				if err != nil {
+					ts.Fatalf("%s: %v", args[0], err)
 				}
 			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {

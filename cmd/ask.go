@@ -14,6 +14,7 @@ import (
 	"github.com/kballard/go-shellquote"
 	"github.com/spf13/cobra"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
@@ -33,6 +34,7 @@ type askOptions struct {
 	noContext  bool
 	dryRun     bool
 	asJSON     bool
+	events     askEventOptions // ask_events.go: --output-format, permissions, the ACP backend
 }
 
 func newAskCmd(a *app.App) *cobra.Command {
@@ -96,6 +98,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.BoolVar(&opts.noContext, "no-context", false, "do not prepend the context files")
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
 	f.BoolVar(&opts.asJSON, "json", false, "print {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr}")
+	addAskEventFlags(c, &opts.events)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -144,6 +147,9 @@ type dryRunJSON struct {
 }
 
 func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error {
+	if err := checkAskEventFlags(c.Flags(), opts); err != nil {
+		return err
+	}
 	prompt, err := readPrompt(a, args)
 	if err != nil {
 		return err
@@ -185,6 +191,9 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		r.Prompt = full
 	}
 	if opts.dryRun {
+		if askDryRunACP(a, opts) {
+			return printDryRunACP(a, opts, acpclient.Argv(l, r), r.Prompt)
+		}
 		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt, agent.PromptOnStdin(r))
 	}
 	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
@@ -194,6 +203,11 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
 	// the agent's process group running; instead the failed write stops the run.
 	signal.Ignore(syscall.SIGPIPE)
+	if backend, err := askBackend(c.Context(), a, opts, l); err != nil {
+		return err
+	} else if backend.Backend == acpclient.BackendACP || opts.events.outputFormat == formatStreamJSON {
+		return runAskEvents(c, a, opts, l, r, backend.Backend)
+	}
 	ctx, cancel := context.WithCancel(c.Context())
 	defer cancel()
 	var out *streamOut

@@ -20,6 +20,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
 
 // TestMain lets the test binary act as the agent: runs with FAKEQ_AS_Q=1 are the fake (`q acp`).
@@ -494,3 +495,43 @@ func pidIn(t *testing.T, file string) int {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestEventsMatchSchema: every event the ACP tests yield is a valid stream-json line.
+func TestEventsMatchSchema(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_TOOLS=read:a.txt,shell:echo hi,write:b.txt,mcp:github/create_issue,shell:no",
+		"FAKEQ_ACP_THOUGHT=hmm", "FAKEQ_ACP_PLAN=1", "FAKEQ_OUTPUT=done")
+	_ = os.WriteFile(filepath.Join(o.Request.Dir, "b.txt"), []byte("old"), 0o600)
+	n := 0
+	o.Permission = func(context.Context, PermissionRequest) (Decision, error) {
+		n++
+		if n == 4 {
+			return Decision{OptionID: "reject_once", By: "person"}, nil
+		}
+		return Decision{OptionID: "allow_once", By: "policy"}, nil
+	}
+	var ev events
+	o.OnEvent = ev.add
+	if _, err := Run(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	// The rejection ended that turn (refusal) before the reply: a second run has one.
+	o = fake(t, "FAKEQ_OUTPUT=done", "FAKEQ_ACP_TOOLS=")
+	o.OnEvent = ev.add
+	if _, err := Run(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[agent.EventType]bool{}
+	for _, e := range ev.all {
+		line, _ := json.Marshal(e)
+		if err := streamjsontest.Validate(line); err != nil {
+			t.Error(err)
+		}
+		seen[e.Type] = true
+	}
+	for _, typ := range []agent.EventType{agent.EventMessage, agent.EventThought, agent.EventToolCall, agent.EventToolCallUpdate,
+		agent.EventPlan, agent.EventPermissionRequested, agent.EventPermissionDecided, agent.EventUsage} {
+		if !seen[typ] {
+			t.Errorf("no %s event: the test covers less than it says", typ)
+		}
+	}
+}

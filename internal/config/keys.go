@@ -55,6 +55,7 @@ var Keys = []Key{
 	{Name: "agent.models", Kind: List, Default: "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4", Help: "models accepted by --model and override-model"},
 	{Name: "agent.strip_ansi", Kind: Bool, Default: "true", Help: "strip ANSI escape codes from agent output (q colours even pipes); matters with agent.raw_output"},
 	{Name: "agent.raw_output", Kind: Bool, Default: "false", Help: "return the agent's stdout as printed, with its \"> \" prefix, tool banners and their descriptions (default: the reply only)"},
+	{Name: "agent.backend", Kind: String, Default: "auto", Help: "how qkit ask drives the agent: acp (<agent.command> acp, typed events and permissions), chat (chat --no-interactive, scraped text), auto (acp when the agent answers initialize, learned once per agent binary)", Values: []string{"auto", "acp", "chat"}},
 	{Name: "tools.enabled", Kind: List, Default: "", Help: "optional MCP tools to enable (q-developer-agent, or all)", SeedEnv: "ENABLE_ADDITIONAL_TOOLS"},
 	{Name: "questions.timeout", Kind: Duration, Default: "30m", Help: "how long ask_user_questions waits for an answer (0 = until answered or cancelled)", Check: durationRange(0, 30*24*time.Hour)},
 	{Name: "questions.retention", Kind: Duration, Default: "168h", Help: "finished question sessions older than this are removed", Check: durationRange(time.Minute, 10*365*24*time.Hour)},

@@ -1,0 +1,408 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kballard/go-shellquote"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/streamjson"
+)
+
+// The --output-format values.
+const (
+	formatText       = "text"
+	formatJSON       = "json"
+	formatStreamJSON = "stream-json"
+)
+
+// askEventOptions are ask's flags for the ACP backend, the output formats and permissions.
+type askEventOptions struct {
+	outputFormat   string
+	denyTools      []string
+	onPermission   string
+	backend        string
+	refreshBackend bool
+	session        string
+}
+
+// askEventsHelp is the part of ask's help about backends, formats and permissions.
+const askEventsHelp = `
+
+Backends (agent.backend, or --backend): chat runs q chat --no-interactive and reads its text; acp
+runs <agent.command> acp (kiro-cli 1.25 or later) and speaks the Agent Client Protocol with it, so
+tool calls, plans, permissions and usage arrive as typed events; auto (the default) uses acp when
+the agent answers initialize, learned once per agent binary (--refresh-backend probes again).
+
+--output-format stream-json writes one JSON object per line as things happen (message, thought,
+tool_call, tool_call_update, plan, permission_requested, permission_decided, usage), then a result
+object {type:"result", backend, session_id, stop_reason, output, exit_code, agent_exit_code,
+duration_ms, usage, tools, denied, refused_paths}. The format is documented by the JSON Schema in
+internal/streamjson/stream-json.schema.json. Both backends write it; chat knows fewer events.
+
+Permissions (acp backend): --yolo and --trust-tools allow, --deny-tools refuses (and wins); a tool
+no flag covers goes by --on-permission: fail (the default without a terminal) stops with exit 1
+naming the tool and the flag that trusts it; deny refuses it and the agent carries on; ask puts it
+to a person through qkit questions (qkit questions wait / answer: allow once, allow always for this
+run, or reject). On a terminal the default is to ask there. Tools are named by the agent's name,
+their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
+The agent's file and terminal requests are served inside the working directory only; a path
+outside it is refused and reported (refused_paths).`
+
+func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
+	c.Long += askEventsHelp
+	c.Example += `
+  qkit ask --output-format stream-json --trust-tools read "Summarise README.md" | jq -c 'select(.type=="tool_call")'
+  qkit ask --backend acp --on-permission ask "Fix the failing test"   # approve in: qkit questions wait`
+	f := c.Flags()
+	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT` of what is printed: text (the reply as it arrives), json (one object at the end, as --json), stream-json (one JSON object per line as things happen, then a result)")
+	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` whenever the agent asks (ACP backend; wins over --yolo and --trust-tools)")
+	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend): fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
+	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
+	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")
+	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run) instead of opening a new one")
+	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{formatText, formatJSON, formatStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("on-permission", cobra.FixedCompletions(approval.Modes, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("session", cobra.NoFileCompletions)
+	_ = c.RegisterFlagCompletionFunc("deny-tools", cobra.FixedCompletions([]string{"shell", "write", "read", "execute", "edit", "fetch"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// checkAskEventFlags validates the flags before anything runs; --json is --output-format json.
+func checkAskEventFlags(f *pflag.FlagSet, opts *askOptions) error {
+	o := &opts.events
+	switch o.outputFormat {
+	case formatText, formatJSON, formatStreamJSON:
+	default:
+		return output.UsageErrorf("invalid --output-format %q: expected text, json or stream-json", o.outputFormat)
+	}
+	if opts.asJSON && f.Changed("output-format") && o.outputFormat != formatJSON {
+		return output.UsageErrorf("--json and --output-format %s contradict each other: --json is --output-format json", o.outputFormat)
+	}
+	if opts.asJSON {
+		o.outputFormat = formatJSON
+	}
+	if o.outputFormat == formatJSON {
+		opts.asJSON = true
+	}
+	if o.onPermission != "" && !slices.Contains(approval.Modes, o.onPermission) {
+		return output.UsageErrorf("invalid --on-permission %q: expected fail, deny or ask", o.onPermission)
+	}
+	switch o.backend {
+	case "", acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat:
+	default:
+		return output.UsageErrorf("invalid --backend %q: expected auto, acp or chat", o.backend)
+	}
+	return nil
+}
+
+// askBackend resolves the backend of this run (--backend, else agent.backend).
+func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limits) (acpclient.BackendChoice, error) {
+	setting := opts.events.backend
+	if setting == "" {
+		setting = a.Config.String("agent.backend")
+	}
+	if opts.events.session != "" && setting == acpclient.BackendChat {
+		return acpclient.BackendChoice{}, output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
+	}
+	cache := filepath.Join(a.Config.Paths.State, "agent-backend.json")
+	choice, err := acpclient.ChooseBackend(ctx, setting, l.Command, cache, opts.events.refreshBackend, l.Logger)
+	if err != nil {
+		return choice, err
+	}
+	if opts.events.session != "" && choice.Backend != acpclient.BackendACP {
+		return choice, output.Errorf(output.ExitFailure, "--session needs an agent that speaks ACP, and %s does not (%s)", l.Command, choice.Reason)
+	}
+	return choice, nil
+}
+
+// runAskEvents runs ask over events: the ACP backend in every format, and the chat backend with
+// stream-json. l and r are ready (context prepended, validated).
+func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, r agent.Request, backend string) error {
+	ctx, cancel := context.WithCancel(c.Context())
+	defer cancel()
+	format := opts.events.outputFormat
+	var stream *streamjson.Writer
+	var text *streamOut
+	switch format {
+	case formatStreamJSON:
+		stream = streamjson.NewWriter(a.IO.Out)
+		stream.OnError = func(error) { cancel() }
+	case formatText:
+		text = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
+	}
+
+	var mu sync.Mutex
+	var tools []agent.ToolCall
+	index := map[string]int{}
+	onEvent := func(ev agent.Event) {
+		if stream != nil {
+			stream.Event(ev)
+		}
+		switch ev.Type {
+		case agent.EventMessage:
+			if text != nil {
+				text.chunk([]byte(ev.Text))
+			}
+		case agent.EventToolCall, agent.EventToolCallUpdate:
+			mu.Lock()
+			if i, ok := index[ev.Tool.ID]; ok {
+				tools[i] = mergeToolCall(tools[i], *ev.Tool)
+			} else {
+				index[ev.Tool.ID] = len(tools)
+				tools = append(tools, *ev.Tool)
+			}
+			mu.Unlock()
+			if ev.Type == agent.EventToolCall && a.IO.StderrTTY && format == formatText {
+				fmt.Fprintf(a.IO.ErrOut, "qkit: tool: %s\n", approval.Label(*ev.Tool))
+			}
+		}
+	}
+
+	res := streamjson.Result{Backend: backend}
+	var runErr error
+	var body string
+	var timedOut bool
+	var agentRes agent.Result
+	var denied func() []string
+	var refused []string
+	var refusedMu sync.Mutex
+	start := time.Now()
+	if backend == acpclient.BackendACP {
+		dir, err := a.WorkingDir()
+		if err != nil {
+			return err
+		}
+		session := opts.events.session
+		if session == "" && r.Resume {
+			if session = acpclient.LastSession(sessionsFile(a), dir); session == "" {
+				return output.NotFoundf("--resume: no ACP session was saved for %s: run qkit ask there without --resume first", dir)
+			}
+		}
+		policy, err := askPolicy(a, opts, r)
+		if err != nil {
+			return err
+		}
+		denied = policy.Denied
+		if len(opts.events.denyTools) > 0 {
+			// The agent would not ask about what it trusts itself: qkit decides everything.
+			r.TrustAll, r.TrustTools = false, nil
+		}
+		onRefused := func(e *acpclient.OutsideError) {
+			a.Warnf("%v", e)
+			refusedMu.Lock()
+			refused = append(refused, e.Path)
+			refusedMu.Unlock()
+		}
+		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
+		defer terms.Close()
+		r.Dir = dir
+		ares, err := acpclient.Run(ctx, acpclient.RunOptions{
+			Limits: l, Request: r, SessionID: session, OnEvent: onEvent, Permission: policy.Decide,
+			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms,
+		})
+		runErr, agentRes = err, ares.Result
+		res.SessionID, res.StopReason = ares.SessionID, ares.StopReason
+		if ares.Usage != (agent.Usage{}) {
+			u := ares.Usage
+			res.Usage = &u
+		}
+		if ares.SessionID != "" {
+			rememberSession(a, dir, ares.SessionID)
+		}
+	} else {
+		agentRes, runErr = agent.Stream(ctx, l, r, onEvent)
+		res.StopReason = "end_turn"
+	}
+	body, timedOut = agentRes.Body(), agentRes.TimedOut
+	if text != nil {
+		if text.err != nil {
+			return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", text.err)
+		}
+		text.finish(body, a.IO.StdoutTTY)
+	}
+
+	// How the run ended, as ask reports it (the same codes as the text path).
+	exitErr := askOutcome(c, a, opts, l, agentRes, runErr)
+	code := output.Code(exitErr)
+	switch {
+	case timedOut:
+		res.StopReason = streamjson.StopTimedOut
+	case c.Context().Err() != nil:
+		res.StopReason = "cancelled"
+	case exitErr != nil && res.StopReason == "" || exitErr != nil && backend == acpclient.BackendChat:
+		res.StopReason = streamjson.StopError
+	case res.StopReason == "":
+		res.StopReason = streamjson.StopError
+	}
+	if denied != nil {
+		res.Denied = denied()
+	}
+	refusedMu.Lock()
+	res.RefusedPaths = slices.Clone(refused)
+	refusedMu.Unlock()
+	mu.Lock()
+	res.Tools = streamjson.Summaries(tools)
+	mu.Unlock()
+	if len(res.Denied) > 0 {
+		a.Warnf("refused: %s", joinQuoted(res.Denied))
+	}
+	if res.StopReason == "refusal" {
+		a.Warnf("the agent ended its turn after a refusal (stop reason: refusal)")
+	}
+	res.Output, res.Truncated, res.TimedOut = body, agentRes.Truncated, timedOut
+	res.ExitCode, res.AgentExitCode = code, agentRes.ExitCode
+	res.DurationMS = time.Since(start).Milliseconds()
+	if exitErr != nil && code != output.ExitTimeout {
+		res.IsError, res.Error = true, exitErr.Error()
+	}
+
+	switch format {
+	case formatStreamJSON:
+		if err := stream.Result(res); err != nil && exitErr == nil {
+			return output.Errorf(output.ExitFailure, "writing the events: %v; the agent was stopped", err)
+		}
+	case formatJSON:
+		if err := output.JSON(a.IO.Out, askEventsJSON{
+			askJSON: askJSON{
+				Output: body, Truncated: agentRes.Truncated, OriginalSize: agentRes.OriginalSize, TimedOut: timedOut,
+				ExitCode: agentRes.ExitCode, DurationMS: agentRes.Duration.Milliseconds(), Stderr: agentRes.Stderr,
+			},
+			Backend: backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
+			Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths,
+		}); err != nil {
+			return err
+		}
+	}
+	if agentRes.Truncated {
+		a.Warnf("response truncated: the agent sent %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", agentRes.OriginalSize, len(body))
+	}
+	return exitErr
+}
+
+// askEventsJSON is --json on the ACP backend: the text backend's fields and what ACP adds.
+type askEventsJSON struct {
+	askJSON
+	Backend      string                   `json:"backend"`
+	SessionID    string                   `json:"session_id,omitempty"`
+	StopReason   string                   `json:"stop_reason"`
+	Usage        *agent.Usage             `json:"usage,omitempty"`
+	Tools        []streamjson.ToolSummary `json:"tools"`
+	Denied       []string                 `json:"denied,omitempty"`
+	RefusedPaths []string                 `json:"refused_paths,omitempty"`
+}
+
+// askOutcome maps a run's end to ask's error and exit code.
+func askOutcome(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, res agent.Result, runErr error) error {
+	var needs *approval.NeedsPermissionError
+	switch {
+	case runErr != nil && c.Context().Err() != nil:
+		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
+	case errors.As(runErr, &needs):
+		return output.Errorf(output.ExitFailure, "%v", needs)
+	case runErr != nil:
+		msg := "agent failed: " + runErr.Error()
+		if agent.ApprovalRequired(res.Stderr) {
+			msg += "\nThe agent needed approval for a tool: run again with --yolo, or name the tool in --trust-tools."
+		}
+		return output.Errorf(output.ExitFailure, "%s", msg)
+	case res.TimedOut:
+		return output.Errorf(output.ExitTimeout, "timed out after %s (--timeout, AGENT_TIMEOUT); the partial output was printed", l.Timeout.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// askPolicy builds the permission policy from the flags.
+func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy, error) {
+	p := &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, Deny: opts.events.denyTools, OnPermission: opts.events.onPermission}
+	switch {
+	case p.OnPermission == approval.Ask:
+		store, err := questions.Open(a.Config, questions.Options{Logger: a.Logger})
+		if err != nil {
+			return nil, err
+		}
+		p.Asker = &approval.StoreAsker{Store: store, Timeout: a.Config.Duration("questions.timeout"), Created: func(id string) {
+			a.Errorf("the agent asks for permission: answer with qkit questions answer %s (or qkit questions wait; %s)", id, store.Location())
+		}}
+	case p.OnPermission == "" && a.IO.CanPrompt():
+		pr, err := a.Prompt("--on-permission")
+		if err != nil {
+			return nil, err
+		}
+		p.OnPermission, p.Asker = approval.Ask, &approval.TerminalAsker{Prompter: pr, Out: a.IO.ErrOut}
+	case p.OnPermission == "":
+		p.OnPermission = approval.Fail
+	}
+	return p, nil
+}
+
+func mergeToolCall(old, upd agent.ToolCall) agent.ToolCall {
+	if upd.Title != "" {
+		old.Title = upd.Title
+	}
+	if upd.Name != "" {
+		old.Name = upd.Name
+	}
+	if upd.Kind != "" {
+		old.Kind = upd.Kind
+	}
+	if upd.Status != "" {
+		old.Status = upd.Status
+	}
+	old.Denied = old.Denied || upd.Denied
+	old.Trusted = old.Trusted || upd.Trusted
+	return old
+}
+
+func joinQuoted(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// askDryRunACP says whether --dry-run shows the ACP command line: when the backend is acp by flag
+// or setting (a dry run starts nothing, so auto is not probed and shows chat's).
+func askDryRunACP(a *app.App, opts *askOptions) bool {
+	b := opts.events.backend
+	if b == "" {
+		b = a.Config.String("agent.backend")
+	}
+	return b == acpclient.BackendACP || opts.events.session != ""
+}
+
+// printDryRunACP prints the ACP command line and the prompt (sent in session/prompt, not argv).
+func printDryRunACP(a *app.App, opts *askOptions, argv []string, prompt string) error {
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt})
+	}
+	_, err := fmt.Fprintf(a.IO.Out, "%s   (the prompt goes in session/prompt)\n\n%s\n", shellquote.Join(argv...), strings.TrimRight(prompt, "\n"))
+	return err
+}
+
+func sessionsFile(a *app.App) string { return filepath.Join(a.Config.Paths.State, "acp-sessions.json") }
+
+// rememberSession keeps the last ACP session of each working directory, for ask --resume.
+func rememberSession(a *app.App, dir, id string) {
+	if err := acpclient.RememberSession(sessionsFile(a), dir, id); err != nil {
+		a.Logger.Debug("could not remember the ACP session", "error", err)
+	}
+}

@@ -1,0 +1,160 @@
+package acpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
+)
+
+// The agent.backend values.
+const (
+	BackendAuto = "auto" // acp when the agent answers initialize, else chat
+	BackendACP  = "acp"  // `<agent.command> acp`, this package
+	BackendChat = "chat" // `<agent.command> chat --no-interactive`, the text runner
+)
+
+// ProbeTimeout bounds the initialize of a probe: an agent that has not answered by then is taken
+// as not speaking ACP (q 1.19.7 exits at once; kiro answers within a second).
+const ProbeTimeout = 10 * time.Second
+
+// BackendChoice is how agent.backend was resolved for one run.
+type BackendChoice struct {
+	// Backend is acp or chat.
+	Backend string
+	// Probed is set when the agent was started to find out (nothing was cached for it).
+	Probed bool
+	// Reason says why, for logs and --json.
+	Reason string
+}
+
+// ChooseBackend resolves agent.backend for command. acp and chat are taken as they are. auto uses
+// what was learned about this agent binary before (cacheFile, keyed by its path, size and
+// modification time, so an upgraded binary is probed again) unless refresh is set, and otherwise
+// probes it: `<command> acp` and initialize, then the agent is stopped. A binary that cannot be
+// found is not probed (chat, whose run reports the missing command) and nothing is cached for it.
+func ChooseBackend(ctx context.Context, setting, command, cacheFile string, refresh bool, log *slog.Logger) (BackendChoice, error) {
+	switch setting {
+	case BackendACP, BackendChat:
+		return BackendChoice{Backend: setting, Reason: "agent.backend=" + setting}, nil
+	case BackendAuto, "":
+	default:
+		return BackendChoice{}, fmt.Errorf("agent.backend %q: expected auto, acp or chat", setting)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	key, err := binaryKey(command)
+	if err != nil {
+		return BackendChoice{Backend: BackendChat, Reason: "agent command not found"}, nil
+	}
+	cache := readBackendCache(cacheFile)
+	if e, ok := cache[key.Path]; ok && !refresh && e.Size == key.Size && e.ModTime.Equal(key.ModTime) {
+		return BackendChoice{Backend: e.Backend, Reason: "learned " + e.ProbedAt.Format(time.RFC3339)}, nil
+	}
+	backend, why := Probe(ctx, command, log)
+	if ctx.Err() != nil {
+		return BackendChoice{}, ctx.Err()
+	}
+	key.Backend, key.ProbedAt = backend, time.Now().UTC()
+	if err := writeBackendCache(cacheFile, key); err != nil {
+		log.Warn("could not remember the agent's backend", "file", cacheFile, "error", err)
+	}
+	return BackendChoice{Backend: backend, Probed: true, Reason: why}, nil
+}
+
+// Probe starts `<command> acp`, waits (ProbeTimeout at most) for its answer to initialize, and stops
+// it. It returns acp or chat and why.
+func Probe(ctx context.Context, command string, log *slog.Logger) (string, string) {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	c, err := Start(pctx, Options{Command: command, Args: []string{"acp"}, Logger: log, Grace: time.Second})
+	if err != nil {
+		log.Info("the agent does not speak ACP: using chat --no-interactive", "command", command, "reason", err)
+		return BackendChat, "probe: " + err.Error()
+	}
+	c.Close()
+	log.Info("the agent speaks ACP", "command", command, "agent", agentName(c.Info()))
+	return BackendACP, "probe: answered initialize as " + agentName(c.Info())
+}
+
+// backendEntry is what is remembered about one agent binary.
+type backendEntry struct {
+	Path     string    `json:"path"`
+	Size     int64     `json:"size"`
+	ModTime  time.Time `json:"mod_time"`
+	Backend  string    `json:"backend"`
+	ProbedAt time.Time `json:"probed_at"`
+}
+
+func binaryKey(command string) (backendEntry, error) {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return backendEntry{}, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return backendEntry{}, err
+	}
+	return backendEntry{Path: path, Size: fi.Size(), ModTime: fi.ModTime().UTC()}, nil
+}
+
+func readBackendCache(file string) map[string]backendEntry {
+	out := map[string]backendEntry{}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return out
+	}
+	var entries []backendEntry
+	if json.Unmarshal(data, &entries) != nil {
+		return out // a damaged cache is only a reason to probe again
+	}
+	for _, e := range entries {
+		out[e.Path] = e
+	}
+	return out
+}
+
+// writeBackendCache records e, under the cache's lock, atomically.
+func writeBackendCache(file string, e backendEntry) error {
+	return filestore.Update(file, 0o600, 0o700, func(old []byte) ([]byte, error) {
+		var entries []backendEntry
+		_ = json.Unmarshal(old, &entries) // a damaged cache is rewritten
+		entries = slices.DeleteFunc(entries, func(x backendEntry) bool { return x.Path == e.Path })
+		entries = append(entries, e)
+		data, err := json.MarshalIndent(entries, "", "  ")
+		return append(data, '\n'), err
+	})
+}
+
+// RememberSession records id as the last ACP session run in dir (file maps folders to sessions).
+func RememberSession(file, dir, id string) error {
+	return filestore.Update(file, 0o600, 0o700, func(old []byte) ([]byte, error) {
+		m := map[string]string{}
+		_ = json.Unmarshal(old, &m) // a damaged file is rewritten
+		m[dir] = id
+		data, err := json.MarshalIndent(m, "", "  ")
+		return append(data, '\n'), err
+	})
+}
+
+// LastSession is the last ACP session RememberSession recorded for dir, or "".
+func LastSession(file, dir string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	m := map[string]string{}
+	_ = json.Unmarshal(data, &m)
+	return m[dir]
+}

@@ -1,0 +1,240 @@
+// Package approval decides an ACP agent's permission requests for a headless run (`qkit ask` on
+// the ACP backend), without re-running anything: the flags decide what they cover (--yolo,
+// --trust-tools, --deny-tools; a denial wins), and whatever is left goes by --on-permission:
+// fail (stop the turn, naming the tool and the flag that trusts it), deny (reject, and the agent
+// carries on), or ask (a person decides, through the questions store or at the terminal: allow
+// once, allow always for this run, or reject).
+package approval
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+// The --on-permission values.
+const (
+	Fail = "fail"
+	Deny = "deny"
+	Ask  = "ask"
+)
+
+// Modes are the --on-permission values, for help and completion.
+var Modes = []string{Fail, Deny, Ask}
+
+// What a person can answer.
+const (
+	AllowOnce   = "allow_once"
+	AllowAlways = "allow_always" // for the rest of this run
+	Reject      = "reject"
+)
+
+// Asker puts a permission request to a person and returns AllowOnce, AllowAlways or Reject.
+type Asker interface {
+	AskPermission(ctx context.Context, req acpclient.PermissionRequest) (string, error)
+}
+
+// Policy decides permission requests. Its zero value fails every request.
+type Policy struct {
+	// TrustAll allows everything (--yolo).
+	TrustAll bool
+	// Trust and Deny are tool patterns (--trust-tools, --deny-tools); see Matches.
+	Trust, Deny []string
+	// OnPermission is fail, deny or ask, for what the flags do not cover.
+	OnPermission string
+	// Asker is used with ask.
+	Asker Asker
+
+	mu     sync.Mutex
+	always []string // tools a person allowed for the rest of the run (their names)
+	denied []string // tools denied (their labels), for the result
+}
+
+// NeedsPermissionError is a tool nothing allowed, with --on-permission fail.
+type NeedsPermissionError struct {
+	Tool agent.ToolCall
+}
+
+func (e *NeedsPermissionError) Error() string {
+	name := TrustName(e.Tool)
+	return fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail. "+
+		"Trust it with --trust-tools=%s (or --yolo), or use --on-permission ask to decide, or deny to refuse it and carry on",
+		label(e.Tool), name)
+}
+
+// Decide answers one request (acpclient.PermissionFunc).
+func (p *Policy) Decide(ctx context.Context, req acpclient.PermissionRequest) (acpclient.Decision, error) {
+	switch {
+	case Matches(p.Deny, req.Tool):
+		return p.reject(req, "policy")
+	case p.TrustAll || Matches(p.Trust, req.Tool) || p.allowedAlways(req.Tool):
+		return allow(req, AllowAlways, "policy")
+	}
+	switch p.OnPermission {
+	case Deny:
+		return p.reject(req, "policy")
+	case Ask:
+		if p.Asker == nil {
+			return acpclient.Decision{}, fmt.Errorf("--on-permission ask: nobody to ask")
+		}
+		answer, err := p.Asker.AskPermission(ctx, req)
+		if err != nil {
+			return acpclient.Decision{By: "person"}, err
+		}
+		switch answer {
+		case AllowAlways:
+			p.mu.Lock()
+			p.always = append(p.always, TrustName(req.Tool))
+			p.mu.Unlock()
+			return allow(req, AllowAlways, "person")
+		case AllowOnce:
+			return allow(req, AllowOnce, "person")
+		default:
+			return p.reject(req, "person")
+		}
+	default:
+		return acpclient.Decision{By: "policy"}, &NeedsPermissionError{Tool: req.Tool}
+	}
+}
+
+// Denied lists the tools that were denied, in order.
+func (p *Policy) Denied() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.denied)
+}
+
+func (p *Policy) allowedAlways(t agent.ToolCall) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.always, TrustName(t))
+}
+
+func (p *Policy) reject(req acpclient.PermissionRequest, by string) (acpclient.Decision, error) {
+	p.mu.Lock()
+	p.denied = append(p.denied, label(req.Tool))
+	p.mu.Unlock()
+	for _, kind := range []string{"reject_once", "reject_always"} {
+		if id := option(req, kind); id != "" {
+			return acpclient.Decision{OptionID: id, By: by}, nil
+		}
+	}
+	return acpclient.Decision{Cancelled: true, By: by}, nil // no reject option: cancelled refuses too
+}
+
+// allow picks the agent's option for want (allow_always for a trusted tool, so the agent stops
+// asking), or the other allow option when it offers only one.
+func allow(req acpclient.PermissionRequest, want, by string) (acpclient.Decision, error) {
+	other := AllowOnce
+	if want == AllowOnce {
+		other = AllowAlways
+	}
+	for _, kind := range []string{want, other} {
+		if id := option(req, kind); id != "" {
+			return acpclient.Decision{OptionID: id, By: by}, nil
+		}
+	}
+	return acpclient.Decision{By: by}, fmt.Errorf("the agent offered no way to allow %s (options: %s)", label(req.Tool), optionKinds(req))
+}
+
+func option(req acpclient.PermissionRequest, kind string) string {
+	for _, o := range req.Options {
+		if o.Kind == kind {
+			return o.ID
+		}
+	}
+	return ""
+}
+
+func optionKinds(req acpclient.PermissionRequest) string {
+	var kinds []string
+	for _, o := range req.Options {
+		kinds = append(kinds, o.Kind)
+	}
+	return strings.Join(kinds, ", ")
+}
+
+// kindNames are the agents' own tool names for each ACP tool kind (q's and kiro's), so
+// --trust-tools=shell covers the execute call an ACP agent reports without its name.
+var kindNames = map[string][]string{
+	"execute": {"shell", "execute_bash", "execute_cmd"},
+	"edit":    {"write", "fs_write"},
+	"delete":  {"write", "fs_write"},
+	"move":    {"write", "fs_write"},
+	"read":    {"read", "fs_read"},
+	"search":  {"grep", "glob"},
+	"fetch":   {"web_fetch", "fetch"},
+}
+
+// Names are what a pattern can call a tool: its name (and @server/name for an MCP tool, and
+// @server), its ACP kind, and the agents' names for that kind.
+func Names(t agent.ToolCall) []string {
+	var out []string
+	if t.Name != "" {
+		out = append(out, t.Name)
+	}
+	if t.Server != "" {
+		out = append(out, "@"+t.Server, "@"+t.Server+"/"+t.Name)
+	}
+	if t.Kind != "" {
+		out = append(out, t.Kind)
+		out = append(out, kindNames[t.Kind]...)
+	}
+	return out
+}
+
+// TrustName is the name to give --trust-tools for t: its own name, else its kind's usual name.
+func TrustName(t agent.ToolCall) string {
+	if n := t.TrustName(); n != "" {
+		return n
+	}
+	if names := kindNames[t.Kind]; len(names) > 0 {
+		return names[0]
+	}
+	if t.Kind != "" {
+		return t.Kind
+	}
+	return "TOOL"
+}
+
+// Matches reports whether one of patterns names t. A pattern is a name (case-insensitive) or a
+// shell glob (`@github/*`); a comma list counts as several.
+func Matches(patterns []string, t agent.ToolCall) bool {
+	names := Names(t)
+	for _, p := range patterns {
+		for _, one := range strings.Split(p, ",") {
+			one = strings.ToLower(strings.TrimSpace(one))
+			if one == "" {
+				continue
+			}
+			for _, n := range names {
+				n = strings.ToLower(n)
+				if ok, _ := path.Match(one, n); ok || one == n {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func label(t agent.ToolCall) string {
+	switch {
+	case t.Title != "" && t.Kind != "":
+		return fmt.Sprintf("%q (%s)", t.Title, t.Kind)
+	case t.Title != "":
+		return fmt.Sprintf("%q", t.Title)
+	case t.Kind != "":
+		return "a " + t.Kind + " tool"
+	}
+	return "tool call " + t.ID
+}
+
+// Label names a tool call for a person.
+func Label(t agent.ToolCall) string { return label(t) }
