@@ -228,7 +228,8 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 			return err
 		}
 	} else {
-		out.finish(res.Body(), a.IO.StdoutTTY)
+		// A cut reply ends with a line break, like every line a shell reads.
+		out.finish(res.Body(), a.IO.StdoutTTY || res.Truncated)
 	}
 	if res.Truncated {
 		a.Warnf("response truncated: the agent printed %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", res.OriginalSize, len(res.Body()))
@@ -339,11 +340,13 @@ func (s *streamOut) chunk(b []byte) {
 	}
 }
 
-func (s *streamOut) finish(body string, tty bool) {
+// finish writes the rest of the kept reply, and a final line break when newline is set and the
+// reply lacks one.
+func (s *streamOut) finish(body string, newline bool) {
 	if s.written < int64(len(body)) {
 		_, _ = io.WriteString(s.w, body[s.written:])
 	}
-	if tty && body != "" && !strings.HasSuffix(body, "\n") {
+	if newline && body != "" && !strings.HasSuffix(body, "\n") {
 		_, _ = io.WriteString(s.w, "\n")
 	}
 }
