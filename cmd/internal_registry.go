@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,7 +220,11 @@ func globalArgs(a *app.App) []string {
 	if a.Config == nil {
 		return args
 	}
-	args = append(args, "--config="+a.Config.File)
+	if _, err := os.Stat(a.Config.File); err == nil {
+		// (A config file that does not exist yet is the default one, which the command finds by
+		// itself; --config must name a file that exists.)
+		args = append(args, "--config="+a.Config.File)
+	}
 	for _, v := range a.Config.All() {
 		if v.Source == config.SourceFlag {
 			args = append(args, "--set="+v.Key.Name+"="+v.Raw)

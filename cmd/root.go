@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -272,6 +273,10 @@ func commandNamed(args []string) string {
 	return ""
 }
 
+// annCreatesConfig marks the command that may be given a --config file that does not exist yet:
+// settings set, which creates it.
+const annCreatesConfig = "qkit/creates-config"
+
 // annLenientConfig marks commands that run even when the configuration has bad values (so the
 // settings commands can fix them).
 const annLenientConfig = "qkit/lenient-config"
@@ -303,6 +308,13 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 			return output.UsageErrorf("invalid --set %q: expected KEY=VALUE", kv)
 		}
 		overrides[strings.TrimSpace(k)] = v
+	}
+	if opts.configFile != "" && c.Annotations[annCreatesConfig] == "" {
+		// A --config that names no file is a typo, not an empty configuration: reading the
+		// defaults instead would hide it. (settings set creates the file.)
+		if _, err := os.Stat(opts.configFile); errors.Is(err, fs.ErrNotExist) {
+			return output.UsageErrorf("--config %s: no such file (qkit --config %s settings set KEY VALUE creates it)", opts.configFile, opts.configFile)
+		}
 	}
 	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides}, opts.logLevel)
 	var unknown config.UnknownKeyError

@@ -175,7 +175,7 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 			return nil
 		},
 	}
-	return exposeChange(c)
+	return annotate(exposeChange(c), annCreatesConfig, "true")
 }
 
 func newSettingsResetCmd(a *app.App) *cobra.Command {
