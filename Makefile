@@ -16,14 +16,17 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
+# make install [PREFIX=~/.local] [DESTDIR=staging/]: the binary, man pages (dated SOURCE_DATE_EPOCH or
+# the commit's date) and completions under $(DESTDIR)$(PREFIX); PREFIX=~/.local needs no root.
 install: build
+	$(GO) run ./internal/docgen/gendocs -dir bin/docs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/qkit
-	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 bin/docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 0644 completions/qkit.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/qkit
-	install -m 0644 completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
-	install -m 0644 completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
+	install -m 0644 bin/docs/completions/qkit.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/qkit
+	install -m 0644 bin/docs/completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
+	install -m 0644 bin/docs/completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
 # Everything CI runs: vet and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
 # the core packages again under the race detector, and the Node interop suites.

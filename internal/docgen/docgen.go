@@ -7,19 +7,20 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
 
-// manDate is fixed so that the pages only change when the commands do.
-var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
-
 // Generate writes completions/qkit.{bash,zsh,fish,ps1} and man/*.1 under dir, replacing what
-// is there.
-func Generate(root *cobra.Command, dir string) error {
+// is there. Each man page is titled after its command (QKIT-CONTEXT-ADD) and dated date, the
+// build's date (see BuildDate).
+func Generate(root *cobra.Command, dir string, date time.Time) error {
 	root.DisableAutoGenTag = true
 	// Execute adds these lazily; docs must list them whether or not the tree has run.
 	root.InitDefaultHelpCmd()
@@ -49,6 +50,25 @@ func Generate(root *cobra.Command, dir string) error {
 			return err
 		}
 	}
-	header := &doc.GenManHeader{Title: "QKIT", Section: "1", Source: "qkit", Manual: "qkit manual", Date: &manDate}
+	// No Title: cobra titles each page after its command path.
+	header := &doc.GenManHeader{Section: "1", Source: "qkit", Manual: "qkit manual", Date: &date}
 	return doc.GenManTree(root, header, manDir)
+}
+
+// BuildDate is the date man pages carry: SOURCE_DATE_EPOCH when set (reproducible builds), else
+// the date of the commit being built, else today.
+func BuildDate() (time.Time, error) {
+	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+		secs, err := strconv.ParseInt(strings.TrimSpace(epoch), 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("invalid SOURCE_DATE_EPOCH %q: %w", epoch, err)
+		}
+		return time.Unix(secs, 0).UTC(), nil
+	}
+	if out, err := exec.Command("git", "log", "-1", "--format=%ct").Output(); err == nil {
+		if secs, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil {
+			return time.Unix(secs, 0).UTC(), nil
+		}
+	}
+	return time.Now().UTC(), nil
 }

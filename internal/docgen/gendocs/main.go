@@ -1,4 +1,5 @@
-// Command gendocs writes completions/ and man/ for qkit: go run ./internal/docgen/gendocs [-dir DIR]
+// Command gendocs writes completions/ and man/ for qkit: go run ./internal/docgen/gendocs [-dir DIR].
+// The man pages are dated SOURCE_DATE_EPOCH, or the date of the current commit.
 package main
 
 import (
@@ -14,8 +15,13 @@ import (
 func main() {
 	dir := flag.String("dir", ".", "write completions/ and man/ under `DIR`")
 	flag.Parse()
+	date, err := docgen.BuildDate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
 	streams, _, _, _ := app.Test()
-	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), *dir); err != nil {
+	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), *dir, date); err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}
