@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"golang.org/x/term"
 )
 
 // JSON writes v as indented JSON followed by a newline. HTML characters are not escaped: the output
@@ -20,8 +23,8 @@ func JSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// Table prints rows under a header: a bordered table when tty is set, otherwise tab-separated lines
-// without a header, which scripts cut and awk.
+// Table prints rows under a header: an aligned table when tty is set, as wide as the terminal at
+// most (long cells wrap), otherwise tab-separated lines without a header, which scripts cut and awk.
 func Table(w io.Writer, tty bool, header []string, rows [][]string) error {
 	if !tty {
 		for _, r := range rows {
@@ -49,6 +52,9 @@ func Table(w io.Writer, tty bool, header []string, rows [][]string) error {
 		tablewriter.WithHeaderAutoFormat(tw.On),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
+	if width := TerminalWidth(w); width > 0 {
+		t.Options(tablewriter.WithMaxWidth(width), tablewriter.WithRowAutoWrap(tw.WrapNormal))
+	}
 	t.Header(toAny(header)...)
 	for _, r := range rows {
 		if err := t.Append(toAny(r)...); err != nil {
@@ -56,6 +62,20 @@ func Table(w io.Writer, tty bool, header []string, rows [][]string) error {
 		}
 	}
 	return t.Render()
+}
+
+// TerminalWidth is the number of columns of the terminal w writes to, or else $COLUMNS, or 0 when
+// neither is known.
+func TerminalWidth(w io.Writer) int {
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 func toAny(ss []string) []any {
