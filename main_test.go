@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -88,6 +89,15 @@ func TestScripts(t *testing.T) {
 				if err != nil {
 					ts.Fatalf("%s: %v", args[0], err)
 				}
+			},
+			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				// mkfile NAME BYTES: write a file of BYTES letters "a", for size limits.
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: mkfile NAME BYTES")
+				}
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), bytes.Repeat([]byte("a"), n), 0o644))
 			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				// sleep DURATION: wait, for scripts that race a background command.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,7 @@ type askOptions struct {
 	dryRun     bool
 	asJSON     bool
 	events     askEventOptions // ask_events.go: --output-format, permissions, the ACP backend
+	listModels bool
 }
 
 func newAskCmd(a *app.App) *cobra.Command {
@@ -88,7 +90,8 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f := c.Flags()
 	f.BoolVar(&opts.resume, "resume", false, "continue the conversation saved for this directory (--resume)")
 	f.StringVar(&opts.agentName, "agent", "", "the q agent `NAME` to use (--agent): q's agent configuration, not a qkit context --profile")
-	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model): one of the agent.models setting (default: agent.model)")
+	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model): any model the agent lists (--list-models), or of agent.models when set (default: agent.model)")
+	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes (the agent's own list, or agent.models when set) and exit; with --json, {models, default, source}")
 	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
 	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
 	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS`, comma-separated (--trust-tools=a,b)")
@@ -105,24 +108,119 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	for _, name := range []string{"agent", "timeout", "max-response-size"} {
 		_ = c.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
-	_ = c.RegisterFlagCompletionFunc("trust-tools", cobra.FixedCompletions([]string{
-		"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate",
-	}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("trust-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return askTrustNames(a), cobra.ShellCompDirectiveNoFileComp
+	})
 	return interruptible(c)
 }
 
-// askModels returns the models --model accepts: the agent.models setting. Completion runs before
-// the configuration is loaded, so it is loaded here then.
+// askConfig returns the configuration: completion runs before it is loaded, so it is loaded here
+// then.
+func askConfig(a *app.App) *config.Config {
+	if a.Config != nil {
+		return a.Config
+	}
+	c, _ := config.Load(config.LoadOptions{})
+	return c
+}
+
+// qFallbackModels are q's offline model list (real-agent.md): what completion offers for an agent
+// that cannot list its models.
+var qFallbackModels = []string{"claude-sonnet-4", "claude-3.7-sonnet"}
+
+// askModels returns the models --model completes to: the agent.models setting when set, else the
+// agent's own list (cached), else q's offline list.
 func askModels(a *app.App) []string {
-	c := a.Config
+	c := askConfig(a)
 	if c == nil {
-		c, _ = config.Load(config.LoadOptions{})
+		return qFallbackModels
 	}
-	if c == nil {
-		k, _ := config.LookupKey("agent.models")
-		return config.ParseList(k.Default)
+	if models := c.List("agent.models"); len(models) > 0 {
+		return models
 	}
-	return c.List("agent.models")
+	list, listed, err := agent.NewModelCache(c.Paths.State).Models(context.Background(), c.String("agent.command"))
+	if err != nil || !listed {
+		return qFallbackModels
+	}
+	return list.IDs()
+}
+
+// askTrustNames are the tool names --trust-tools completes to: kiro-cli 2.x has its own names.
+func askTrustNames(a *app.App) []string {
+	if c := askConfig(a); c != nil && strings.Contains(filepath.Base(c.String("agent.command")), "kiro") {
+		return []string{"read", "write", "shell", "grep", "glob", "aws", "web_fetch", "web_search", "code", "knowledge", "todo", "delegate"}
+	}
+	return []string{"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate"}
+}
+
+// checkAskModel refuses a model the agent does not list, before anything runs. Without
+// agent.models, the agent's own list (cached) decides; an agent that cannot list takes any name.
+func checkAskModel(ctx context.Context, a *app.App, l agent.Limits, r agent.Request) error {
+	m := agent.ModelOf(l, r)
+	if m == "" || len(l.Models) > 0 {
+		return nil // agent.Validate checked agent.models
+	}
+	list, listed, err := agent.NewModelCache(a.Config.Paths.State).Models(ctx, l.Command)
+	if err != nil {
+		a.Logger.Debug("no model list from the agent", "error", err)
+		return nil // the run itself reports a missing or broken agent
+	}
+	if err := agent.CheckModel(l.Command, m, list, listed); err != nil {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	return nil
+}
+
+// modelsJSON is ask --list-models --json.
+type modelsJSON struct {
+	Models  []agent.Model `json:"models"`
+	Default string        `json:"default"`
+	// Source says where the list comes from: "setting" (agent.models), "agent" (its
+	// --list-models), or "none" (the agent cannot list: any model is passed to it).
+	Source string `json:"source"`
+}
+
+func listAskModels(c *cobra.Command, a *app.App, asJSON bool) error {
+	l := agent.LimitsFromConfig(a.Config)
+	v := modelsJSON{Models: []agent.Model{}, Default: l.DefaultModel, Source: "none"}
+	if len(l.Models) > 0 {
+		v.Source = "setting"
+		for _, m := range l.Models {
+			v.Models = append(v.Models, agent.Model{ID: m})
+		}
+	} else {
+		list, listed, err := agent.NewModelCache(a.Config.Paths.State).Refresh(c.Context(), l.Command)
+		if err != nil {
+			return output.Errorf(output.ExitFailure, "listing the agent's models: %v", err)
+		}
+		if listed {
+			v.Source, v.Models = "agent", list.Models
+			if v.Default == "" {
+				v.Default = list.Default
+			}
+		}
+	}
+	if asJSON {
+		return output.JSON(a.IO.Out, v)
+	}
+	if v.Source == "none" {
+		a.Warnf("%s cannot list its models (no chat --list-models): any model name is passed to it; "+
+			"set agent.models to check names before running", filepath.Base(l.Command))
+		return nil
+	}
+	for _, m := range v.Models {
+		line := m.ID
+		if m.ID == v.Default {
+			line += " (default)"
+		}
+		if m.Description != "" {
+			line += "\t" + m.Description
+		}
+		if _, err := fmt.Fprintln(a.IO.Out, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // askJSON is the --json object.
@@ -147,6 +245,12 @@ type dryRunJSON struct {
 }
 
 func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error {
+	if opts.listModels {
+		if len(args) > 0 {
+			return output.UsageErrorf("--list-models takes no prompt")
+		}
+		return listAskModels(c, a, opts.asJSON)
+	}
 	if err := checkAskEventFlags(c.Flags(), opts); err != nil {
 		return err
 	}
@@ -198,6 +302,9 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	}
 	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
 		return output.WithCode(output.ExitUsage, err)
+	}
+	if err := checkAskModel(c.Context(), a, l, r); err != nil {
+		return err
 	}
 
 	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
@@ -279,7 +386,7 @@ func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string, onS
 	}
 	line := shellquote.Join(argv[:len(argv)-1]...) + " <prompt>"
 	if onStdin {
-		line = shellquote.Join(argv...) + " < prompt (on stdin: too long for one argument)"
+		line = shellquote.Join(argv...) + " < prompt (on stdin: too long for one argument, or -h/--help, which q would answer with its help)"
 	}
 	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(prompt, "\n"))
 	return err

@@ -6,7 +6,9 @@
 // such as a context block, is preceded by "--" so the CLI does not read it as a flag). A prompt
 // longer than PromptArgMax goes on stdin instead, with no positional prompt (q and kiro-cli read
 // stdin in --no-interactive mode when no prompt is given): Linux refuses a single argument over
-// 128 KiB, and context files easily make a prompt that long. The agent runs in the caller's working
+// 128 KiB, and context files easily make a prompt that long. So does a prompt "-h" or "--help",
+// which q's wrapper would answer with its help. A prompt over PromptMax (400,000 bytes, where the
+// agent cuts a message) is refused. The agent runs in the caller's working
 // directory (or Request.Dir), in its own process group, with stdin closed (or holding the prompt).
 // Its stdout is ANSI-stripped and streamed to a callback as it arrives while only MaxResponseSize
 // bytes are kept (memory stays flat whatever it prints); stderr is captured separately (its last
@@ -17,6 +19,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -156,8 +159,23 @@ func Argv(l Limits, r Request) []string {
 const PromptArgMax = 64 << 10
 
 // PromptOnStdin reports whether r's prompt goes to the agent on stdin rather than as its last
-// argument.
-func PromptOnStdin(r Request) bool { return len(r.Prompt) > PromptArgMax }
+// argument: a prompt too long for one argument, and a prompt that is exactly -h or --help, which
+// q's wrapper would take for a help request (whatever comes before it) instead of sending it.
+func PromptOnStdin(r Request) bool {
+	return len(r.Prompt) > PromptArgMax || r.Prompt == "-h" || r.Prompt == "--help"
+}
+
+// PromptMax is the longest prompt qkit sends: q cuts a user message at 400,000 bytes ("...content
+// truncated due to length") and kiro-cli documents the same, so a longer one is refused before
+// anything runs rather than cut without a word.
+const PromptMax = 400_000
+
+// ErrPromptTooLong is returned (wrapped) for a prompt over PromptMax.
+var ErrPromptTooLong = errors.New("prompt too long")
+
+// ModelOf is the model r runs with: Request.Model, else Limits.DefaultModel ("" for the agent's
+// own default).
+func ModelOf(l Limits, r Request) string { return model(l, r) }
 
 func model(l Limits, r Request) string {
 	if r.Model != "" {
@@ -186,6 +204,11 @@ var ErrEmptyPrompt = fmt.Errorf("prompt is a required parameter and cannot be em
 func Validate(l Limits, r Request) error {
 	if strings.TrimSpace(r.Prompt) == "" {
 		return ErrEmptyPrompt
+	}
+	if n := len(r.Prompt); n > PromptMax {
+		return fmt.Errorf("%w: the prompt is %d bytes, over the %d bytes the agent takes (it would cut the rest): "+
+			"shorten it, or lower the context budget (qkit settings set context.max_tokens N; the context files count too, "+
+			"see qkit context show, or use --no-context)", ErrPromptTooLong, n, PromptMax)
 	}
 	if strings.IndexByte(r.Prompt, 0) >= 0 {
 		return fmt.Errorf("the prompt contains a NUL byte, which cannot be passed to the agent as a command-line argument")

@@ -121,7 +121,7 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	// A prompt too long for one argument (Linux refuses over 128 KiB) travels on stdin, whole.
-	for _, n := range []int{PromptArgMax, PromptArgMax + 1, 1 << 20} {
+	for _, n := range []int{PromptArgMax, PromptArgMax + 1, PromptMax} {
 		long := strings.Repeat("a", n-1) + "z"
 		l := fake(t, "FAKEQ_ECHO_PROMPT=1")
 		res, err := Run(t.Context(), l, Request{Prompt: long}, nil)
@@ -130,6 +130,21 @@ func TestValidate(t *testing.T) {
 		}
 		if onStdin := slices.Contains(res.Argv, long); onStdin == PromptOnStdin(Request{Prompt: long}) {
 			t.Errorf("a %d-byte prompt: argv holds it: %v, on stdin: %v", n, onStdin, PromptOnStdin(Request{Prompt: long}))
+		}
+	}
+	// Over the agent's cut: refused, naming the size and the budget setting.
+	if err := Validate(Limits{Command: "q"}, Request{Prompt: strings.Repeat("a", PromptMax+1)}); !errors.Is(err, ErrPromptTooLong) ||
+		!strings.Contains(err.Error(), "400001 bytes") || !strings.Contains(err.Error(), "context.max_tokens") {
+		t.Errorf("over PromptMax: %v", err)
+	}
+	// -h and --help go on stdin, where no wrapper takes them for a help request.
+	for _, f := range []string{"q", "kiro"} {
+		for _, p := range []string{"-h", "--help"} {
+			l := flavour(t, f, "FAKEQ_ECHO_PROMPT=1")
+			res, err := Run(t.Context(), l, Request{Prompt: p}, nil)
+			if err != nil || res.Output != p+"\n" || slices.Contains(res.Argv, p) {
+				t.Errorf("%s %s: %v %q %q", f, p, err, res.Output, res.Argv)
+			}
 		}
 	}
 	// Nothing runs for an invalid request.
@@ -486,7 +501,7 @@ func TestLimitsFromConfigDefaults(t *testing.T) {
 	}
 	l := LimitsFromConfig(c)
 	if l.Command != "q" || l.Timeout != 180*time.Second || l.MaxResponseSize != 2<<20 || !l.StripANSI || l.RawOutput ||
-		l.DefaultModel != "" || !reflect.DeepEqual(l.Models, []string{"claude-3.5-sonnet", "claude-3.7-sonnet", "claude-sonnet-4"}) {
+		l.DefaultModel != "" || len(l.Models) != 0 {
 		t.Fatalf("defaults %+v", l)
 	}
 	c, err = config.Load(config.LoadOptions{LookupEnv: func(k string) (string, bool) {

@@ -24,6 +24,9 @@ type UntrustedToolError struct {
 	Denied bool
 	// Message is the agent's own error line, if it printed one (q's approval error).
 	Message string
+	// Bare are the MCP tools among Tools that the request trusted by their bare name, which the
+	// agent ignores.
+	Bare []ToolCall
 }
 
 // Tool is the last untrusted tool, the one a person is asked about first.
@@ -73,6 +76,9 @@ func (e *UntrustedToolError) Error() string {
 	}
 	if e.Message != "" {
 		msg += " (" + e.Message + ")"
+	}
+	for _, t := range e.Bare {
+		msg += fmt.Sprintf("; %s was trusted by its bare name, but an MCP tool is trusted only as %s or @%s", t.Name, t.TrustName(), t.Server)
 	}
 	return msg + "; to allow it, run again with " + e.TrustTools()
 }

@@ -246,7 +246,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 		} else {
 			untrusted = res.Tools[last:]
 		}
-		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Message: report.Summary()}
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Message: report.Summary(), Bare: bare(untrusted, r)}
 	case r.Agent != "" && (report.UnknownAgent != "" || (exited && res.ExitCode == 4)):
 		return &AgentNotFoundError{Command: l.Command, Agent: r.Agent}
 	case report.NotLoggedIn || report.AuthFailed:
@@ -256,11 +256,23 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case len(report.Errors) > 0:
 		return &ReplyError{Command: l.Command, Message: report.Summary(), Partial: replied}
 	case len(untrusted) > 0:
-		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true}
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true, Bare: bare(untrusted, r)}
 	case !replied && strings.TrimSpace(res.Stderr) != "":
 		return fmt.Errorf("%s printed no reply and reported an error%s", l.Command, stderrSuffix(res.Stderr))
 	}
 	return nil
+}
+
+// bare returns the MCP tools of tools that r trusted by their bare name.
+func bare(tools []ToolCall, r Request) []ToolCall {
+	var out []ToolCall
+	trusted := cleanList(r.TrustTools)
+	for _, t := range tools {
+		if t.Server != "" && contains(trusted, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // loginWatch looks at stderr, line by line, for the start of a device login.

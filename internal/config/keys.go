@@ -52,7 +52,7 @@ var Keys = []Key{
 	{Name: "agent.timeout", Kind: Duration, Default: "180s", Help: "time limit per agent run; partial output is returned on timeout", SeedEnv: "AGENT_TIMEOUT", Check: durationRange(time.Second, 24*time.Hour)},
 	{Name: "agent.max_response_size", Kind: Size, Default: "2MB", Help: "agent output kept per run; the rest is cut at a line break", SeedEnv: "AGENT_MAX_RESPONSE_SIZE", Check: sizeRange(1, 1<<30)},
 	{Name: "agent.model", Kind: String, Default: "", Help: "model passed as --model when set"},
-	{Name: "agent.models", Kind: List, Default: "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4", Help: "models accepted by --model and override-model"},
+	{Name: "agent.models", Kind: List, Default: "", Help: "models accepted by --model and override-model; empty: any model, checked against the agent's own list when it has one (kiro-cli chat --list-models)"},
 	{Name: "agent.strip_ansi", Kind: Bool, Default: "true", Help: "strip ANSI escape codes from agent output (q colours even pipes); matters with agent.raw_output"},
 	{Name: "agent.raw_output", Kind: Bool, Default: "false", Help: "return the agent's stdout as printed, with its \"> \" prefix, tool banners and their descriptions (default: the reply only)"},
 	{Name: "agent.backend", Kind: String, Default: "auto", Help: "how qkit ask drives the agent: acp (<agent.command> acp, typed events and permissions), chat (chat --no-interactive, scraped text), auto (acp when the agent answers initialize, learned once per agent binary)", Values: []string{"auto", "acp", "chat"}},

@@ -79,7 +79,8 @@ Troubleshooting:
   - "[RESPONSE TRUNCATED: ...]": the reply exceeded AGENT_MAX_RESPONSE_SIZE (bytes, default 2MB); raise it or
     ask for a shorter answer.
   - "[TIMED OUT: ...]": the run exceeded AGENT_TIMEOUT (seconds, default 180); the partial reply is returned.
-  - "unknown model": use one of the models in override-model's list (the agent.models setting).`
+  - "unknown model" or "Model 'X' does not exist": use a model the agent lists (qkit ask --list-models), or one of
+    override-model's list when the agent.models setting gives one.`
 
 func qAgentTool() Tool {
 	return Tool{

@@ -68,6 +68,17 @@ func TestQAgentFlavours(t *testing.T) {
 				!strings.Contains(text, "--trust-tools=@git/status") {
 				t.Fatalf("untrusted: %+v %q", res, text)
 			}
+			// A prompt "-h" reaches the model; one over the agent's cut is refused, naming its size.
+			t.Setenv("FAKEQ_TOOLS", "")
+			t.Setenv("FAKEQ_OUTPUT", "")
+			t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+			if res = callWithProgress(t, cs, map[string]any{"prompt": "-h"}); res.IsError || mcptest.Text(res) != "-h\n" {
+				t.Fatalf("-h: %+v %q", res, mcptest.Text(res))
+			}
+			res = callWithProgress(t, cs, map[string]any{"prompt": strings.Repeat("a", 400_001)})
+			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "400001 bytes, over the 400000 bytes") {
+				t.Fatalf("long prompt: %+v %q", res, text)
+			}
 		})
 	}
 }

@@ -98,7 +98,7 @@ func TestQAgentEnabledSpellings(t *testing.T) {
 }
 
 func TestQAgentDefinition(t *testing.T) {
-	cs, _ := qServer(t, nil)
+	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_MODELS": "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4"})
 	tool := listed(t, cs)["q-developer-agent"]
 	if tool == nil || !strings.Contains(tool.Description, "q chat --no-interactive") {
 		t.Fatalf("tool %+v", tool)
@@ -131,13 +131,11 @@ func TestQAgentDefinition(t *testing.T) {
 
 // With agent.models set empty, override-model takes any model: no enum in the schema or its
 // validation, and the description says so.
+// agent.models is empty by default: override-model keeps the seed's documented default and takes
+// any name (the agent itself refuses one it does not know).
 func TestQAgentAnyModelWhenModelsEmpty(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "argv")
-	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte("agent:\n  models: \"\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cs, _ := qServer(t, map[string]string{"QKIT_CONFIG": cfg}, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=ok")
+	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=ok")
 	m := listed(t, cs)["q-developer-agent"].InputSchema.(map[string]any)["properties"].(map[string]any)["override-model"].(map[string]any)
 	if m["enum"] != nil || !strings.Contains(m["description"].(string), "any model the agent knows; claude-sonnet-4 (default)") {
 		t.Errorf("override-model %v", m)
@@ -181,7 +179,7 @@ func TestQAgentMapsParameters(t *testing.T) {
 
 func TestQAgentBadInput(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "argv")
-	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec)
+	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_MODELS": "claude-sonnet-4"}, "FAKEQ_RECORD="+rec)
 	for _, c := range []struct {
 		args map[string]any
 		want string

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Model is one model the agent offers.
+type Model struct {
+	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// ModelList is the agent's models, as `<agent> chat --list-models --format json` prints them.
+type ModelList struct {
+	Models  []Model `json:"models"`
+	Default string  `json:"default,omitempty"`
+}
+
+// ParseModels reads `chat --list-models --format json`: an object {models, default_model}, whose
+// models are objects (model_id or id or modelId, model_name or name, description) or plain strings.
+func ParseModels(data []byte) (ModelList, error) {
+	var raw struct {
+		Models       []json.RawMessage `json:"models"`
+		Default      string            `json:"default_model"`
+		DefaultCamel string            `json:"defaultModel"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(data), &raw); err != nil {
+		return ModelList{}, fmt.Errorf("reading the model list: %w", err)
+	}
+	list := ModelList{Default: raw.Default}
+	if list.Default == "" {
+		list.Default = raw.DefaultCamel
+	}
+	for _, m := range raw.Models {
+		var id string
+		if json.Unmarshal(m, &id) == nil {
+			if id = strings.TrimSpace(id); id != "" {
+				list.Models = append(list.Models, Model{ID: id})
+			}
+			continue
+		}
+		var o struct {
+			ModelID     string `json:"model_id"`
+			ID          string `json:"id"`
+			Camel       string `json:"modelId"`
+			ModelName   string `json:"model_name"`
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		}
+		if err := json.Unmarshal(m, &o); err != nil {
+			return ModelList{}, fmt.Errorf("reading the model list: a model is neither a name nor an object: %s", m)
+		}
+		mod := Model{ID: firstOf(o.ModelID, o.ID, o.Camel, o.ModelName, o.Name), Name: firstOf(o.ModelName, o.Name), Description: o.Description}
+		if mod.ID = strings.TrimSpace(mod.ID); mod.ID != "" {
+			if mod.Name == mod.ID {
+				mod.Name = ""
+			}
+			list.Models = append(list.Models, mod)
+		}
+	}
+	if len(list.Models) == 0 {
+		return ModelList{}, errors.New("reading the model list: it names no model")
+	}
+	return list, nil
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Find returns the model name refers to: by id or name, ignoring case, as the agents match them.
+func (m ModelList) Find(name string) (Model, bool) {
+	for _, mod := range m.Models {
+		if strings.EqualFold(mod.ID, name) || mod.Name != "" && strings.EqualFold(mod.Name, name) {
+			return mod, true
+		}
+	}
+	return Model{}, false
+}
+
+// IDs returns the models' ids, in order.
+func (m ModelList) IDs() []string {
+	ids := make([]string, 0, len(m.Models))
+	for _, mod := range m.Models {
+		ids = append(ids, mod.ID)
+	}
+	return ids
+}
+
+// ErrCannotListModels is the answer of an agent that has no model list (q 1.19.7 has no
+// --list-models flag): any model name is then passed to it.
+var ErrCannotListModels = errors.New("the agent cannot list its models")
+
+// listTimeout bounds `chat --list-models`, which asks the service.
+const listTimeout = 15 * time.Second
+
+// ListModels asks the agent CLI command for its models (`chat --list-models --format json`). An
+// agent without the flag (it exits with a usage error, or prints no list) gives
+// ErrCannotListModels; a missing binary *MissingCommandError.
+func ListModels(ctx context.Context, command string) (ModelList, error) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, command, "chat", "--list-models", "--format", "json")
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	c.WaitDelay = time.Second
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return ModelList{}, &MissingCommandError{Command: command}
+	case ctx.Err() != nil:
+		return ModelList{}, fmt.Errorf("%s chat --list-models did not answer within %s", commandName(command), listTimeout)
+	case errors.As(err, &ee):
+		if ee.ExitCode() == 2 || strings.Contains(errOut.String(), "--list-models") {
+			return ModelList{}, ErrCannotListModels
+		}
+		return ModelList{}, fmt.Errorf("%s chat --list-models failed (exit status %d)%s", commandName(command), ee.ExitCode(), stderrSuffix(errOut.String()))
+	case err != nil:
+		return ModelList{}, fmt.Errorf("agent command %q (agent.command) could not start: %w", command, err)
+	}
+	list, err := ParseModels(out.Bytes())
+	if err != nil {
+		return ModelList{}, ErrCannotListModels
+	}
+	return list, nil
+}
+
+// ModelCache keeps the agent's model list in a file, so completion and validation do not ask the
+// agent every time. An agent that cannot list is remembered too.
+type ModelCache struct {
+	// File is where the list is kept (in qkit's state directory).
+	File string
+	// TTL is how long a list stays fresh; 0 means DefaultModelTTL.
+	TTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultModelTTL is how long a model list is kept: long enough that commands do not ask the
+// agent every time, short enough that a new model shows up the same day.
+const DefaultModelTTL = time.Hour
+
+// NewModelCache returns the cache in stateDir.
+func NewModelCache(stateDir string) ModelCache {
+	return ModelCache{File: filepath.Join(stateDir, "agent-models.json")}
+}
+
+type cachedModels struct {
+	Command string    `json:"command"`
+	Fetched time.Time `json:"fetched"`
+	Listed  bool      `json:"listed"`
+	List    ModelList `json:"list"`
+}
+
+// Models returns command's models, from the cache while fresh, else from the agent (and stores
+// them). listed is false when the agent cannot list its models; err is for anything else (a missing
+// binary, a failure), in which case nothing is stored.
+func (c ModelCache) Models(ctx context.Context, command string) (list ModelList, listed bool, err error) {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	ttl := c.TTL
+	if ttl <= 0 {
+		ttl = DefaultModelTTL
+	}
+	if c.File != "" {
+		if data, err := os.ReadFile(c.File); err == nil {
+			var v cachedModels
+			if json.Unmarshal(data, &v) == nil && v.Command == command && now().Sub(v.Fetched) < ttl && now().Sub(v.Fetched) >= 0 {
+				return v.List, v.Listed, nil
+			}
+		}
+	}
+	return c.Refresh(ctx, command)
+}
+
+// Refresh asks the agent for its models and stores the answer.
+func (c ModelCache) Refresh(ctx context.Context, command string) (ModelList, bool, error) {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	list, err := ListModels(ctx, command)
+	listed := err == nil
+	if err != nil && !errors.Is(err, ErrCannotListModels) {
+		return ModelList{}, false, err
+	}
+	if c.File != "" {
+		data, _ := json.Marshal(cachedModels{Command: command, Fetched: now(), Listed: listed, List: list})
+		// A cache that cannot be written only means asking again next time.
+		if os.MkdirAll(filepath.Dir(c.File), 0o700) == nil {
+			if f, err := os.CreateTemp(filepath.Dir(c.File), ".agent-models-*"); err == nil {
+				_, werr := f.Write(data)
+				if cerr := f.Close(); werr == nil && cerr == nil {
+					_ = os.Rename(f.Name(), c.File)
+				}
+				_ = os.Remove(f.Name())
+			}
+		}
+	}
+	return list, listed, nil
+}
+
+// CheckModel says whether the agent takes model: with a list, the model must be on it (by id or
+// name, ignoring case); without one, any name passes.
+func CheckModel(command, model string, list ModelList, listed bool) error {
+	if model == "" || !listed {
+		return nil
+	}
+	if _, ok := list.Find(model); ok {
+		return nil
+	}
+	return fmt.Errorf("unknown model %q: %s's models are %s (%s chat --list-models; qkit ask --list-models)",
+		model, commandName(command), strings.Join(list.IDs(), ", "), commandName(command))
+}

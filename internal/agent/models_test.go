@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestParseModels(t *testing.T) {
+	list, err := ParseModels([]byte(`{"models":[{"model_id":"auto","model_name":"Auto","description":"picks"},{"id":"claude-sonnet-4.5"},"claude-haiku-4.5"],"default_model":"auto"}`))
+	want := ModelList{Default: "auto", Models: []Model{{ID: "auto", Name: "Auto", Description: "picks"}, {ID: "claude-sonnet-4.5"}, {ID: "claude-haiku-4.5"}}}
+	if err != nil || !reflect.DeepEqual(list, want) {
+		t.Fatalf("%+v %v", list, err)
+	}
+	if m, ok := list.Find("AUTO"); !ok || m.ID != "auto" {
+		t.Fatal("no case-insensitive match by id")
+	}
+	if _, ok := list.Find("auto "); ok {
+		t.Fatal("matched a different name")
+	}
+	for _, bad := range []string{``, `[]`, `{"models":[]}`, `{"models":[1]}`, `null`} {
+		if _, err := ParseModels([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func FuzzParseModels(f *testing.F) {
+	f.Add([]byte(`{"models":[{"model_id":"auto"},"x"],"default_model":"auto"}`))
+	f.Add([]byte(`{"models":[{"modelId":"a","name":"A"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		list, err := ParseModels(data)
+		if err != nil {
+			return
+		}
+		if len(list.Models) == 0 {
+			t.Fatal("a list without models")
+		}
+		for _, m := range list.Models {
+			if m.ID == "" {
+				t.Fatalf("a model without an id: %+v", list)
+			}
+			if _, ok := list.Find(m.ID); !ok {
+				t.Fatalf("%q not found in its own list", m.ID)
+			}
+		}
+	})
+}
+
+func TestModelCache(t *testing.T) {
+	l := flavour(t, "kiro")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := filepath.Join(t.TempDir(), "argv")
+	t.Setenv("FAKEQ_RECORD", rec)
+	c := ModelCache{File: filepath.Join(t.TempDir(), "state", "agent-models.json"), Now: func() time.Time { return now }}
+	list, listed, err := c.Models(t.Context(), l.Command)
+	if err != nil || !listed || list.Default != "auto" || len(list.Models) != 6 {
+		t.Fatalf("%+v %v %v", list, listed, err)
+	}
+	if err := CheckModel(l.Command, "Claude-Sonnet-4.5", list, listed); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckModel(l.Command, "claude-3.5-sonnet", list, listed); err == nil {
+		t.Fatal("an unknown model passed")
+	}
+	// Fresh: no second run of the agent; stale after the TTL: asked again.
+	c.Models(t.Context(), l.Command)
+	if runs := countLines(t, rec); runs != 1 {
+		t.Fatalf("%d runs, want 1 (cached)", runs)
+	}
+	now = now.Add(DefaultModelTTL + time.Second)
+	c.Models(t.Context(), l.Command)
+	if runs := countLines(t, rec); runs != 2 {
+		t.Fatalf("%d runs, want 2 (stale)", runs)
+	}
+	// q has no --list-models: any model passes, and that answer is cached too.
+	t.Setenv("FAKEQ_FLAVOUR", "q")
+	now = now.Add(DefaultModelTTL + time.Second)
+	list, listed, err = c.Models(t.Context(), l.Command)
+	if err != nil || listed || CheckModel(l.Command, "anything", list, listed) != nil {
+		t.Fatalf("q: %+v %v %v", list, listed, err)
+	}
+	if _, listed, _ = c.Models(t.Context(), l.Command); listed || countLines(t, rec) != 3 {
+		t.Fatal("q's answer not cached")
+	}
+	// A missing binary is an error, and not cached.
+	if _, _, err := c.Models(t.Context(), "qkit-no-such-agent"); !errors.As(err, new(*MissingCommandError)) {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func countLines(t *testing.T, file string) int {
+	t.Helper()
+	data, _ := os.ReadFile(file)
+	n := 0
+	for _, b := range data {
+		if b == '\n' {
+			n++
+		}
+	}
+	return n
+}
