@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit race lint vet interop bench docs clean fuzz
+.PHONY: all build install test unit race lint vet tidy interop bench docs clean fuzz fakeq
 
 all: build
 
@@ -28,7 +28,7 @@ install: build
 	install -m 0644 bin/docs/completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
 	install -m 0644 bin/docs/completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
-# Everything CI runs: vet and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
+# Everything CI runs: vet, go.mod tidy and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
 # the core packages again under the race detector, and the Node interop suites.
 test: lint unit race interop
 
@@ -43,11 +43,18 @@ race:
 vet:
 	$(GO) vet ./...
 
-lint: vet
+lint: vet tidy
 	$(GO) run $(STATICCHECK) ./...
 
-interop: build
+# go.mod and go.sum must be what `go mod tidy` makes of them (it prints the difference otherwise).
+tidy:
+	$(GO) mod tidy -diff
+
+# The stand-in agent as bin/fakeq/q: put bin/fakeq first on PATH to try qkit without q (README).
+fakeq:
 	$(GO) build -o bin/fakeq/q ./internal/fakeq/q
+
+interop: build fakeq
 	cd interop && npm ci --no-audit --no-fund --loglevel=error && \
 		QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq npm test
 
