@@ -52,3 +52,30 @@ func TestNoPrivateReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLicenseMatchesPackages: the LICENSE file is the license the packages declare (.goreleaser.yaml
+// "license:"), and the release archives carry it.
+func TestLicenseMatchesPackages(t *testing.T) {
+	cfg, err := os.ReadFile(".goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*license:\s*(\S+)`).FindSubmatch(cfg)
+	if m == nil {
+		t.Fatal(".goreleaser.yaml declares no license")
+	}
+	first := map[string]string{"Apache-2.0": "Apache License\n Version 2.0, January 2004", "MIT": "MIT License"}[string(m[1])]
+	if first == "" {
+		t.Fatalf("no known text for license %s", m[1])
+	}
+	text, err := os.ReadFile("LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(strings.Fields(string(text)), " "); !strings.HasPrefix(got, strings.Join(strings.Fields(first), " ")) {
+		t.Errorf("LICENSE does not start as the %s text does: %.80q", m[1], got)
+	}
+	if !regexp.MustCompile(`(?m)^\s*- LICENSE$`).Match(cfg) {
+		t.Error("the release archives do not carry LICENSE")
+	}
+}

@@ -124,7 +124,7 @@ func askConfig(a *app.App) *config.Config {
 	return c
 }
 
-// qFallbackModels are q's offline model list (real-agent.md): what completion offers for an agent
+// qFallbackModels are q's offline model list: what completion offers for an agent
 // that cannot list its models.
 var qFallbackModels = []string{"claude-sonnet-4", "claude-3.7-sonnet"}
 

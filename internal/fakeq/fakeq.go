@@ -3,7 +3,7 @@
 // then runs qkit as usual. FAKEQ_FLAVOUR picks which agent it imitates:
 //
 //	FAKEQ_FLAVOUR=q     q 1.19.7, as it behaves
-//	FAKEQ_FLAVOUR=kiro  kiro-cli 2.x, as the same document describes it
+//	FAKEQ_FLAVOUR=kiro  kiro-cli 2.x, as it behaves
 //	(unset)             no real agent: the bare mechanics below (plain reply, no welcome text, no
 //	                    banners), for tests of timeouts, sizes, streaming and process groups where
 //	                    the agent's wording does not matter. Tests of agent behaviour name a flavour.

@@ -131,7 +131,7 @@ func TestQAgentDefinition(t *testing.T) {
 
 // With agent.models set empty, override-model takes any model: no enum in the schema or its
 // validation, and the description says so.
-// agent.models is empty by default: override-model keeps the seed's documented default and takes
+// agent.models is empty by default: override-model keeps its documented default and takes
 // any name (the agent itself refuses one it does not know).
 func TestQAgentAnyModelWhenModelsEmpty(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "argv")
