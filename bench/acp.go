@@ -272,7 +272,9 @@ type acpServer struct {
 }
 
 func startACP(b *bench, home string, extra ...string) (*acpServer, error) {
-	cmd, in, out, errb, err := b.startServe(home, append([]string{"QKIT_ACP_ENABLED=true"}, extra...), "acp")
+	// The text path unless extra says otherwise (the fake q speaks ACP too, and agent.backend is
+	// auto by default).
+	cmd, in, out, errb, err := b.startServe(home, append([]string{"QKIT_ACP_ENABLED=true", "QKIT_AGENT_BACKEND=chat"}, extra...), "acp")
 	if err != nil {
 		return nil, err
 	}

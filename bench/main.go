@@ -73,6 +73,7 @@ func suites() []suite {
 		{"mcp", mcpSuite},
 		{"questions", questionsSuite},
 		{"acp", acpSuite},
+		{"proxy", proxySuite},
 	}
 }
 

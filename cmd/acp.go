@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/acpserver"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
@@ -53,10 +54,16 @@ func newACPServeCmd(a *app.App) *cobra.Command {
 		Short: "Run the ACP agent on stdin and stdout",
 		Long: `Run qkit as an Agent Client Protocol (version 1) agent on stdin and stdout, for an editor to start.
 
-Each ACP session is its own conversation with q, kept in <data>/qkit.db with its transcript, so
-an editor can list, load and resume sessions after a restart. Prompts run through the agent CLI
-(agent.command) with your context files prepended. Stdout carries the protocol only; logs go to
-stderr. Requires the setting acp.enabled (a feature gate).
+Each ACP session is kept in <data>/qkit.db with its transcript, so an editor can list, load and
+resume sessions after a restart. Stdout carries the protocol only; logs go to stderr. Requires the
+setting acp.enabled (a feature gate).
+
+With agent.backend acp, or auto and an agent that speaks ACP (kiro-cli), qkit is a proxy to one
+'<agent.command> acp': the editor sees the agent's tool calls, diffs and plans, answers its
+permission and file requests, and its stdio MCP servers reach the agent through qkit; qkit adds its
+slash commands, your context files (with a session's first prompt), the session list and the
+model option. Otherwise (agent.backend chat, or q 1.19.7) each prompt runs the agent CLI's chat
+with the session's earlier turns and your context files prepended.
 
 The server stops when stdin ends: requests still being answered get up to 5s to finish, so
 requests piped in from a script are answered (cat requests.jsonl | qkit acp serve); running
@@ -126,8 +133,20 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	}
 	limits := agent.LimitsFromConfig(a.Config)
 	limits.Logger = a.Logger
+	backend := a.Config.String("agent.backend")
+	if backend == acpclient.BackendAuto {
+		// Learned once per agent binary (ask keeps the same file); an agent that does not speak
+		// ACP gets the text path.
+		choice, err := acpclient.ChooseBackend(ctx, backend, limits.Command, filepath.Join(a.Config.Paths.State, "agent-backend.json"), false, a.Logger)
+		if err != nil {
+			return err
+		}
+		backend = choice.Backend
+		a.Logger.Info("agent backend", "backend", backend, "reason", choice.Reason)
+	}
 	return acpserver.Serve(ctx, acpserver.Options{
 		Store:     store,
+		Backend:   backend,
 		Limits:    limits,
 		Commands:  InternalRegistry(a),
 		Agent:     opts.agent,

@@ -17,7 +17,8 @@ const m = acp.methods;
 // the SDK's client and runs op(agent, editor). editor records session/update notifications and
 // answers permission requests with editor.answer (allow once by default).
 async function serve(extra, op, home) {
-  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', ...extra });
+  // The text path (the fake q speaks ACP too; acp-proxy.test.js covers the proxy path).
+  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'chat', ...extra });
   if (home) {
     iso.env.HOME = home;
     iso.env.QKIT_HOME = join(home, '.qkit');
@@ -126,14 +127,20 @@ test('resource blocks reach q as XML; images are invalid params', async () => {
 });
 
 test('a tool that needs approval asks the editor; allow_always is remembered', async () => {
-  await serve({ FAKEQ_APPROVAL_TOOL: 'fs_write', FAKEQ_OUTPUT: 'written' }, async (agent, editor) => {
+  // q 1.19.7 as real-agent.md describes it: the tool banner, then its approval error.
+  await serve({ FAKEQ_FLAVOUR: 'q', FAKEQ_TOOLS: 'fs_write', FAKEQ_OUTPUT: 'written' }, async (agent, editor) => {
     await init(agent);
     const id = await newSession(agent);
     editor.answer = () => ({ outcome: { outcome: 'selected', optionId: 'allow_always' } });
     const p = await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'write' }] });
     assert.equal(p.stopReason, 'end_turn');
     assert.equal(editor.asked.length, 1);
-    assert.match(editor.asked[0].toolCall.title, /fs_write/);
+    assert.equal(editor.asked[0].toolCall.title, 'fs_write');
+    // The tool is a tool call of its own, not text in the reply.
+    const call = editor.updates.find((u) => u.sessionId === id && u.update.sessionUpdate === 'tool_call').update;
+    assert.equal(call.title, 'fs_write');
+    assert.equal(call.toolCallId, editor.asked[0].toolCall.toolCallId);
+    assert.doesNotMatch(editor.text(id), /Using tool|^> /m);
     assert.deepEqual(editor.asked[0].options.map((o) => o.kind), ['allow_once', 'allow_always', 'reject_once']);
     assert.match(editor.text(id), /written/);
     await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'again' }] });
@@ -144,6 +151,20 @@ test('a tool that needs approval asks the editor; allow_always is remembered', a
     const r = await agent.request(m.agent.session.prompt, { sessionId: other, prompt: [{ type: 'text', text: 'write' }] });
     assert.equal(r.stopReason, 'end_turn');
     assert.match(editor.text(other), /Permission to use fs_write was refused/);
+  });
+});
+
+test('kiro denies untrusted tools: the editor is asked, and the prompt runs again with them trusted', async () => {
+  await serve({ FAKEQ_FLAVOUR: 'kiro', FAKEQ_TOOLS: 'shell,@git/status', FAKEQ_OUTPUT: 'all done' }, async (agent, editor) => {
+    await init(agent);
+    const id = await newSession(agent);
+    const p = await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'check' }] });
+    assert.equal(p.stopReason, 'end_turn');
+    assert.deepEqual(editor.asked.map((a) => a.toolCall.title), ['shell', 'status (git)']);
+    assert.equal(editor.text(id).split('all done').length, 2, editor.text(id));
+    const statuses = editor.updates.filter((u) => u.sessionId === id && u.update.sessionUpdate === 'tool_call_update')
+      .map((u) => u.update.status).filter(Boolean);
+    assert.deepEqual(statuses.slice(-2), ['completed', 'completed']);
   });
 });
 

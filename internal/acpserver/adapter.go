@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -16,6 +16,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
+	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
@@ -33,6 +34,10 @@ type adapter struct {
 	// ctx lives as long as the connection; updates and agent runs hang off it, not off a request.
 	ctx   context.Context
 	turns atomic.Uint64 // turn ids, unique within the connection
+	// proxy is the proxy path (agent.backend acp or auto); nil: the text path only.
+	proxy *proxy
+	// caps are the editor's capabilities from initialize.
+	caps atomic.Pointer[acp.ClientCapabilities]
 }
 
 var (
@@ -55,13 +60,18 @@ func internalError(err error) error {
 }
 
 func (a *adapter) authRequired() error {
-	return &acp.RequestError{Code: -32000, Message: fmt.Sprintf("Authentication required: run '%s login' in a terminal, then authenticate with method \"cli\"", a.agentName())}
+	return &acp.RequestError{Code: -32000, Message: fmt.Sprintf("Authentication required: %s; then authenticate with method \"cli\"", agent.LoginHint(a.opts.Limits.Command))}
 }
 
 // Initialize answers with protocol version 1 and the capabilities; authMethods is empty when the
 // agent CLI says someone is logged in.
 func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
-	loggedIn := a.whoami(ctx) == nil
+	a.caps.Store(&p.ClientCapabilities)
+	err := a.whoami(ctx)
+	if ferr := loginFailure(err); ferr != nil {
+		return acp.InitializeResponse{}, ferr
+	}
+	loggedIn := err == nil
 	a.srv.setAuthenticated(loggedIn)
 	resp := acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
@@ -85,15 +95,27 @@ func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.
 	return resp, nil
 }
 
-// whoami runs `<agent.command> whoami`; success means someone is logged in.
+// whoami is the login check (agent.CheckLogin): KIRO_API_KEY and AMAZON_Q_SIGV4 count as logged
+// in, otherwise `<agent.command> whoami` is read as the real CLI prints it. A missing binary is an
+// *agent.MissingCommandError, never "log in".
 func (a *adapter) whoami(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, a.opts.Limits.Command, "whoami").CombinedOutput()
+	login, err := agent.CheckLogin(ctx, a.opts.Limits.Command, nil)
 	if err != nil {
-		a.opts.Logger.Info("not logged in", "command", a.opts.Limits.Command+" whoami", "err", err, "output", string(out))
+		a.opts.Logger.Info("not logged in", "command", a.opts.Limits.Command, "err", err)
+		return err
 	}
-	return err
+	a.opts.Logger.Debug("logged in", "method", login.Method)
+	return nil
+}
+
+// loginFailure is the answer to initialize or authenticate when the check could not run at all
+// (the agent CLI is missing): the editor shows it, instead of a login that cannot help.
+func loginFailure(err error) error {
+	var missing *agent.MissingCommandError
+	if errors.As(err, &missing) {
+		return internalError(err)
+	}
+	return nil
 }
 
 // Authenticate with method "cli" checks the login again: the login itself happens in a terminal.
@@ -103,6 +125,9 @@ func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (
 	}
 	if err := a.whoami(ctx); err != nil {
 		a.srv.setAuthenticated(false)
+		if ferr := loginFailure(err); ferr != nil {
+			return acp.AuthenticateResponse{}, ferr
+		}
 		return acp.AuthenticateResponse{}, a.authRequired()
 	}
 	a.srv.setAuthenticated(true)
@@ -150,13 +175,50 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
 	}
 	now := a.opts.Now()
-	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, CreatedAt: now, UpdatedAt: now}
+	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, Backend: sessions.BackendText, CreatedAt: now, UpdatedAt: now}
+	var ps *proxySession
+	if a.proxy != nil && a.proxy.available(ctx) {
+		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {
+			return acp.NewSessionResponse{}, internalError(fmt.Errorf("the agent did not open a session: %w", err))
+		}
+	}
 	if err := a.opts.Store.Create(ctx, rec); err != nil {
+		if ps != nil {
+			a.proxy.close(rec.ID)
+		}
 		return acp.NewSessionResponse{}, internalError(err)
 	}
 	a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
+	a.announce(rec)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec)}, nil
+}
+
+// announce sends the session's commands once the response naming it is out: qkit's slash
+// commands on the text path; on the proxy path, the agent's updates that waited and the merged
+// commands.
+func (a *adapter) announce(rec sessions.SessionRecord) {
+	if rec.Backend == sessions.BackendACP && a.proxy != nil {
+		if s := a.proxy.session(rec.ID); s != nil {
+			key, _ := json.Marshal(rec.ID)
+			a.pipe.AfterResponse(`"sessionId":`+string(key), func() { a.proxy.makeReady(s) })
+			return
+		}
+	}
 	a.announceCommands(rec.ID)
-	return acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec.Model)}, nil
+}
+
+// onProxy says whether session rec's prompts go through the proxy path in this server: it was
+// opened on it, and the agent speaks ACP. Otherwise the text path serves it, with its transcript.
+func (a *adapter) onProxy(ctx context.Context, rec sessions.SessionRecord) bool {
+	return rec.Backend == sessions.BackendACP && a.proxy != nil && a.proxy.available(ctx)
+}
+
+// clientCaps are the capabilities the editor gave in initialize.
+func (a *adapter) clientCaps() acp.ClientCapabilities {
+	if c := a.caps.Load(); c != nil {
+		return *c
+	}
+	return acp.ClientCapabilities{}
 }
 
 // reopen checks a session/load or session/resume request and opens the session's actor.
@@ -192,18 +254,26 @@ func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (ac
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	msgs, err := a.opts.Store.Messages(ctx, rec.ID)
-	if err != nil {
-		return acp.LoadSessionResponse{}, internalError(err)
+	replayed := false
+	if a.onProxy(ctx, rec) {
+		if _, replayed, err = a.proxy.reopen(ctx, rec, p.McpServers, true); err != nil {
+			return acp.LoadSessionResponse{}, internalError(fmt.Errorf("the agent did not load the session: %w", err))
+		}
 	}
-	if err := a.replay(rec.ID, msgs); err != nil {
-		return acp.LoadSessionResponse{}, internalError(fmt.Errorf("replaying session %s: %w", rec.ID, err))
+	if !replayed {
+		msgs, err := a.opts.Store.Messages(ctx, rec.ID)
+		if err != nil {
+			return acp.LoadSessionResponse{}, internalError(err)
+		}
+		if err := a.replay(rec.ID, msgs); err != nil {
+			return acp.LoadSessionResponse{}, internalError(fmt.Errorf("replaying session %s: %w", rec.ID, err))
+		}
 	}
 	opts, err := a.sessionConfig(h)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	a.announceCommands(rec.ID)
+	a.announce(rec)
 	// _meta names the session so the response watcher can tell this response apart.
 	return acp.LoadSessionResponse{ConfigOptions: opts, Meta: map[string]any{"sessionId": rec.ID}}, nil
 }
@@ -257,11 +327,16 @@ func (a *adapter) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
+	if a.onProxy(ctx, rec) {
+		if _, _, err = a.proxy.reopen(ctx, rec, p.McpServers, false); err != nil {
+			return acp.ResumeSessionResponse{}, internalError(fmt.Errorf("the agent did not load the session: %w", err))
+		}
+	}
 	opts, err := a.sessionConfig(h)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
-	a.announceCommands(rec.ID)
+	a.announce(rec)
 	return acp.ResumeSessionResponse{ConfigOptions: opts, Meta: map[string]any{"sessionId": rec.ID}}, nil
 }
 
@@ -398,6 +473,9 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	case <-h.done:
 	}
 	<-h.done
+	if a.proxy != nil {
+		a.proxy.close(id)
+	}
 	return acp.CloseSessionResponse{}, nil
 }
 
@@ -413,9 +491,10 @@ const configModel = "model"
 // defaultModel is the option value meaning "let q choose" (no --model).
 const defaultModel = "default"
 
-// configOptions is the model selector, of category "model".
-func (a *adapter) configOptions(current string) []acp.SessionConfigOption {
-	models := a.models()
+// configOptions is the model selector of session rec, of category "model".
+func (a *adapter) configOptions(rec sessions.SessionRecord) []acp.SessionConfigOption {
+	models := a.sessionModels(rec)
+	current := rec.Model
 	if current == "" {
 		current = defaultModel
 	}
@@ -429,6 +508,17 @@ func (a *adapter) configOptions(current string) []acp.SessionConfigOption {
 	o.Select.Category = acp.Ptr(acp.SessionConfigOptionCategoryModel)
 	o.Select.Description = acp.Ptr("the model q uses for this session's prompts")
 	return []acp.SessionConfigOption{o}
+}
+
+// sessionModels are the models session rec can use: the agent's own list on the proxy path (when
+// it gave one), the configured ones otherwise.
+func (a *adapter) sessionModels(rec sessions.SessionRecord) []string {
+	if rec.Backend == sessions.BackendACP && a.proxy != nil {
+		if models, _ := a.proxy.models(rec.ID); len(models) > 0 {
+			return models
+		}
+	}
+	return a.models()
 }
 
 func (a *adapter) models() []string {
@@ -452,12 +542,18 @@ func (a *adapter) SetSessionConfigOption(ctx context.Context, p acp.SetSessionCo
 		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown config option %q: the only option is %q", v.ConfigId, configModel)
 	}
 	model := string(v.Value)
+	id := string(v.SessionId)
+	rec, err := a.opts.Store.Get(ctx, id)
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, a.routeError(id, errNotOpen)
+	}
+	models := a.sessionModels(rec)
 	if model == defaultModel {
 		model = ""
-	} else if !slices.Contains(a.models(), model) {
-		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown model %q: choose one of %q (setting agent.models)", v.Value, append([]string{defaultModel}, a.models()...))
+	} else if len(models) > 0 && !slices.Contains(models, model) {
+		// No list (agent.models empty, and the agent gave none): any model passes, as in ask.
+		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown model %q: choose one of %q", v.Value, append([]string{defaultModel}, models...))
 	}
-	id := string(v.SessionId)
 	reply := make(chan setModelReply, 1)
 	h, err := a.srv.route(id, msgSetModel{model: model, reply: reply})
 	if err != nil {

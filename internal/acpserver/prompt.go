@@ -52,6 +52,8 @@ func PromptText(blocks []acp.ContentBlock) (string, error) {
 type userPrompt struct {
 	text   string
 	blocks json.RawMessage
+	// content is the prompt as the client sent it (the proxy path passes it on).
+	content []acp.ContentBlock
 }
 
 func newUserPrompt(blocks []acp.ContentBlock) (userPrompt, error) {
@@ -59,7 +61,7 @@ func newUserPrompt(blocks []acp.ContentBlock) (userPrompt, error) {
 	if err != nil {
 		return userPrompt{}, err
 	}
-	p := userPrompt{text: text}
+	p := userPrompt{text: text, content: blocks}
 	if len(blocks) != 1 || blocks[0].Text == nil {
 		if p.blocks, err = json.Marshal(blocks); err != nil {
 			return userPrompt{}, fmt.Errorf("prompt: %w", err)

@@ -24,6 +24,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/sessions"
@@ -50,6 +51,10 @@ type Options struct {
 	MaxTokens int
 	// Context builds the context block; nil sends prompts without one.
 	Context ContextFunc
+	// Backend is agent.backend: "acp" or "auto" open new sessions on the proxy path (a session of
+	// `<agent> acp`; an agent that does not speak ACP falls back to the text path, with the reason
+	// logged); "chat" or "" keep the text path (`<agent> chat --no-interactive`).
+	Backend string
 	// Commands is the internal-command registry behind slash commands; nil offers none.
 	Commands *commands.Registry
 	Logger   *slog.Logger
@@ -89,6 +94,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	srv := newServer()
 	a := &adapter{opts: opts, srv: srv, pipe: pipe, ctx: ctx}
 	a.backend = textTurns{a}
+	if opts.Backend == acpclient.BackendACP || opts.Backend == acpclient.BackendAuto {
+		a.proxy = newProxy(a)
+	}
 	conn := acp.NewAgentSideConnection(a, pipe, pipe)
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
@@ -99,6 +107,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	}
 	cancel() // ends every session; their turns' process groups are stopped
 	srv.shutdown()
+	if a.proxy != nil {
+		a.proxy.shutdown() // the agent's process group and every bridged MCP server
+	}
 	return nil
 }
 

@@ -195,9 +195,16 @@ func (s *sessionActor) handle(msg sessionMsg) {
 			return
 		}
 		s.rec.Model = m.model
-		m.reply <- setModelReply{options: s.a.configOptions(s.rec.Model)}
+		if s.rec.Backend == sessions.BackendACP && s.a.proxy != nil {
+			if ps := s.a.proxy.session(s.rec.ID); ps != nil {
+				if err := s.a.proxy.setAgentModel(s.a.ctx, ps, m.model); err != nil {
+					s.a.opts.Logger.Warn("the agent did not take the model", "session", s.rec.ID, "model", m.model, "err", err)
+				}
+			}
+		}
+		m.reply <- setModelReply{options: s.a.configOptions(s.rec)}
 	case msgConfig:
-		m.reply <- s.a.configOptions(s.rec.Model)
+		m.reply <- s.a.configOptions(s.rec)
 	case msgClose:
 		s.cancelAll()
 		s.closing = append(s.closing, m.reply)
@@ -223,6 +230,7 @@ func (s *sessionActor) start(t *turn) {
 	t.cancel = cancel
 	s.running = t
 	in := turnInput{
+		backend:   s.rec.Backend,
 		turn:      t.id,
 		sessionID: s.rec.ID,
 		cwd:       s.rec.Cwd,

@@ -2,24 +2,27 @@ package acpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/google/uuid"
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
-// maxApprovals bounds the permission round-trips of one turn (each approval re-runs q).
+// maxApprovals bounds the permission round-trips of one turn (each approval re-runs the agent).
 const maxApprovals = 8
 
 // textTurns is the text path: each prompt runs `<agent> chat --no-interactive` through the agent
-// runner, with the session's earlier turns and the context files in front of it.
+// runner, with the session's earlier turns and the context files in front of it. The runner's
+// events become the editor's updates: the reply as agent_message_chunk (without the agent's "> "
+// prefix and tool banners), each tool the agent announces as a tool_call titled with its name,
+// ended by a tool_call_update (completed or failed).
 type textTurns struct{ a *adapter }
 
 func (t textTurns) prompt(ctx context.Context, in turnInput, p userPrompt, out *reply) (turnResult, []string) {
@@ -38,6 +41,9 @@ const (
 	choiceCancelled
 )
 
+// runAgent runs the prompt, and runs it again each time the agent needed a tool it was not allowed
+// (q stopped with its approval error; kiro-cli denied the tool and went on) and the editor allowed
+// it: trusted under the agent's own name for it (@server/tool for an MCP tool).
 func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, out *reply, always *[]string) turnResult {
 	say := out.say
 	history, err := a.opts.Store.Messages(ctx, in.sessionID)
@@ -56,72 +62,204 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 		}
 		prompt = withFiles
 	}
+	calls := &toolCalls{a: a, sessionID: in.sessionID, turn: in.turn, approved: map[string]acp.ToolCallId{}}
 	trusted, trustAll := in.trusted, false
-	var approved []acp.ToolCallId
-	finish := func(r turnResult) turnResult {
-		status := acp.ToolCallStatusCompleted
-		if r.stop != acp.StopReasonEndTurn {
-			status = acp.ToolCallStatusFailed
-		}
-		for _, id := range approved {
-			a.update(in.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(status)))
-		}
-		return r
-	}
 	for attempt := 0; ; attempt++ {
-		var streamed tail // where q names the tool it needs approved: the end of its output
-		chunks := utf8Chunks{emit: func(s string) { streamed.write(s); out.stream(s) }}
-		res, err := agent.Run(ctx, a.opts.Limits, agent.Request{
+		run := calls.newRun(out)
+		res, err := agent.Stream(ctx, a.opts.Limits, agent.Request{
 			Prompt: prompt, Agent: a.opts.Agent, Model: in.model,
 			TrustAll: trustAll, TrustTools: trusted, Dir: in.cwd,
-		}, chunks.write)
-		chunks.flush()
-		out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
-		if ctx.Err() != nil {
-			return finish(turnResult{stop: acp.StopReasonCancelled})
+		}, run.event)
+		run.chunks.flush()
+		var untrusted *agent.UntrustedToolError
+		rerun := errors.As(err, &untrusted) && ctx.Err() == nil
+		if rerun {
+			out.discardRun() // the reply without the tool is not the answer: the run repeats with it
+		} else {
+			out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
 		}
-		say(res.Notice) // what the runner appends after the stream: truncation and timeout notices
-		if res.TimedOut {
-			return finish(turnResult{stop: acp.StopReasonEndTurn})
-		}
-		if err == nil && res.ExitCode == 0 {
-			return finish(turnResult{stop: acp.StopReasonEndTurn})
-		}
-		failure := res.Stderr
-		if err != nil {
-			failure = err.Error() + "\n" + res.Stderr
-		}
-		if !agent.ApprovalRequired(failure) {
-			return finish(a.fail(ctx, say, agentError(err, res)))
-		}
-		if attempt >= maxApprovals {
-			say(fmt.Sprintf("\n\nStopped: %d tools in a row needed approval.\n", maxApprovals))
-			return finish(turnResult{stop: acp.StopReasonRefusal})
-		}
-		tool := toolName(streamed.String() + "\n" + res.Stderr)
-		id, c := a.askPermission(ctx, in.sessionID, tool)
-		switch c {
-		case choiceCancelled:
-			a.update(in.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
-			return finish(turnResult{stop: acp.StopReasonCancelled})
-		case choiceReject:
-			a.update(in.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
-			say(fmt.Sprintf("\n\nPermission to use %s was refused, so the turn ended without it.\n", toolLabel(tool)))
-			return finish(turnResult{stop: acp.StopReasonEndTurn})
-		}
-		a.update(in.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
-		approved = append(approved, id)
 		switch {
-		case tool == "":
-			// q did not say which tool: the user allowed "the tool", so this one run trusts all.
-			trustAll = true
-		case !slices.Contains(trusted, tool):
-			trusted = append(slices.Clone(trusted), tool)
+		case ctx.Err() != nil:
+			return calls.finish(turnResult{stop: acp.StopReasonCancelled})
+		case res.TimedOut:
+			say(res.Notice)
+			return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+		case err == nil:
+			say(res.Notice) // the runner's notice after the stream: truncation
+			return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+		case !rerun:
+			say(res.Notice)
+			return calls.finish(a.fail(ctx, say, err))
+		case attempt >= maxApprovals:
+			say(fmt.Sprintf("\n\nStopped: %d tools in a row needed approval.\n", maxApprovals))
+			return calls.finish(turnResult{stop: acp.StopReasonRefusal})
 		}
-		if c == choiceAllowAlways && tool != "" {
-			*always = append(*always, tool)
+		seen := map[string]bool{}
+		for _, tool := range untrusted.Tools {
+			name := tool.TrustName()
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			id := calls.pendingID(tool)
+			switch c := a.askPermission(ctx, in.sessionID, id, tool); c {
+			case choiceCancelled:
+				calls.end(id, acp.ToolCallStatusFailed)
+				return calls.finish(turnResult{stop: acp.StopReasonCancelled})
+			case choiceReject:
+				calls.end(id, acp.ToolCallStatusFailed)
+				say(fmt.Sprintf("\n\nPermission to use %s was refused, so the turn ended without it.\n", toolLabel(tool)))
+				return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+			default:
+				calls.approved[name] = id
+				switch {
+				case name == "":
+					// The agent did not say which tool: the user allowed "the tool", so this one
+					// run trusts all.
+					trustAll = true
+				case !slices.Contains(trusted, name):
+					trusted = append(slices.Clone(trusted), name)
+				}
+				if c == choiceAllowAlways && name != "" {
+					*always = append(*always, name)
+				}
+			}
+		}
+		calls.failHeld()
+	}
+}
+
+// toolCalls reports a turn's tool calls to the editor across the runs of the turn.
+type toolCalls struct {
+	a         *adapter
+	sessionID string
+	turn      uint64
+	n         int
+	// open are the calls reported and not ended yet, by the editor's id.
+	open []acp.ToolCallId
+	// held are untrusted calls that ended failed in the last run, not reported yet: the run's
+	// outcome says whether they are asked about (the agent needed them) or failed.
+	held map[string]acp.ToolCallId // by trust name
+	// approved are calls the editor allowed, by trust name: the next run's call of that tool is
+	// reported under the same id, so the editor sees the call it allowed run.
+	approved map[string]acp.ToolCallId
+}
+
+// textRun is one run of the agent within a turn.
+type textRun struct {
+	c      *toolCalls
+	out    *reply
+	chunks utf8Chunks
+	ids    map[string]acp.ToolCallId // the runner's tool ids → the editor's
+	tools  map[string]agent.ToolCall // the runner's tool ids → the call as announced
+	denied bool                      // the agent refused a tool: what it says after is not the answer
+}
+
+func (c *toolCalls) newRun(out *reply) *textRun {
+	c.held = map[string]acp.ToolCallId{}
+	r := &textRun{c: c, out: out, ids: map[string]acp.ToolCallId{}, tools: map[string]agent.ToolCall{}}
+	r.chunks.emit = func(s string) {
+		if !r.denied {
+			out.stream(s)
 		}
 	}
+	return r
+}
+
+// event turns one runner event into the editor's updates.
+func (r *textRun) event(e agent.Event) {
+	c := r.c
+	switch e.Type {
+	case agent.EventMessage:
+		r.chunks.write([]byte(e.Text))
+	case agent.EventToolCall:
+		r.chunks.flush()
+		t := *e.Tool
+		r.tools[t.ID] = t
+		status := acp.ToolCallStatus(t.Status)
+		if id, ok := c.approved[t.TrustName()]; ok {
+			// The call the editor allowed, in the run that has it trusted.
+			delete(c.approved, t.TrustName())
+			r.ids[t.ID] = id
+			c.a.update(c.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(status)))
+			return
+		}
+		id := c.newID()
+		r.ids[t.ID] = id
+		c.open = append(c.open, id)
+		kind := acp.ToolKind(t.Kind)
+		if kind == "" {
+			kind = acp.ToolKindOther
+		}
+		c.a.update(c.sessionID, acp.StartToolCall(id, toolTitle(t), acp.WithStartKind(kind),
+			acp.WithStartStatus(status), acp.WithStartRawInput(map[string]any{"tool": t.TrustName()})))
+	case agent.EventToolCallUpdate:
+		r.chunks.flush()
+		id, ok := r.ids[e.Tool.ID]
+		if !ok {
+			return
+		}
+		t := r.tools[e.Tool.ID]
+		if e.Tool.Denied {
+			r.denied = true
+		}
+		if e.Tool.Status == agent.ToolFailed && !t.Trusted {
+			// Refused or stopped for want of approval: asked about once the run has ended.
+			c.held[t.TrustName()] = id
+			return
+		}
+		c.end(id, acp.ToolCallStatus(e.Tool.Status))
+	}
+}
+
+func (c *toolCalls) newID() acp.ToolCallId {
+	c.n++
+	return acp.ToolCallId("qkit-" + strconv.FormatUint(c.turn, 10) + "-" + strconv.Itoa(c.n))
+}
+
+// pendingID is the editor's id of a call the agent needed and was not allowed: the held one, or a
+// new call when the agent did not announce it (q's approval error without a banner).
+func (c *toolCalls) pendingID(t agent.ToolCall) acp.ToolCallId {
+	if id, ok := c.held[t.TrustName()]; ok {
+		delete(c.held, t.TrustName())
+		return id
+	}
+	id := c.newID()
+	c.open = append(c.open, id)
+	kind := acp.ToolKind(t.Kind)
+	if kind == "" {
+		kind = acp.ToolKindOther
+	}
+	c.a.update(c.sessionID, acp.StartToolCall(id, toolTitle(t), acp.WithStartKind(kind),
+		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(map[string]any{"tool": t.TrustName()})))
+	return id
+}
+
+// end reports a call's last status.
+func (c *toolCalls) end(id acp.ToolCallId, status acp.ToolCallStatus) {
+	c.open = slices.DeleteFunc(c.open, func(x acp.ToolCallId) bool { return x == id })
+	c.a.update(c.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(status)))
+}
+
+// failHeld reports the held calls nobody asked about as failed.
+func (c *toolCalls) failHeld() {
+	for _, id := range c.held {
+		c.end(id, acp.ToolCallStatusFailed)
+	}
+	c.held = map[string]acp.ToolCallId{}
+}
+
+// finish ends every call still open: completed when the turn ended well, failed otherwise.
+func (c *toolCalls) finish(r turnResult) turnResult {
+	c.failHeld()
+	status := acp.ToolCallStatusCompleted
+	if r.stop != acp.StopReasonEndTurn {
+		status = acp.ToolCallStatusFailed
+	}
+	for _, id := range slices.Clone(c.open) {
+		c.end(id, status)
+	}
+	return r
 }
 
 // fail reports err as the agent's message and ends the turn with refusal (stream
@@ -130,53 +268,32 @@ func (a *adapter) fail(ctx context.Context, say func(string), err error) turnRes
 	if ctx.Err() != nil {
 		return turnResult{stop: acp.StopReasonCancelled}
 	}
-	say(fmt.Sprintf("\n\n%s failed: %v\n", a.agentName(), err))
+	msg := err.Error()
+	if !strings.HasPrefix(msg, a.agentName()) {
+		msg = a.agentName() + " failed: " + msg
+	}
+	say(fmt.Sprintf("\n\n%s\n", msg))
 	return turnResult{stop: acp.StopReasonRefusal}
-}
-
-func agentError(err error, res agent.Result) error {
-	if err != nil {
-		return err
-	}
-	if s := strings.TrimSpace(res.Stderr); s != "" {
-		return fmt.Errorf("exit status %d: %s", res.ExitCode, s)
-	}
-	return fmt.Errorf("exit status %d", res.ExitCode)
 }
 
 func (a *adapter) agentName() string { return filepath.Base(a.opts.Limits.Command) }
 
-// usingTool matches the line q prints before it runs a tool: "Using tool: fs_write".
-var usingTool = regexp.MustCompile(`Using tool:\s*([A-Za-z0-9_@./:-]+)`)
-
-// toolName is the last tool q announced in out, or "" when it named none.
-func toolName(out string) string {
-	m := usingTool.FindAllStringSubmatch(out, -1)
-	if len(m) == 0 {
-		return ""
+// toolTitle is what the editor shows for a call: the tool's name (and its MCP server).
+func toolTitle(t agent.ToolCall) string {
+	switch {
+	case t.Title != "":
+		return t.Title
+	case t.Name != "":
+		return t.Name
 	}
-	return m[len(m)-1][1]
+	return "a tool the agent did not name"
 }
 
-func toolLabel(tool string) string {
-	if tool == "" {
+func toolLabel(t agent.ToolCall) string {
+	if t.Name == "" {
 		return "the tool"
 	}
-	return tool
-}
-
-func toolKind(tool string) acp.ToolKind {
-	switch {
-	case strings.Contains(tool, "read"):
-		return acp.ToolKindRead
-	case strings.Contains(tool, "write"):
-		return acp.ToolKindEdit
-	case strings.Contains(tool, "bash"), strings.Contains(tool, "shell"), strings.Contains(tool, "exec"):
-		return acp.ToolKindExecute
-	case strings.Contains(tool, "search"), strings.Contains(tool, "grep"), strings.Contains(tool, "glob"):
-		return acp.ToolKindSearch
-	}
-	return acp.ToolKindOther
+	return t.TrustName()
 }
 
 // Permission option ids, one per kind.
@@ -186,19 +303,19 @@ const (
 	optRejectOnce  = "reject_once"
 )
 
-// askPermission reports the tool as a pending tool call and asks the client whether q may use it.
+// askPermission asks the client whether the agent may use the tool of call id (reported pending).
 // A cancelled turn (session/cancel) answers cancelled: the SDK withdraws the request with
 // $/cancel_request when ctx ends.
-func (a *adapter) askPermission(ctx context.Context, sessionID, tool string) (acp.ToolCallId, choice) {
-	id := acp.ToolCallId("qkit-tool-" + uuid.NewString())
-	title := fmt.Sprintf("%s wants to use %s", a.agentName(), toolLabel(tool))
-	kind := toolKind(tool)
-	a.update(sessionID, acp.StartToolCall(id, title, acp.WithStartKind(kind),
-		acp.WithStartStatus(acp.ToolCallStatusPending), acp.WithStartRawInput(map[string]any{"tool": tool})))
+func (a *adapter) askPermission(ctx context.Context, sessionID string, id acp.ToolCallId, tool agent.ToolCall) choice {
+	title := toolTitle(tool)
+	kind := acp.ToolKind(tool.Kind)
+	if kind == "" {
+		kind = acp.ToolKindOther
+	}
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(sessionID),
 		ToolCall: acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind,
-			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: map[string]any{"tool": tool}},
+			Status: acp.Ptr(acp.ToolCallStatusPending), RawInput: map[string]any{"tool": tool.TrustName()}},
 		Options: []acp.PermissionOption{
 			{OptionId: optAllowOnce, Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: optAllowAlways, Name: "Allow for this session", Kind: acp.PermissionOptionKindAllowAlways},
@@ -207,18 +324,18 @@ func (a *adapter) askPermission(ctx context.Context, sessionID, tool string) (ac
 	})
 	switch {
 	case ctx.Err() != nil:
-		return id, choiceCancelled
+		return choiceCancelled
 	case err != nil:
-		a.opts.Logger.Warn("permission request failed", "session", sessionID, "tool", tool, "err", err)
-		return id, choiceReject
+		a.opts.Logger.Warn("permission request failed", "session", sessionID, "tool", tool.TrustName(), "err", err)
+		return choiceReject
 	case resp.Outcome.Cancelled != nil || resp.Outcome.Selected == nil:
-		return id, choiceCancelled
+		return choiceCancelled
 	}
 	switch resp.Outcome.Selected.OptionId {
 	case optAllowOnce:
-		return id, choiceAllowOnce
+		return choiceAllowOnce
 	case optAllowAlways:
-		return id, choiceAllowAlways
+		return choiceAllowAlways
 	}
-	return id, choiceReject
+	return choiceReject
 }

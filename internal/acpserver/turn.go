@@ -23,6 +23,7 @@ type agentTurns interface {
 
 // turnInput is the session state a turn starts from: a copy, so the worker shares nothing.
 type turnInput struct {
+	backend   string // the session's (sessions.BackendText or BackendACP)
 	turn      uint64 // the turn's id, unique within the connection
 	sessionID string
 	cwd       string
@@ -40,7 +41,7 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) 
 	if line, ok := a.slashCommand(prompt.text); ok {
 		res = a.runCommand(ctx, in, line, say)
 	} else {
-		res, always = a.backend.prompt(ctx, in, prompt, out)
+		res, always = a.turnsFor(in).prompt(ctx, in, prompt, out)
 	}
 	// The turn is stored even when cancelled: the client has shown what was streamed, and a
 	// reload should show the same. WithoutCancel: a cancelled turn must still be written.
@@ -49,6 +50,14 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) 
 		a.opts.Logger.Error("cannot store the turn", "session", in.sessionID, "err", err)
 	}
 	return res, always
+}
+
+// turnsFor is the path session in's prompts take.
+func (a *adapter) turnsFor(in turnInput) agentTurns {
+	if in.backend == sessions.BackendACP && a.proxy != nil && a.proxy.available(a.ctx) {
+		return a.proxy
+	}
+	return a.backend
 }
 
 // sendLines writes notification lines qkit encoded itself (appendChunk). Like the SDK's
@@ -109,6 +118,10 @@ func (r *reply) send(text string) {
 		r.a.opts.Logger.Debug("session/update not sent", "session", r.sessionID, "err", err)
 	}
 }
+
+// discardRun starts the count for the next run without recording this one's output: a run that
+// repeats with a tool allowed is not the answer.
+func (r *reply) discardRun() { r.sent = 0 }
 
 // record adds the kept output of a run to the transcript and starts the count for the next run.
 func (r *reply) record(body string) {

@@ -10,8 +10,10 @@ package fakeq
 //	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
 //	FAKEQ_ACP_TOOLS=list   tool calls before the reply, comma-separated: shell:CMD, read:PATH,
-//	                       write:PATH, mcp:SERVER/TOOL. Untrusted ones (shell, write, mcp, and a
-//	                       read outside the cwd) ask session/request_permission first with
+//	                       write:PATH, mcp:SERVER/TOOL (calls TOOL, with {"text":"from fakeq"}, on
+//	                       the HTTP MCP server SERVER given in session/new, if any). Untrusted
+//	                       ones (shell, write, mcp, and a read outside the cwd) ask
+//	                       session/request_permission first with
 //	                       allow_once, allow_always and reject_once; a rejection fails the call
 //	                       and ends the turn with stopReason refusal, as kiro does
 //	FAKEQ_ACP_RAN=file     append one line per tool call that actually ran
@@ -37,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +50,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // acpMain runs the fake as an ACP agent; args follow "acp".
@@ -143,6 +147,7 @@ type acpSession struct {
 	id, cwd string
 	ready   chan struct{}   // closed once the notifications that follow session/new are out
 	trusted map[string]bool // tools allowed "always" in this session
+	mcp     []acp.McpServer // the client's MCP servers (mcp:SERVER/TOOL calls the HTTP ones)
 }
 
 var _ acp.AgentLoader = (*acpAgent)(nil)
@@ -171,7 +176,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp
 	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
 		return acp.NewSessionResponse{}, acp.NewAuthRequired(map[string]any{"details": "not logged in: run 'kiro-cli login'"})
 	}
-	s := &acpSession{id: uuid.NewString(), cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{})}
+	s := &acpSession{id: uuid.NewString(), cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{}), mcp: p.McpServers}
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
@@ -238,7 +243,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 		}
 		return acp.LoadSessionResponse{}, acp.NewInternalError(map[string]any{"details": "Failed to start session: session " + id + " not found"})
 	}
-	s := &acpSession{id: id, cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{})}
+	s := &acpSession{id: id, cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{}), mcp: p.McpServers}
 	close(s.ready)
 	a.mu.Lock()
 	a.sessions[id] = s
@@ -548,6 +553,8 @@ func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
 			return "wrote " + path, err
 		}
 		return "wrote " + path, os.WriteFile(path, []byte(writeText), 0o644)
+	case "mcp":
+		return t.callMCP(arg)
 	}
 	return "done", nil
 }
@@ -612,4 +619,50 @@ func (a *acpAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp
 
 func (a *acpAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
 	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// callMCP calls TOOL of the HTTP MCP server SERVER (arg "SERVER/TOOL") given in session/new or
+// session/load, as kiro does with the HTTP servers it honours, and returns the tool's text. A
+// server that is not there (kiro ignores stdio ones) gives "done" without a call, as before.
+func (t *acpTurn) callMCP(arg string) (string, error) {
+	server, tool, _ := strings.Cut(arg, "/")
+	for _, m := range t.s.mcp {
+		if m.Http == nil || m.Http.Name != server {
+			continue
+		}
+		hdr := http.Header{}
+		for _, h := range m.Http.Headers {
+			hdr.Set(h.Name, h.Value)
+		}
+		c := mcp.NewClient(&mcp.Implementation{Name: "fakeq", Version: "1"}, nil)
+		cs, err := c.Connect(t.ctx, &mcp.StreamableClientTransport{Endpoint: m.Http.Url,
+			HTTPClient: &http.Client{Transport: headerTransport{hdr}}}, nil)
+		if err != nil {
+			return "", fmt.Errorf("MCP server %s: %w", server, err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(t.ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "from fakeq"}})
+		if err != nil {
+			return "", fmt.Errorf("MCP server %s, tool %s: %w", server, tool, err)
+		}
+		var out strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				out.WriteString(tc.Text)
+			}
+		}
+		return out.String(), nil
+	}
+	return "done", nil
+}
+
+// headerTransport adds the MCP server entry's headers to every request.
+type headerTransport struct{ h http.Header }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -57,9 +57,20 @@ type SessionRecord struct {
 	Model        string
 	TrustedTools []string
 	Title        string
+	// Backend is how the session's prompts reach the agent: "" or BackendText (the agent CLI's
+	// chat, the transcript pasted in), or BackendACP (a session of `<agent> acp`, AgentSession).
+	Backend string
+	// AgentSession is the agent's own id of the session (ACP backend).
+	AgentSession string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
+
+// The backends a session can have.
+const (
+	BackendText = "text"
+	BackendACP  = "acp"
+)
 
 // Store keeps sessions and their transcripts in SQLite. It is safe for concurrent use, also
 // by several processes on the same file (two editor windows): WAL lets readers run beside the one
@@ -108,6 +119,8 @@ var migrations = []string{
 		PRIMARY KEY (session_id, seq)
 	);`,
 	`ALTER TABLE messages ADD COLUMN blocks TEXT;`,
+	`ALTER TABLE sessions ADD COLUMN backend TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN agent_session TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating it and its folder when needed) the database at path and brings its
@@ -178,8 +191,8 @@ func (s *Store) Create(ctx context.Context, r SessionRecord) error {
 		mcp = json.RawMessage("[]")
 	}
 	err := s.write(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title,
+		_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title, r.Backend, r.AgentSession,
 			r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
 		return err
 	})
@@ -189,7 +202,7 @@ func (s *Store) Create(ctx context.Context, r SessionRecord) error {
 	return nil
 }
 
-const sessionColumns = `id, cwd, mcp_servers, model, trusted_tools, title, created_at, updated_at`
+const sessionColumns = `id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, created_at, updated_at`
 
 type scanner interface{ Scan(...any) error }
 
@@ -197,7 +210,7 @@ func scanSession(row scanner) (SessionRecord, error) {
 	var r SessionRecord
 	var mcp, tools string
 	var created, updated int64
-	if err := row.Scan(&r.ID, &r.Cwd, &mcp, &r.Model, &tools, &r.Title, &created, &updated); err != nil {
+	if err := row.Scan(&r.ID, &r.Cwd, &mcp, &r.Model, &tools, &r.Title, &r.Backend, &r.AgentSession, &created, &updated); err != nil {
 		return r, err
 	}
 	r.MCPServers = json.RawMessage(mcp)
@@ -256,6 +269,21 @@ func (s *Store) List(ctx context.Context, cwd string, after string, limit int) (
 // SetModel records the session's model.
 func (s *Store) SetModel(ctx context.Context, id, model string, now time.Time) error {
 	return s.update(ctx, id, `UPDATE sessions SET model = ?, updated_at = ? WHERE id = ?`, model, now.UnixNano(), id)
+}
+
+// SetAgentSession records the agent's own id of the session (a new one when the agent lost it).
+func (s *Store) SetAgentSession(ctx context.Context, id, agentSession string, now time.Time) error {
+	return s.update(ctx, id, `UPDATE sessions SET agent_session = ?, updated_at = ? WHERE id = ?`, agentSession, now.UnixNano(), id)
+}
+
+// HasMessages reports whether the session's transcript holds anything yet.
+func (s *Store) HasMessages(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?)`, id).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("session %s: %w", id, err)
+	}
+	return n == 1, nil
 }
 
 // SetTrustedTools records the tools the user allowed for the whole session.

@@ -186,3 +186,37 @@ func TestStoreUpgradesAVersion1Database(t *testing.T) {
 		t.Fatalf("messages after the upgrade: %+v %v", msgs, err)
 	}
 }
+
+// TestAgentSession: an ACP-backend session keeps its backend and the agent's own id, which can be
+// replaced when the agent lost the session; HasMessages says whether a first prompt went out.
+func TestAgentSession(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	if err := s.Create(ctx, SessionRecord{ID: "s", Cwd: "/w", Backend: BackendACP, AgentSession: "a1", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := s.HasMessages(ctx, "s"); err != nil || has {
+		t.Fatalf("HasMessages of a new session: %v %v", has, err)
+	}
+	if err := s.SetAgentSession(ctx, "s", "a2", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendTurn(ctx, "s", Turn{Prompt: "p", Reply: "r"}, now); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Get(ctx, "s")
+	if err != nil || r.Backend != BackendACP || r.AgentSession != "a2" {
+		t.Fatalf("got %+v %v", r, err)
+	}
+	if has, _ := s.HasMessages(ctx, "s"); !has {
+		t.Fatal("HasMessages after a turn is false")
+	}
+	if err := s.SetAgentSession(ctx, "nope", "x", now); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}

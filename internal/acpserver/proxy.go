@@ -1,0 +1,827 @@
+package acpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/mcpbridge"
+	"github.com/qkit-cli/qkit/internal/sessions"
+)
+
+// proxy is the proxy path: the editor's sessions map onto sessions of one `<agent> acp` process
+// (kiro-cli acp), started with the first session that needs it and again after it died. Every
+// session/update of the agent reaches the editor as the agent sent it, under qkit's session id;
+// the agent's requests (permission, fs/*, terminal/*) go to the editor when it advertised the
+// capability, and fs/* is otherwise served from disk inside the session's folder. qkit adds what
+// the agent lacks: its slash commands, the context files with a session's first prompt, the
+// session table (list, load after a restart, resume, close), the model as a config option, the
+// protocol's usage_update from kiro's private metadata, and the editor's stdio MCP servers over a
+// loopback HTTP bridge.
+type proxy struct {
+	a      *adapter
+	bridge *mcpbridge.Bridge
+
+	mu       sync.Mutex
+	conn     *acpclient.Conn // nil until started, and after it died
+	starting chan struct{}   // closed when a start in progress ends
+	notACP   error           // the agent does not speak ACP: new sessions take the text path
+	byAgent  map[string]*proxySession
+	byID     map[string]*proxySession
+	early    map[string][]earlyNote // notifications for agent sessions not registered yet
+}
+
+// earlyNote is a notification that came before its session was registered (the updates kiro
+// sends right after answering session/new).
+type earlyNote struct {
+	method string
+	params []byte
+}
+
+// maxEarly bounds the notifications kept for one unregistered agent session.
+const maxEarly = 256
+
+// proxySession is one editor session on the proxy path.
+type proxySession struct {
+	id, cwd string
+	bridge  *mcpbridge.Session
+	servers []acp.McpServer // what the agent is given: the editor's HTTP servers and the bridged ones
+
+	mu      sync.Mutex
+	agentID string
+	conn    *acpclient.Conn // the process the agent session lives in
+	ready   bool            // the editor knows the session: updates go out at once
+	mute    bool            // session/resume: the agent's replay is not forwarded
+	queued  [][]byte
+	cmds    []acp.AvailableCommand // the agent's latest commands
+	models  *acp.SessionModelState
+	inTurn  bool
+	text    strings.Builder // the running turn's reply, for the transcript
+	// history: the agent lost the session and a new one took its place; the next prompt carries
+	// qkit's transcript.
+	history bool
+}
+
+func newProxy(a *adapter) *proxy {
+	return &proxy{a: a, bridge: mcpbridge.New(a.opts.Logger), byAgent: map[string]*proxySession{},
+		byID: map[string]*proxySession{}, early: map[string][]earlyNote{}}
+}
+
+// errNotACP marks the agent not speaking ACP.
+var errNotACP = errors.New("the agent does not speak ACP")
+
+// current returns the running agent, starting it when needed. An agent that does not speak ACP is
+// remembered: every later call fails at once with errNotACP, and new sessions take the text path.
+func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
+	for {
+		p.mu.Lock()
+		if p.notACP != nil {
+			p.mu.Unlock()
+			return nil, p.notACP
+		}
+		if p.conn != nil {
+			c := p.conn
+			p.mu.Unlock()
+			return c, nil
+		}
+		if p.starting != nil {
+			wait := p.starting
+			p.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		p.starting = make(chan struct{})
+		p.mu.Unlock()
+		c, err := p.start(ctx)
+		p.mu.Lock()
+		close(p.starting)
+		p.starting = nil
+		var nacp *acpclient.NotACPError
+		switch {
+		case errors.As(err, &nacp):
+			p.notACP = fmt.Errorf("%w: %w", errNotACP, err)
+			p.a.opts.Logger.Warn("the agent does not speak ACP: sessions take the text path (chat --no-interactive)", "reason", err)
+		case err == nil:
+			p.conn = c
+			go p.watch(c)
+		}
+		p.mu.Unlock()
+		if err != nil {
+			return nil, p.errOr(err)
+		}
+		return c, nil
+	}
+}
+
+func (p *proxy) errOr(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.notACP != nil {
+		return p.notACP
+	}
+	return err
+}
+
+// available reports whether new sessions take the proxy path; it starts the agent to know.
+func (p *proxy) available(ctx context.Context) bool {
+	_, err := p.current(ctx)
+	return !errors.Is(err, errNotACP)
+}
+
+// start runs `<agent> acp [--agent A]`. The model is not passed: kiro ignores session/set_model
+// in a process started with --model, and each session has its own.
+func (p *proxy) start(ctx context.Context) (*acpclient.Conn, error) {
+	o := p.a.opts
+	args := []string{"acp"}
+	if o.Agent != "" {
+		args = append(args, "--agent", o.Agent)
+	}
+	copts := acpclient.Options{
+		Command:        o.Limits.Command,
+		Args:           args,
+		Logger:         o.Logger,
+		Grace:          o.Limits.Grace,
+		OnNotification: p.notify,
+		OnEvent:        p.event,
+		Permission:     p.permission,
+		Files:          proxyFiles{p},
+	}
+	if p.a.clientCaps().Terminal {
+		copts.Terminals = proxyTerminals{p}
+	}
+	return acpclient.Start(ctx, copts)
+}
+
+// watch forgets a dead agent; its sessions are loaded into the next one when they are used.
+func (p *proxy) watch(c *acpclient.Conn) {
+	<-c.Dead()
+	p.mu.Lock()
+	if p.conn == c {
+		p.conn = nil
+	}
+	p.mu.Unlock()
+	if p.a.ctx.Err() == nil {
+		p.a.opts.Logger.Warn("the ACP agent ended; its sessions are loaded again when next used", "err", c.Err(), "stderr", c.Stderr())
+	}
+}
+
+// shutdown stops the agent and every bridged MCP server.
+func (p *proxy) shutdown() {
+	p.mu.Lock()
+	c := p.conn
+	p.conn = nil
+	all := make([]*proxySession, 0, len(p.byID))
+	for _, s := range p.byID {
+		all = append(all, s)
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	for _, s := range all {
+		if s.bridge != nil {
+			s.bridge.Close()
+		}
+	}
+	p.bridge.Close()
+}
+
+// register makes s reachable by its agent session id, and takes the notifications that came first.
+func (p *proxy) register(s *proxySession) {
+	p.mu.Lock()
+	s.mu.Lock()
+	agentID := s.agentID
+	s.mu.Unlock()
+	p.byAgent[agentID] = s
+	p.byID[s.id] = s
+	early := p.early[agentID]
+	delete(p.early, agentID)
+	p.mu.Unlock()
+	for _, n := range early {
+		p.deliver(s, agentID, n.method, n.params)
+	}
+}
+
+func (p *proxy) session(id string) *proxySession {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byID[id]
+}
+
+func (p *proxy) byAgentID(agentID string) *proxySession {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byAgent[agentID]
+}
+
+// notify receives every notification of the agent (on its reader, in order) and forwards it.
+func (p *proxy) notify(method string, params json.RawMessage) {
+	agentID := sessionIDOf(params)
+	p.mu.Lock()
+	s := p.byAgent[agentID]
+	if s == nil {
+		if agentID != "" && len(p.early[agentID]) < maxEarly {
+			p.early[agentID] = append(p.early[agentID], earlyNote{method, bytes.Clone(params)})
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.deliver(s, agentID, method, params)
+}
+
+// deliver forwards one notification of s's agent session to the editor, under qkit's id.
+func (p *proxy) deliver(s *proxySession, agentID, method string, params []byte) {
+	params = replaceSessionID(params, agentID, s.id)
+	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"available_commands_update"`)) {
+		var n acp.SessionNotification
+		if json.Unmarshal(params, &n) == nil && n.Update.AvailableCommandsUpdate != nil {
+			s.mu.Lock()
+			s.cmds = n.Update.AvailableCommandsUpdate.AvailableCommands
+			s.mu.Unlock()
+			n.Update.AvailableCommandsUpdate.AvailableCommands = p.mergedCommands(s)
+			if b, err := json.Marshal(n); err == nil {
+				params = b
+			}
+		}
+	}
+	line := make([]byte, 0, len(params)+64)
+	line = append(line, `{"jsonrpc":"2.0","method":`...)
+	line = appendJSONString(line, method)
+	line = append(line, `,"params":`...)
+	line = append(line, params...)
+	line = append(line, "}\n"...)
+	s.forward(p.a, line)
+}
+
+// forward writes one notification line, or keeps it until the editor knows the session.
+func (s *proxySession) forward(a *adapter, line []byte) {
+	s.mu.Lock()
+	switch {
+	case s.mute:
+		s.mu.Unlock()
+		return
+	case !s.ready:
+		if len(s.queued) < maxEarly {
+			s.queued = append(s.queued, line)
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if err := a.sendLines(1, line); err != nil {
+		a.opts.Logger.Debug("session/update not forwarded", "session", s.id, "err", err)
+	}
+}
+
+// makeReady sends what waited for the editor to know the session, then qkit's and the agent's
+// commands.
+func (p *proxy) makeReady(s *proxySession) {
+	s.mu.Lock()
+	queued := s.queued
+	s.queued, s.ready = nil, true
+	s.mu.Unlock()
+	sentCommands := false
+	for _, line := range queued {
+		sentCommands = sentCommands || bytes.Contains(line, []byte(`"available_commands_update"`))
+		if err := p.a.sendLines(1, line); err != nil {
+			return
+		}
+	}
+	if !sentCommands && p.a.opts.Commands != nil {
+		p.a.update(s.id, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: p.mergedCommands(s)}})
+	}
+}
+
+// mergedCommands are qkit's slash commands, then the agent's whose names qkit does not use (a
+// prompt naming one of qkit's commands is answered by qkit).
+func (p *proxy) mergedCommands(s *proxySession) []acp.AvailableCommand {
+	var out []acp.AvailableCommand
+	if p.a.opts.Commands != nil {
+		out = p.a.availableCommands()
+	}
+	own := map[string]bool{}
+	for _, c := range out {
+		own[c.Name] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.cmds {
+		if !own[c.Name] {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		out = []acp.AvailableCommand{}
+	}
+	return out
+}
+
+// event receives the agent's updates as typed events: the reply's text for the transcript, and
+// kiro's usage, which the editor gets as the protocol's usage_update.
+func (p *proxy) event(agentID string, ev agent.Event) {
+	s := p.byAgentID(agentID)
+	if s == nil {
+		return
+	}
+	switch ev.Type {
+	case agent.EventMessage:
+		s.mu.Lock()
+		if s.inTurn {
+			s.text.WriteString(ev.Text)
+		}
+		s.mu.Unlock()
+	case agent.EventUsage:
+		if u := usageUpdate(ev.Usage); u != nil {
+			line, err := json.Marshal(acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: acp.SessionUpdate{UsageUpdate: u}})
+			if err == nil {
+				s.forward(p.a, append([]byte(`{"jsonrpc":"2.0","method":"session/update","params":`), append(line, "}\n"...)...))
+			}
+		}
+	}
+}
+
+// usageUpdate turns kiro's _kiro.dev/metadata into ACP's usage_update (unstable in acp-go-sdk
+// v0.13.0, stable in the schema the TypeScript SDK validates): kiro reports the share of the
+// context window in use, not tokens, so size is 100 and used the percentage; the credits, which
+// are no currency, ride in _meta with the rest. A keep-alive without a percentage sends nothing.
+func usageUpdate(u *agent.Usage) *acp.SessionUsageUpdate {
+	if u == nil || (u.ContextPercent == 0 && u.Credits == 0) {
+		return nil
+	}
+	meta := map[string]any{"contextUsagePercentage": u.ContextPercent}
+	if u.Credits != 0 {
+		meta["credits"] = u.Credits
+	}
+	if u.TurnDurationMs != 0 {
+		meta["turnDurationMs"] = u.TurnDurationMs
+	}
+	used := int(math.Round(min(max(u.ContextPercent, 0), 100)))
+	return &acp.SessionUsageUpdate{Used: used, Size: 100, Meta: map[string]any{"qkit": map[string]any{"source": acpclient.KiroMetadata, "kiro": meta}}}
+}
+
+// sessionIDOf reads the "sessionId" of a notification's params without decoding the rest (the
+// SDKs write it first).
+func sessionIDOf(params []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if k == "sessionId" {
+			v, _ := dec.Token()
+			s, _ := v.(string)
+			return s
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// replaceSessionID puts qkit's session id in place of the agent's. The agents write the field
+// compactly; anything else is decoded and encoded again.
+func replaceSessionID(params []byte, from, to string) []byte {
+	if from == to {
+		return params
+	}
+	old := appendJSONString([]byte(`"sessionId":`), from)
+	if i := bytes.Index(params, old); i >= 0 {
+		out := make([]byte, 0, len(params)+len(to)-len(from))
+		out = append(out, params[:i]...)
+		out = appendJSONString(append(out, `"sessionId":`...), to)
+		return append(out, params[i+len(old):]...)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return params
+	}
+	m["sessionId"], _ = json.Marshal(to)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return params
+	}
+	return b
+}
+
+// agentServers splits the editor's MCP servers: HTTP and SSE ones go to the agent as given; stdio
+// ones are started by qkit and offered over the bridge when the agent takes HTTP servers (kiro
+// ignores stdio ones), and passed as given otherwise.
+func (p *proxy) agentServers(ctx context.Context, c *acpclient.Conn, cwd string, in []acp.McpServer) ([]acp.McpServer, *mcpbridge.Session, error) {
+	var out []acp.McpServer
+	var stdio []mcpbridge.Server
+	httpOK := c.Info().AgentCapabilities.McpCapabilities.Http
+	for _, s := range in {
+		if s.Stdio != nil && httpOK {
+			env := make([]string, 0, len(s.Stdio.Env))
+			for _, e := range s.Stdio.Env {
+				env = append(env, e.Name+"="+e.Value)
+			}
+			stdio = append(stdio, mcpbridge.Server{Name: s.Stdio.Name, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+			continue
+		}
+		if s.Http != nil && s.Http.Headers == nil {
+			h := *s.Http
+			h.Headers = []acp.HttpHeader{} // kiro exits on an HTTP server whose headers are not an array
+			s.Http = &h
+		}
+		out = append(out, s)
+	}
+	if len(stdio) == 0 {
+		return out, nil, nil
+	}
+	b, err := p.bridge.Open(ctx, cwd, stdio)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range b.Endpoints {
+		out = append(out, acp.McpServer{Http: &acp.McpServerHttpInline{Type: "http", Name: e.Name, Url: e.URL,
+			Headers: []acp.HttpHeader{{Name: e.Header[0], Value: e.Header[1]}}}})
+	}
+	return out, b, nil
+}
+
+// create opens the agent's side of a new session and fills rec's backend and agent session.
+func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers []acp.McpServer) (*proxySession, error) {
+	c, err := p.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	agentServers, b, err := p.agentServers(ctx, c, rec.Cwd, servers)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.NewSession(ctx, rec.Cwd, agentServers)
+	if err != nil {
+		if b != nil {
+			b.Close()
+		}
+		return nil, err
+	}
+	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c, models: resp.Models}
+	rec.Backend, rec.AgentSession = sessions.BackendACP, s.agentID
+	if rec.Model != "" {
+		if err := p.setAgentModel(ctx, s, rec.Model); err != nil {
+			p.a.opts.Logger.Warn("the session's model was not set", "session", rec.ID, "model", rec.Model, "err", err)
+		}
+	}
+	p.register(s)
+	return s, nil
+}
+
+// reopen makes a stored session live in this connection (session/load, session/resume, or a
+// prompt after the agent died). The agent loads its own session; its replay reaches the editor
+// when replay is set. It reports whether the agent replayed: when it could not load the session
+// (kiro may have lost it, hang, or fail), a new agent session takes its place, the caller replays
+// qkit's transcript, and the next prompt carries the conversation.
+func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers []acp.McpServer, replay bool) (*proxySession, bool, error) {
+	c, err := p.current(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	s := p.session(rec.ID)
+	if s != nil {
+		s.mu.Lock()
+		live := s.conn == c
+		s.mu.Unlock()
+		if live {
+			return s, false, nil // open already: the agent cannot replay it twice
+		}
+	} else {
+		if servers == nil {
+			_ = json.Unmarshal(rec.MCPServers, &servers)
+		}
+		agentServers, b, err := p.agentServers(ctx, c, rec.Cwd, servers)
+		if err != nil {
+			return nil, false, err
+		}
+		s = &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: rec.AgentSession}
+	}
+	s.mu.Lock()
+	s.conn, s.ready, s.mute = c, true, !replay
+	s.mu.Unlock()
+	p.register(s)
+	resp, err := c.LoadSession(ctx, rec.AgentSession, rec.Cwd, s.servers)
+	s.mu.Lock()
+	s.mute = false
+	s.mu.Unlock()
+	if err == nil {
+		s.mu.Lock()
+		s.models = resp.Models
+		s.mu.Unlock()
+		if rec.Model != "" {
+			_ = p.setAgentModel(ctx, s, rec.Model)
+		}
+		return s, true, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
+	}
+	p.a.opts.Logger.Warn("the agent could not load its session; a new one continues the conversation", "session", rec.ID, "agent_session", rec.AgentSession, "err", err)
+	if c.Err() != nil || p.isDead(c) {
+		// kiro exited on the unknown session, or hung and was given up: start afresh.
+		c.Close()
+		p.forget(c)
+		if c, err = p.current(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	fresh, err := c.NewSession(ctx, rec.Cwd, s.servers)
+	if err != nil {
+		return nil, false, err
+	}
+	p.mu.Lock()
+	delete(p.byAgent, s.agentID)
+	p.mu.Unlock()
+	s.mu.Lock()
+	s.agentID, s.conn, s.models, s.history = string(fresh.SessionId), c, fresh.Models, true
+	s.mu.Unlock()
+	p.register(s)
+	if err := p.a.opts.Store.SetAgentSession(context.WithoutCancel(ctx), rec.ID, string(fresh.SessionId), p.a.opts.Now()); err != nil {
+		p.a.opts.Logger.Warn("the new agent session was not recorded", "session", rec.ID, "err", err)
+	}
+	if rec.Model != "" {
+		_ = p.setAgentModel(ctx, s, rec.Model)
+	}
+	return s, false, nil
+}
+
+// forget drops c as the running agent (it died or was closed), so the next use starts another.
+func (p *proxy) forget(c *acpclient.Conn) {
+	p.mu.Lock()
+	if p.conn == c {
+		p.conn = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *proxy) isDead(c *acpclient.Conn) bool {
+	select {
+	case <-c.Dead():
+		return true
+	default:
+		return false
+	}
+}
+
+// close forgets the session and stops its bridged MCP servers. A turn still running was
+// cancelled by the session's actor.
+func (p *proxy) close(id string) {
+	p.mu.Lock()
+	s := p.byID[id]
+	delete(p.byID, id)
+	if s != nil {
+		s.mu.Lock()
+		delete(p.byAgent, s.agentID)
+		s.mu.Unlock()
+	}
+	p.mu.Unlock()
+	if s != nil && s.bridge != nil {
+		s.bridge.Close()
+	}
+}
+
+// prompt runs one turn on the agent: the prompt's blocks as the editor sent them, with the
+// context files in front of a session's first prompt. The agent's updates pass through while it
+// runs; the turn ends with the agent's stop reason.
+func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *reply) (turnResult, []string) {
+	a := p.a
+	rec, err := a.opts.Store.Get(ctx, in.sessionID)
+	if err != nil {
+		return a.fail(ctx, out.say, err), nil
+	}
+	s := p.session(in.sessionID)
+	var c *acpclient.Conn
+	if s != nil {
+		s.mu.Lock()
+		c = s.conn
+		s.mu.Unlock()
+	}
+	if c != nil && p.isDead(c) {
+		p.forget(c)
+	}
+	if s == nil || c == nil || p.isDead(c) {
+		// The agent died since: load its session into a new one, without replaying it.
+		if s, _, err = p.reopen(ctx, rec, nil, false); err != nil {
+			return a.fail(ctx, out.say, fmt.Errorf("the agent could not take the prompt: %w", err)), nil
+		}
+	}
+	blocks := slices.Clone(up.content)
+	s.mu.Lock()
+	withHistory := s.history
+	s.history = false
+	agentID, c := s.agentID, s.conn
+	s.mu.Unlock()
+	hasMessages, err := a.opts.Store.HasMessages(ctx, in.sessionID)
+	if err != nil {
+		return a.fail(ctx, out.say, err), nil
+	}
+	var front []string
+	if !hasMessages && a.opts.Context != nil { // the session's first prompt
+		block, warnings, err := a.opts.Context(in.cwd, max(a.opts.MaxTokens, 1), "")
+		for _, w := range warnings {
+			a.opts.Logger.Warn(w, "session", in.sessionID)
+		}
+		if err != nil {
+			return a.fail(ctx, out.say, fmt.Errorf("context files: %w", err)), nil
+		}
+		if strings.TrimSpace(block) != "" {
+			front = append(front, block)
+		}
+	}
+	if withHistory {
+		history, err := a.opts.Store.Messages(ctx, in.sessionID)
+		if err == nil && len(history) > 0 {
+			h, _ := sessions.WithHistory(history, "", max(a.opts.MaxTokens, 1)*4/2)
+			front = append(front, h)
+		}
+	}
+	if len(front) > 0 {
+		blocks = append([]acp.ContentBlock{acp.TextBlock(strings.Join(front, "\n"))}, blocks...)
+	}
+	s.mu.Lock()
+	s.inTurn = true
+	s.text.Reset()
+	s.mu.Unlock()
+	stop, err := c.Prompt(ctx, agentID, blocks)
+	s.mu.Lock()
+	s.inTurn = false
+	out.record(s.text.String())
+	s.text.Reset()
+	s.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return turnResult{stop: acp.StopReasonCancelled}, nil
+	case err != nil:
+		if p.isDead(c) {
+			err = fmt.Errorf("%w; the session is kept: prompt again (or load it) to go on", err)
+		}
+		return a.fail(ctx, out.say, err), nil
+	case stop == "":
+		stop = acp.StopReasonEndTurn
+	}
+	return turnResult{stop: stop}, nil
+}
+
+// permission forwards the agent's session/request_permission to the editor.
+func (p *proxy) permission(ctx context.Context, req acpclient.PermissionRequest) (acpclient.Decision, error) {
+	s := p.byAgentID(req.SessionID)
+	if s == nil {
+		return acpclient.Decision{Cancelled: true, By: "client"}, nil
+	}
+	raw := req.Raw
+	raw.SessionId = acp.SessionId(s.id)
+	resp, err := p.a.conn.RequestPermission(ctx, raw)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return acpclient.Decision{Cancelled: true, By: "client"}, nil
+	case err != nil:
+		return acpclient.Decision{}, fmt.Errorf("asking the editor: %w", err)
+	case resp.Outcome.Selected == nil:
+		return acpclient.Decision{Cancelled: true, By: "client"}, nil
+	}
+	return acpclient.Decision{OptionID: string(resp.Outcome.Selected.OptionId), By: "client"}, nil
+}
+
+// setAgentModel sets the agent session's model (session/set_model, which kiro handles).
+func (p *proxy) setAgentModel(ctx context.Context, s *proxySession, model string) error {
+	s.mu.Lock()
+	agentID, c := s.agentID, s.conn
+	s.mu.Unlock()
+	if c == nil {
+		return errors.New("the agent is not running")
+	}
+	_, err := c.SDK().UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(agentID), ModelId: acp.UnstableModelId(model)})
+	return err
+}
+
+// models are the agent's models for session id, when it said.
+func (p *proxy) models(id string) ([]string, string) {
+	s := p.session(id)
+	if s == nil {
+		return nil, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.models == nil {
+		return nil, ""
+	}
+	var out []string
+	for _, m := range s.models.AvailableModels {
+		out = append(out, string(m.ModelId))
+	}
+	return out, string(s.models.CurrentModelId)
+}
+
+// proxyFiles answers the agent's fs/* requests: through the editor when it advertised them (so
+// the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk inside
+// the session's folder only.
+type proxyFiles struct{ p *proxy }
+
+func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	s := f.p.byAgentID(string(req.SessionId))
+	if s == nil {
+		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
+	}
+	if f.p.a.clientCaps().Fs.ReadTextFile {
+		req.SessionId = acp.SessionId(s.id)
+		return f.p.a.conn.ReadTextFile(ctx, req)
+	}
+	return f.disk(s).ReadTextFile(ctx, req)
+}
+
+// disk serves files inside the session's folder only (symbolic links resolved).
+func (f proxyFiles) disk(s *proxySession) *acpclient.DirFiles {
+	return &acpclient.DirFiles{Root: s.cwd, OnRefused: func(e *acpclient.OutsideError) {
+		f.p.a.opts.Logger.Warn("the agent asked for a file outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
+	}}
+}
+
+func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	s := f.p.byAgentID(string(req.SessionId))
+	if s == nil {
+		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
+	}
+	if f.p.a.clientCaps().Fs.WriteTextFile {
+		req.SessionId = acp.SessionId(s.id)
+		return f.p.a.conn.WriteTextFile(ctx, req)
+	}
+	return f.disk(s).WriteTextFile(ctx, req)
+}
+
+// proxyTerminals passes the agent's terminal/* requests to the editor (set only when it
+// advertised terminals).
+type proxyTerminals struct{ p *proxy }
+
+func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
+	s := t.p.byAgentID(string(id))
+	if s == nil {
+		return "", acp.NewInvalidParams(map[string]any{"error": "unknown session"})
+	}
+	return acp.SessionId(s.id), nil
+}
+
+func (t proxyTerminals) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	id, err := t.sid(req.SessionId)
+	if err != nil {
+		return acp.CreateTerminalResponse{}, err
+	}
+	req.SessionId = id
+	return t.p.a.conn.CreateTerminal(ctx, req)
+}
+
+func (t proxyTerminals) TerminalOutput(ctx context.Context, req acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	id, err := t.sid(req.SessionId)
+	if err != nil {
+		return acp.TerminalOutputResponse{}, err
+	}
+	req.SessionId = id
+	return t.p.a.conn.TerminalOutput(ctx, req)
+}
+
+func (t proxyTerminals) WaitForTerminalExit(ctx context.Context, req acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	id, err := t.sid(req.SessionId)
+	if err != nil {
+		return acp.WaitForTerminalExitResponse{}, err
+	}
+	req.SessionId = id
+	return t.p.a.conn.WaitForTerminalExit(ctx, req)
+}
+
+func (t proxyTerminals) KillTerminal(ctx context.Context, req acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	id, err := t.sid(req.SessionId)
+	if err != nil {
+		return acp.KillTerminalResponse{}, err
+	}
+	req.SessionId = id
+	return t.p.a.conn.KillTerminal(ctx, req)
+}
+
+func (t proxyTerminals) ReleaseTerminal(ctx context.Context, req acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	id, err := t.sid(req.SessionId)
+	if err != nil {
+		return acp.ReleaseTerminalResponse{}, err
+	}
+	req.SessionId = id
+	return t.p.a.conn.ReleaseTerminal(ctx, req)
+}

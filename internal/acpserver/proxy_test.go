@@ -1,0 +1,404 @@
+package acpserver
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+)
+
+// mcpServerForTest is a stdio MCP server with one tool, "echo", for the bridge test.
+func mcpServerForTest() int {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "echoes text"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo from the stdio server: " + a.Text}}}, nil, nil
+	})
+	if f := os.Getenv("ACPTEST_MCP_PID"); f != "" {
+		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// startProxy is an `acp serve` on the proxy path (agent.backend acp), with the fake as `q acp`
+// (kiro-cli acp as kiro-acp.md describes it) keeping its sessions under a HOME of the test's.
+func startProxy(t *testing.T, db string) *harness {
+	t.Helper()
+	if os.Getenv("HOME") == "" || !strings.HasPrefix(os.Getenv("HOME"), os.TempDir()) {
+		t.Setenv("HOME", t.TempDir())
+	}
+	return startWith(t, db, func(o *Options) { o.Backend = acpclient.BackendACP })
+}
+
+func (h *harness) initializeWith(caps acp.ClientCapabilities) {
+	h.t.Helper()
+	if _, err := h.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
+		h.t.Fatalf("initialize: %v", err)
+	}
+}
+
+func (h *harness) newSessionWith(cwd string, servers []acp.McpServer) acp.NewSessionResponse {
+	h.t.Helper()
+	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: cwd, McpServers: servers})
+	if err != nil {
+		h.t.Fatalf("session/new: %v", err)
+	}
+	return resp
+}
+
+// toolCalls are the tool_call updates of session id.
+func (c *testClient) toolCalls(id acp.SessionId) []acp.SessionUpdateToolCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []acp.SessionUpdateToolCall
+	for _, n := range c.updates {
+		if n.SessionId == id && n.Update.ToolCall != nil {
+			out = append(out, *n.Update.ToolCall)
+		}
+	}
+	return out
+}
+
+// toolOutput is the text content of the last tool_call_update of call id that had some.
+func (c *testClient) toolOutput(id acp.SessionId, call acp.ToolCallId) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := ""
+	for _, n := range c.updates {
+		u := n.Update.ToolCallUpdate
+		if n.SessionId != id || u == nil || u.ToolCallId != call {
+			continue
+		}
+		for _, ct := range u.Content {
+			if ct.Content != nil && ct.Content.Content.Text != nil {
+				out = ct.Content.Content.Text.Text
+			}
+		}
+	}
+	return out
+}
+
+func lines(file string) []string {
+	data, _ := os.ReadFile(file)
+	return strings.Fields(strings.TrimSpace(string(data)))
+}
+
+// TestProxyToolCallWithDiffAndPermission: the agent's tool call with its diff reaches the editor
+// under qkit's session id, the permission round trip goes to the editor, and the tool, once
+// approved, runs exactly once (no re-run as on the text path).
+func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	t.Setenv("FAKEQ_ACP_TOOLS", "write:out.txt")
+	t.Setenv("FAKEQ_ACP_RAN", ran)
+	t.Setenv("FAKEQ_OUTPUT", "file written")
+	h := startProxy(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	resp := h.newSessionWith(cwd, []acp.McpServer{})
+	id := resp.SessionId
+	h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
+	r := <-h.tc.asked
+	if r.SessionId != id || r.ToolCall.Title == nil || *r.ToolCall.Title != "Writing out.txt" {
+		t.Fatalf("permission request %+v", r)
+	}
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 1 || calls[0].Kind != acp.ToolKindEdit || len(calls[0].Content) != 1 || calls[0].Content[0].Diff == nil ||
+		calls[0].Content[0].Diff.NewText != "written by fakeq\n" || calls[0].Content[0].Diff.Path != filepath.Join(cwd, "out.txt") {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	if got := lines(ran); len(got) != 1 || got[0] != "write:out.txt" {
+		t.Fatalf("the tool ran %q, want once", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(cwd, "out.txt")); string(data) != "written by fakeq\n" {
+		t.Fatalf("out.txt %q", data)
+	}
+	if got := h.tc.agentText(id); !strings.Contains(got, "file written") {
+		t.Fatalf("reply %q", got)
+	}
+	// kiro's usage, as the protocol's usage_update.
+	h.tc.waitFor(t, "a usage_update", func() bool {
+		return h.tc.count(id, func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 13 && u.UsageUpdate.Size == 100 }) > 0
+	})
+	// The model option is the agent's list.
+	var models []string
+	for _, o := range resp.ConfigOptions {
+		if o.Select != nil && o.Select.Options.Ungrouped != nil {
+			for _, v := range *o.Select.Options.Ungrouped {
+				models = append(models, string(v.Value))
+			}
+		}
+	}
+	if strings.Join(models, ",") != "default,auto,claude-sonnet-4.5,claude-haiku-4.5" {
+		t.Fatalf("model option %q", models)
+	}
+	// Reject: the tool never runs, the turn ends with the agent's refusal.
+	h.tc.setAnswer(selected(optRejectOnce))
+	h.mustPrompt(id, "write it again", acp.StopReasonRefusal)
+	if got := lines(ran); len(got) != 1 {
+		t.Fatalf("a rejected tool ran: %q", got)
+	}
+}
+
+// TestProxyFiles: fs/read_text_file is answered from the editor's unsaved buffer when the editor
+// advertised fs, and from disk inside the session's folder only when it did not.
+func TestProxyFiles(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_V3", "1") // kiro's V3 engine reads files through the client
+	t.Setenv("FAKEQ_ACP_TOOLS", "read:notes.txt")
+	cwd := t.TempDir()
+	notes := filepath.Join(cwd, "notes.txt")
+	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	h := startProxy(t, "")
+	h.tc.buffers = map[string]string{notes: "unsaved in the editor"}
+	h.initializeWith(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "read it", acp.StopReasonEndTurn)
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 1 || h.tc.toolOutput(id, calls[0].ToolCallId) != "unsaved in the editor" {
+		t.Fatalf("read %q, want the editor's buffer", h.tc.toolOutput(id, calls[0].ToolCallId))
+	}
+	if len(h.tc.reads) != 1 || h.tc.reads[0].SessionId != id {
+		t.Fatalf("editor reads %+v", h.tc.reads)
+	}
+	h.stop()
+
+	h = startProxy(t, "")
+	h.initialize() // no fs capability
+	id = h.newSession(cwd)
+	h.mustPrompt(id, "read it", acp.StopReasonEndTurn)
+	calls = h.tc.toolCalls(id)
+	if got := h.tc.toolOutput(id, calls[0].ToolCallId); got != "on disk" {
+		t.Fatalf("read %q, want the file on disk", got)
+	}
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("TOP-SECRET-CONTENT"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKEQ_ACP_TOOLS", "read:"+outside)
+	h.mustPrompt(id, "read outside", acp.StopReasonEndTurn)
+	calls = h.tc.toolCalls(id)
+	if got := h.tc.toolOutput(id, calls[len(calls)-1].ToolCallId); strings.Contains(got, "TOP-SECRET") || got == "" {
+		t.Fatalf("a file outside the session's folder: the tool said %q", got)
+	}
+}
+
+// TestProxyMCPBridge: a stdio MCP server given in session/new (which kiro ignores) is started by
+// qkit and called by the agent over the loopback bridge; it stops when the session closes.
+func TestProxyMCPBridge(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKEQ_ACP_TOOLS", "mcp:notes/echo")
+	h := startProxy(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSessionWith(cwd, []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "notes", Command: os.Args[0],
+		Args: []string{}, Env: []acp.EnvVariable{{Name: "ACPTEST_MCP_SERVER", Value: "1"}, {Name: "ACPTEST_MCP_PID", Value: pidFile}}}}}).SessionId
+	h.mustPrompt(id, "use the notes server", acp.StopReasonEndTurn)
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 1 {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	if got := h.tc.toolOutput(id, calls[0].ToolCallId); got != "echo from the stdio server: from fakeq" {
+		t.Fatalf("the MCP tool said %q", got)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile(pidFile)))))
+	if pid == 0 || !alive(pid) {
+		t.Fatalf("the bridged server is not running (pid %d)", pid)
+	}
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestProxyLoadAfterRestart: sessions are listed from qkit's table (with titles and the cwd
+// filter; kiro has no session/list), a load after a restart replays the agent's own session and
+// the conversation goes on in it, and a closed session can be loaded again.
+func TestProxyLoadAfterRestart(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("FAKEQ_OUTPUT", "first answer")
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	h := startProxy(t, db)
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "remember the word apple", acp.StopReasonEndTurn)
+	h.stop()
+
+	h = startProxy(t, db)
+	h.initialize()
+	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionId != id || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "remember the word apple" {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	other := t.TempDir()
+	if list, _ := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &other}); len(list.Sessions) != 0 {
+		t.Fatalf("cwd filter: %+v", list.Sessions)
+	}
+	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.tc.transcript(id); strings.Join(got, "|") != "user: remember the word apple|agent: first answer" {
+		t.Fatalf("replay %q", got)
+	}
+	// The replay was the agent's: its session was loaded, not replaced.
+	before, _ := h.store.Get(context.Background(), string(id))
+	if before.AgentSession == "" || before.Backend != "acp" {
+		t.Fatalf("stored %+v", before)
+	}
+	t.Setenv("FAKEQ_OUTPUT", "second answer")
+	h.mustPrompt(id, "which word?", acp.StopReasonEndTurn)
+	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
+		t.Fatalf("the agent session changed from %s to %s", before.AgentSession, after.AgentSession)
+	}
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("resume after close: %v", err)
+	}
+	h.mustPrompt(id, "and now?", acp.StopReasonEndTurn)
+}
+
+// TestProxyAgentDiesMidTurn: the turn ends with an error message, and the session goes on in a
+// new agent once the prompt comes again.
+func TestProxyAgentDiesMidTurn(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_BAD", "die")
+	t.Setenv("FAKEQ_OUTPUT", "partial")
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "go", acp.StopReasonRefusal)
+	if got := h.tc.agentText(id); !strings.Contains(got, "the agent ended during the turn") || !strings.Contains(got, "the session is kept") {
+		t.Fatalf("reply %q", got)
+	}
+	t.Setenv("FAKEQ_ACP_BAD", "")
+	t.Setenv("FAKEQ_OUTPUT", "back again")
+	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "back again") {
+		t.Fatalf("reply after the agent died %q", got)
+	}
+}
+
+// TestProxyFallsBackToText: an agent that does not speak ACP (q 1.19.7 has no acp subcommand)
+// leaves the sessions on the text path, with the reason logged.
+func TestProxyFallsBackToText(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_BAD", "exit")
+	t.Setenv("FAKEQ_OUTPUT", "from chat")
+	logs := &syncBuf{}
+	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendAuto; o.Logger = newLogger(logs) })
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "hi", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "from chat") {
+		t.Fatalf("reply %q", got)
+	}
+	if !strings.Contains(logs.String(), "the agent does not speak ACP") {
+		t.Fatalf("no reason logged:\n%s", logs.String())
+	}
+	rec, _ := h.store.Get(context.Background(), string(id))
+	if rec.Backend != "text" {
+		t.Fatalf("backend %q", rec.Backend)
+	}
+}
+
+// TestProxyCancelMidToolCall: session/cancel reaches the agent while a tool runs, the prompt
+// answers cancelled, and once the server is done no process of the turn is left.
+func TestProxyCancelMidToolCall(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKEQ_ACP_TOOLS", "shell:echo $$ > "+pidFile+"; exec sleep 60")
+	t.Setenv("FAKEQ_GRANDCHILD", filepath.Join(t.TempDir(), "grandchild"))
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() {
+		r, _ := h.prompt(id, acp.TextBlock("sleep"))
+		done <- r
+	}()
+	h.tc.waitFor(t, "the tool to start", func() bool { return len(lines(pidFile)) > 0 })
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r != acp.StopReasonCancelled {
+			t.Fatalf("stop reason %q", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prompt did not end after session/cancel")
+	}
+	pid, _ := strconv.Atoi(lines(pidFile)[0])
+	h.stop()
+	waitGone(t, pid)
+}
+
+// syncBuf collects log lines written from several goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestProxyContextFilesWithTheFirstPrompt: the context block goes in front of a session's first
+// prompt only (the agent keeps its own conversation after that).
+func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	h := startWith(t, "", func(o *Options) {
+		o.Backend = acpclient.BackendACP
+		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
+			return "--- CONTEXT FILES BEGIN ---\nrules of " + filepath.Base(cwd) + "\n--- CONTEXT FILES END ---\n" + prompt, nil, nil
+		}
+	})
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "first", acp.StopReasonEndTurn)
+	h.mustPrompt(id, "second", acp.StopReasonEndTurn)
+	got := h.tc.agentText(id)
+	if strings.Count(got, "CONTEXT FILES BEGIN") != 1 || !strings.Contains(got, "rules of "+filepath.Base(cwd)) ||
+		!strings.Contains(got, "first") || !strings.Contains(got, "second") {
+		t.Fatalf("the agent was given %q", got)
+	}
+	if i, j := strings.Index(got, "CONTEXT FILES BEGIN"), strings.Index(got, "first"); i > j {
+		t.Fatalf("the context block came after the prompt: %q", got)
+	}
+}

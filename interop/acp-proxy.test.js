@@ -1,0 +1,216 @@
+// qkit acp serve on the proxy path (agent.backend acp), driven by the official ACP client SDK
+// (@agentclientprotocol/sdk), in front of the stand-in ACP agent (fakeq's `q acp`, imitating
+// kiro-cli acp): the editor sees the agent's own tool calls, serves its files, approves tools
+// once, gets its stdio MCP servers used by the agent, and lists and reloads sessions.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+import { isolatedEnv, qkitBin } from './env.js';
+
+const m = acp.methods;
+
+// serve starts `qkit acp serve` on the proxy path in home, connects the SDK's client (with the
+// given capabilities and in-memory buffers for fs/read_text_file) and runs op(agent, editor).
+async function serve(extra, op, { home, fs } = {}) {
+  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'acp', ...extra });
+  if (home) {
+    iso.env.HOME = home;
+    iso.env.QKIT_HOME = join(home, '.qkit');
+  }
+  const proc = spawn(qkitBin, ['acp', 'serve'], { env: iso.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  const editor = {
+    updates: [],
+    asked: [],
+    reads: [],
+    buffers: fs ?? {},
+    answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }),
+    of(sessionId, kind) {
+      return this.updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
+    },
+    text(sessionId) {
+      return this.of(sessionId, 'agent_message_chunk').map((u) => u.content.text).join('');
+    },
+    toolText(sessionId, toolCallId) {
+      return this.of(sessionId, 'tool_call_update').filter((u) => u.toolCallId === toolCallId && u.content)
+        .flatMap((u) => u.content).filter((c) => c.type === 'content').map((c) => c.content.text).join('');
+    },
+    waitFor(cond) {
+      return new Promise((resolve, reject) => {
+        const deadline = Date.now() + 60_000;
+        const tick = () => {
+          if (cond()) return resolve();
+          if (Date.now() > deadline) return reject(new Error('timed out waiting'));
+          setTimeout(tick, 10);
+        };
+        tick();
+      });
+    },
+  };
+  const app = acp.client({ name: 'qkit-interop' })
+    .onNotification(m.client.session.update, ({ params }) => { editor.updates.push(params); })
+    .onRequest(m.client.session.requestPermission, (ctx) => {
+      editor.asked.push(ctx.params);
+      return editor.answer(ctx);
+    })
+    .onRequest(m.client.fs.readTextFile, ({ params }) => {
+      editor.reads.push(params);
+      if (!(params.path in editor.buffers)) throw acp.RequestError.resourceNotFound(params.path);
+      return { content: editor.buffers[params.path] };
+    });
+  const stream = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
+  try {
+    return await app.connectWith(stream, (agent) => op(agent, editor));
+  } catch (e) {
+    e.message += `\nqkit stderr:\n${stderr}`;
+    throw e;
+  } finally {
+    proc.kill();
+    await exited;
+    if (!home) iso.cleanup();
+  }
+}
+
+async function init(agent, clientCapabilities = {}) {
+  return agent.request(m.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return !/\) Z /.test(stat);
+}
+
+async function gone(pid) {
+  const deadline = Date.now() + 30_000;
+  while (alive(pid)) {
+    if (Date.now() > deadline) throw new Error(`process ${pid} outlived qkit`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('a tool call with its diff reaches the editor; approved once, the tool runs once', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    const ran = join(home, 'ran');
+    await serve({ FAKEQ_ACP_TOOLS: 'write:out.txt', FAKEQ_ACP_RAN: ran, FAKEQ_OUTPUT: 'file written' }, async (agent, editor) => {
+      await init(agent);
+      const { sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] });
+      const p = await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'write it' }] });
+      assert.equal(p.stopReason, 'end_turn');
+      const [call] = editor.of(id, 'tool_call');
+      assert.equal(call.kind, 'edit');
+      assert.deepEqual(call.content, [{ type: 'diff', path: join(cwd, 'out.txt'), newText: 'written by fakeq\n' }]);
+      assert.equal(editor.asked.length, 1);
+      assert.equal(editor.asked[0].sessionId, id);
+      assert.equal(editor.asked[0].toolCall.toolCallId, call.toolCallId);
+      assert.equal(readFileSync(ran, 'utf8'), 'write:out.txt\n', 'the tool ran once');
+      assert.match(editor.text(id), /file written/);
+      await editor.waitFor(() => editor.of(id, 'usage_update').length > 0);
+      const cmds = editor.of(id, 'available_commands_update').at(-1).availableCommands.map((c) => c.name);
+      assert.ok(cmds.includes('context show'), `commands: ${cmds}`);
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});
+
+test('fs/read_text_file is answered from the editor\'s buffer, not the disk', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    const notes = join(cwd, 'notes.txt');
+    writeFileSync(notes, 'on disk');
+    await serve({ FAKEQ_ACP_V3: '1', FAKEQ_ACP_TOOLS: 'read:notes.txt' }, async (agent, editor) => {
+      await init(agent, { fs: { readTextFile: true, writeTextFile: false } });
+      const { sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] });
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'read' }] });
+      const [call] = editor.of(id, 'tool_call');
+      assert.equal(editor.toolText(id, call.toolCallId), 'unsaved in the editor');
+      assert.deepEqual(editor.reads.map((r) => [r.sessionId, r.path]), [[id, notes]]);
+    }, { home, fs: { [notes]: 'unsaved in the editor' } });
+  } finally {
+    cleanup();
+  }
+});
+
+test('a stdio MCP server given in session/new is called by the agent through the bridge', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const pidFile = join(home, 'server.pid');
+    const server = new URL('./stdio-echo-server.js', import.meta.url).pathname;
+    await serve({ FAKEQ_ACP_TOOLS: 'mcp:notes/echo' }, async (agent, editor) => {
+      await init(agent);
+      const { sessionId: id } = await agent.request(m.agent.session.new, {
+        cwd: mkdtempSync(join(home, 'project-')),
+        mcpServers: [{ name: 'notes', command: process.execPath, args: [server], env: [{ name: 'ECHO_SERVER_PID', value: pidFile }] }],
+      });
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'use notes' }] });
+      const [call] = editor.of(id, 'tool_call');
+      assert.equal(editor.toolText(id, call.toolCallId), 'echo from the stdio server: from fakeq');
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      assert.ok(alive(pid));
+      await agent.request(m.agent.session.close, { sessionId: id });
+      await gone(pid);
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});
+
+test('list, load after a restart (the agent replays its session) and close', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    let id;
+    await serve({ FAKEQ_OUTPUT: 'first answer' }, async (agent) => {
+      await init(agent);
+      ({ sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] }));
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'remember apple' }] });
+    }, { home });
+    await serve({ FAKEQ_OUTPUT: 'second answer' }, async (agent, editor) => {
+      await init(agent);
+      const list = await agent.request(m.agent.session.list, { cwd });
+      assert.deepEqual(list.sessions.map((s) => [s.sessionId, s.title]), [[id, 'remember apple']]);
+      await agent.request(m.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
+      const replay = editor.updates.filter((u) => u.sessionId === id && u.update.sessionUpdate.endsWith('message_chunk'))
+        .map((u) => `${u.update.sessionUpdate}:${u.update.content.text}`);
+      assert.deepEqual(replay, ['user_message_chunk:remember apple', 'agent_message_chunk:first answer']);
+      const p = await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'which?' }] });
+      assert.equal(p.stopReason, 'end_turn');
+      assert.match(editor.text(id), /second answer/);
+      await agent.request(m.agent.session.close, { sessionId: id });
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});
+
+test('cancel mid-tool-call: the prompt answers cancelled and no process is left', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const pidFile = join(home, 'tool.pid');
+    await serve({ FAKEQ_ACP_TOOLS: `shell:echo $$ > ${pidFile}; exec sleep 60` }, async (agent, editor) => {
+      await init(agent);
+      const { sessionId: id } = await agent.request(m.agent.session.new, { cwd: mkdtempSync(join(home, 'project-')), mcpServers: [] });
+      const running = agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'sleep' }] });
+      await editor.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+      await agent.notify(m.agent.session.cancel, { sessionId: id });
+      assert.equal((await running).stopReason, 'cancelled');
+    }, { home });
+    await gone(Number(readFileSync(pidFile, 'utf8')));
+  } finally {
+    cleanup();
+  }
+});
