@@ -173,9 +173,13 @@ var kindNames = map[string][]string{
 }
 
 // Names are what a pattern can call a tool: its name (and @server/name for an MCP tool, and
-// @server), its ACP kind, and the agents' names for that kind.
+// @server), its ACP kind, the agents' names for that kind, and its title (an ACP agent often says
+// no more than "github/create_issue" or "Running: ls").
 func Names(t agent.ToolCall) []string {
 	var out []string
+	if t.Title != "" {
+		out = append(out, t.Title)
+	}
 	if t.Name != "" {
 		out = append(out, t.Name)
 	}
@@ -189,13 +193,17 @@ func Names(t agent.ToolCall) []string {
 	return out
 }
 
-// TrustName is the name to give --trust-tools for t: its own name, else its kind's usual name.
+// TrustName is the name to give --trust-tools for t: its own name, else its kind's usual name,
+// else its title.
 func TrustName(t agent.ToolCall) string {
 	if n := t.TrustName(); n != "" {
 		return n
 	}
 	if names := kindNames[t.Kind]; len(names) > 0 {
 		return names[0]
+	}
+	if t.Title != "" {
+		return t.Title
 	}
 	if t.Kind != "" {
 		return t.Kind
