@@ -149,7 +149,7 @@ func questionsTool() Tool {
 		Name: questionsName,
 		Help: questionsHelp,
 		Add: func(s *mcp.Server, d *Deps) {
-			h := &questionsHandler{d: d}
+			h := &questionsHandler{d: d, rt: newRoundTrip()}
 			s.AddTool(&mcp.Tool{
 				Name:         questionsName,
 				Title:        "Ask User Questions",
@@ -168,6 +168,7 @@ func questionsTool() Tool {
 type questionsHandler struct {
 	d     *Deps
 	mu    sync.Mutex
+	rt    *roundTrip
 	store questions.Store
 }
 
@@ -196,13 +197,58 @@ func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return ErrorResult(err.Error()), nil
 	}
+	mode, err := questionsVia(h.d.App.Config.String("questions.via"), req)
+	if err != nil {
+		return ErrorResult(err.Error()), nil
+	}
 	st, err := h.open()
 	if err != nil {
 		return ErrorResult(err.Error()), nil
 	}
+	opts := h.askOptions(ctx, req, len(set.Questions), mode != elicitNone)
+	if mode == elicitRoundTrip {
+		id, form, resumed := h.rt.resumed(req)
+		if !resumed {
+			return h.askInForm(st, set, opts, "")
+		}
+		problem, err := h.settleResumed(st, set, id, form, opts)
+		if err != nil {
+			return ErrorResult(questionsError(err)), nil
+		}
+		if problem != "" {
+			opts.Resume = id
+			return h.askInForm(st, set, opts, problem)
+		}
+		opts.Resume = id
+	}
+	var form *formAsker
+	if mode == elicitDirect {
+		created := opts.Created
+		opts.Created = func(s *questions.Session) {
+			created(s)
+			if s.Status.Status.Open() {
+				form = startForm(ctx, h.d, req, st, s)
+			}
+		}
+	}
+	res, _, err := st.Ask(ctx, set, opts)
+	form.stop() // withdraws the client's form when another answer won
+	if err != nil {
+		return ErrorResult(questionsError(err)), nil
+	}
+	return questionsResult(res), nil
+}
+
+func questionsResult(res *questions.Result) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, StructuredContent: res}
+}
+
+// askOptions are the settings of one call: a detachable set, the keep-alive, the timeouts.
+func (h *questionsHandler) askOptions(ctx context.Context, req *mcp.CallToolRequest, count int, inForm bool) questions.AskOptions {
 	cfg := h.d.App.Config
-	keep := newKeepAlive(ctx, req, h.d, len(set.Questions))
-	res, _, err := st.Ask(ctx, set, questions.AskOptions{
+	keep := newKeepAlive(ctx, req, h.d, count)
+	keep.inForm = inForm
+	return questions.AskOptions{
 		Source:        "mcp",
 		Timeout:       cfg.Duration("questions.timeout"),
 		Retention:     cfg.Duration("questions.retention"),
@@ -212,11 +258,46 @@ func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (
 		Created:       keep.created,
 		Progress:      keep.progress,
 		ProgressEvery: cfg.Duration("questions.progress_interval"),
-	})
+	}
+}
+
+// askInForm is the first leg of a multi-round-trip call: the set is stored (or taken over) and left
+// detached, so every other way can answer it while the client shows its form; the call returns the
+// form. An outcome collected from a detached set is returned at once.
+func (h *questionsHandler) askInForm(st questions.Store, set *questions.QuestionSet, opts questions.AskOptions, problem string) (*mcp.CallToolResult, error) {
+	sess, err := questions.Prepare(st, set, opts)
 	if err != nil {
 		return ErrorResult(questionsError(err)), nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, StructuredContent: res}, nil
+	if !sess.Status.Status.Open() {
+		return h.collected(sess)
+	}
+	if _, err := st.Detach(sess.ID, "waiting for the answer in the client's form"); err != nil {
+		return ErrorResult(questionsError(err)), nil
+	}
+	return h.rt.inputRequest(sess, problem), nil
+}
+
+// settleResumed stores the answer the client's form brought back. problem is non-empty when the
+// answer does not fit the set and the form must be shown again.
+func (h *questionsHandler) settleResumed(st questions.Store, set *questions.QuestionSet, id string, form *mcp.ElicitResult, opts questions.AskOptions) (problem string, err error) {
+	cur, err := st.Get(id)
+	if err != nil {
+		return "", err
+	}
+	if !cur.Status.Status.Open() {
+		return "", nil // another answer won while the form was shown; Ask collects it
+	}
+	return settleForm(st, id, set, form)
+}
+
+// collected returns an outcome a repeated call collected without waiting.
+func (h *questionsHandler) collected(sess *questions.Session) (*mcp.CallToolResult, error) {
+	switch sess.Status.Status {
+	case questions.Completed, questions.Rejected:
+		return questionsResult(questions.ResultOf(sess)), nil
+	}
+	return ErrorResult(questionsError(&questions.EndedError{ID: sess.ID, Status: sess.Status.Status, Reason: sess.Status.Reason})), nil
 }
 
 // keepAlive sends the call's progress notifications, when the client gave a progress token: the
@@ -230,6 +311,8 @@ type keepAlive struct {
 	count int
 	n     int
 	how   string
+	// inForm: the set is also put to the person in the client's own form.
+	inForm bool
 }
 
 func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count int) *keepAlive {
@@ -242,6 +325,9 @@ func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count 
 
 func (k *keepAlive) created(s *questions.Session) {
 	k.how = "qkit questions wait"
+	if k.inForm {
+		k.how = "the form in your client, " + k.how
+	}
 	if r, ok := questionsweb.FindRunning(k.d.App.Config.Paths.State); ok {
 		k.how += " or on the web page at " + r.URL
 	}

@@ -2,6 +2,7 @@ package questions
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,7 +30,10 @@ type AskOptions struct {
 	// and a repeated call with the same questions takes over such a set, or collects its outcome,
 	// instead of asking anew.
 	Detachable bool
-	Logger     *slog.Logger
+	// Resume waits on this existing set (taken over with Attach) instead of asking: the call that
+	// comes back from the client's form with the set in its request state.
+	Resume string
+	Logger *slog.Logger
 }
 
 // Ask is the whole ask_user_questions flow, shared by the MCP tool and `qkit questions ask`: start a
@@ -51,15 +55,10 @@ func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts As
 		bg.cleanup(s, opts.Retention, log)
 	}
 
-	sess := takeOver(s, set, opts, log)
-	if sess == nil {
-		var err error
-		sess, err = s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout, Detachable: opts.Detachable})
-		if err != nil {
-			log.Warn("Session failed", "error", err)
-			return nil, nil, err
-		}
-		log.Info("question set pending", "sessionId", sess.ID, "callId", sess.Status.CallID, "questions", len(set.Questions))
+	sess, err := prepare(s, set, opts, log)
+	if err != nil {
+		log.Warn("Session failed", "error", err)
+		return nil, nil, err
 	}
 	if opts.Created != nil {
 		opts.Created(sess)
@@ -80,6 +79,40 @@ func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts As
 		log.Info("Session completed successfully", "sessionId", sess.ID, "callId", res.CallID)
 	}
 	return res, done, nil
+}
+
+// Prepare is the first half of Ask, for a caller that puts the set to the person some other way
+// before it waits (the MCP tool's multi-round-trip form): it resumes opts.Resume, takes over a
+// detached set with the same questions, or creates a new one. A set it returns may already be
+// answered or rejected (an outcome collected from a detached set).
+func Prepare(s Store, set *QuestionSet, opts AskOptions) (*Session, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return prepare(s, set, opts, log)
+}
+
+func prepare(s Store, set *QuestionSet, opts AskOptions, log *slog.Logger) (*Session, error) {
+	if opts.Resume != "" {
+		cur, err := s.Get(opts.Resume)
+		if err != nil {
+			return nil, err
+		}
+		if !SameQuestions(cur.Set().Questions, set.Questions) {
+			return nil, fmt.Errorf("question set %s asks other questions than this call", opts.Resume)
+		}
+		return s.Attach(opts.Resume, opts.Timeout)
+	}
+	if sess := takeOver(s, set, opts, log); sess != nil {
+		return sess, nil
+	}
+	sess, err := s.Create(set, CreateOptions{Source: opts.Source, CallID: opts.CallID, Timeout: opts.Timeout, Detachable: opts.Detachable})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("question set pending", "sessionId", sess.ID, "callId", sess.Status.CallID, "questions", len(set.Questions))
+	return sess, nil
 }
 
 // takeOver finds a detached set with the same questions and hands it to this call (see Attach), or
