@@ -26,6 +26,7 @@ package fakeq
 //	                       as q 1.19.7 does for an unknown subcommand), silent (never answers),
 //	                       die (exits 1 mid-turn), malformed (broken JSON mid-turn), hang (the
 //	                       prompt never ends, session/cancel is ignored)
+//	FAKEQ_FLAVOUR=q        as FAKEQ_ACP_BAD=exit: no released q has `acp`
 //	FAKEQ_LOGGED_OUT=1     initialize lists the kiro-login auth method; session/new fails -32000
 //	FAKEQ_GRANDCHILD=file  as for chat: a grandchild that sleeps a minute, its PID in file
 //
@@ -55,7 +56,11 @@ import (
 
 // acpMain runs the fake as an ACP agent; args follow "acp".
 func acpMain(args []string) int {
-	switch os.Getenv("FAKEQ_ACP_BAD") {
+	bad := os.Getenv("FAKEQ_ACP_BAD")
+	if Flavour() == "q" {
+		bad = "exit" // q 1.19.7 has no acp subcommand
+	}
+	switch bad {
 	case "exit":
 		fmt.Fprintf(os.Stderr, "error: unrecognized subcommand 'acp'\n")
 		return 2

@@ -1,0 +1,143 @@
+package acpclient
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+func TestWithin(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(root, "out")))
+	must(t, os.Symlink(filepath.Join(root, "sub"), filepath.Join(root, "in")))
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{root, true},
+		{filepath.Join(root, "a.txt"), true},
+		{filepath.Join(root, "sub", "new", "deep.txt"), true},
+		{filepath.Join(root, "in", "x"), true},
+		{filepath.Join(root, "..", filepath.Base(outside), "x"), false},
+		{filepath.Join(root, "out", "x"), false},
+		{filepath.Join(root, "out"), false},
+		{outside, false},
+		{"relative.txt", false},
+		{"/", false},
+	} {
+		if _, ok := Within(root, c.path); ok != c.ok {
+			t.Errorf("%s: %v, want %v", c.path, ok, c.ok)
+		}
+	}
+}
+
+func FuzzWithin(f *testing.F) {
+	root := f.TempDir()
+	f.Add("/etc/passwd")
+	f.Add(root + "/../x")
+	f.Add(root + "/a/./b/../../..")
+	f.Fuzz(func(t *testing.T, p string) {
+		clean, ok := Within(root, p)
+		if ok {
+			rel, err := filepath.Rel(root, clean)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				t.Fatalf("%q (%q) taken as inside %s", p, clean, root)
+			}
+		}
+	})
+}
+
+func TestDirFiles(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("one\ntwo\nthree\n"), 0o640))
+	var refused []string
+	d := &DirFiles{Root: root, OnRefused: func(e *OutsideError) { refused = append(refused, e.Op+" "+e.Path) }}
+	ctx := t.Context()
+	r, err := d.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: filepath.Join(root, "f.txt")})
+	if err != nil || r.Content != "one\ntwo\nthree\n" {
+		t.Fatalf("%q %v", r.Content, err)
+	}
+	line, limit := 2, 1
+	r, err = d.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: filepath.Join(root, "f.txt"), Line: &line, Limit: &limit})
+	if err != nil || r.Content != "two\n" {
+		t.Errorf("line 2: %q %v", r.Content, err)
+	}
+	if _, err := d.WriteTextFile(ctx, acp.WriteTextFileRequest{Path: filepath.Join(root, "f.txt"), Content: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(root, "f.txt"))
+	if data, _ := os.ReadFile(filepath.Join(root, "f.txt")); string(data) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("%q %v", data, fi.Mode())
+	}
+	_, err = d.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: "/etc/hostname"})
+	var re *acp.RequestError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "outside the working directory") {
+		t.Errorf("outside read: %v", err)
+	}
+	_, err = d.WriteTextFile(ctx, acp.WriteTextFileRequest{Path: filepath.Join(root, "..", "x.txt"), Content: "x"})
+	if err == nil {
+		t.Error("outside write accepted")
+	}
+	if len(refused) != 2 || !strings.HasPrefix(refused[0], "read /etc/hostname") {
+		t.Errorf("refused %q", refused)
+	}
+	_, err = d.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: filepath.Join(root, "missing.txt")})
+	if !errors.As(err, &re) || re.Code != -32002 {
+		t.Errorf("missing: %v", err)
+	}
+}
+
+func TestDirTerminals(t *testing.T) {
+	root := t.TempDir()
+	d := &DirTerminals{Root: root}
+	defer d.Close()
+	ctx := t.Context()
+	limit := 8
+	c, err := d.CreateTerminal(ctx, acp.CreateTerminalRequest{Command: "sh", Args: []string{"-c", "pwd; echo 0123456789; exit 3"}, OutputByteLimit: &limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.WaitForTerminalExit(ctx, acp.WaitForTerminalExitRequest{TerminalId: c.TerminalId})
+	if err != nil || w.ExitCode == nil || *w.ExitCode != 3 {
+		t.Fatalf("%+v %v", w, err)
+	}
+	o, err := d.TerminalOutput(ctx, acp.TerminalOutputRequest{TerminalId: c.TerminalId})
+	if err != nil || o.Output != "3456789\n" || !o.Truncated || o.ExitStatus == nil {
+		t.Errorf("%+v %v", o, err)
+	}
+	if _, err := d.ReleaseTerminal(ctx, acp.ReleaseTerminalRequest{TerminalId: c.TerminalId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.TerminalOutput(ctx, acp.TerminalOutputRequest{TerminalId: c.TerminalId}); err == nil {
+		t.Error("a released terminal still answers")
+	}
+	// A running command is killed (with its group), its output kept.
+	c, err = d.CreateTerminal(ctx, acp.CreateTerminalRequest{Command: "sh", Args: []string{"-c", "echo started; sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.KillTerminal(ctx, acp.KillTerminalRequest{TerminalId: c.TerminalId}); err != nil {
+		t.Fatal(err)
+	}
+	w, err = d.WaitForTerminalExit(ctx, acp.WaitForTerminalExitRequest{TerminalId: c.TerminalId})
+	if err != nil || w.Signal == nil {
+		t.Errorf("killed: %+v %v", w, err)
+	}
+	outside := "/"
+	if _, err := d.CreateTerminal(ctx, acp.CreateTerminalRequest{Command: "true", Cwd: &outside}); err == nil {
+		t.Error("a terminal outside the working directory was started")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,145 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/agent"
+)
+
+var kiroOptions = []agent.PermissionOption{
+	{ID: "allow_once", Name: "Yes", Kind: "allow_once"},
+	{ID: "allow_always", Name: "Always", Kind: "allow_always"},
+	{ID: "reject_once", Name: "No", Kind: "reject_once"},
+}
+
+func request(tool agent.ToolCall) acpclient.PermissionRequest {
+	return acpclient.PermissionRequest{SessionID: "s", Tool: tool, Options: kiroOptions}
+}
+
+var shell = agent.ToolCall{ID: "t1", Title: "Running: ls", Kind: "execute"}
+
+// asker answers from a script and counts the questions.
+type asker struct {
+	answers []string
+	asked   int
+}
+
+func (a *asker) AskPermission(context.Context, acpclient.PermissionRequest) (string, error) {
+	a.asked++
+	if len(a.answers) == 0 {
+		return "", errors.New("nobody home")
+	}
+	ans := a.answers[0]
+	a.answers = a.answers[1:]
+	return ans, nil
+}
+
+func TestDecide(t *testing.T) {
+	ctx := t.Context()
+	for _, c := range []struct {
+		name   string
+		p      *Policy
+		tool   agent.ToolCall
+		option string
+		by     string
+		err    string
+	}{
+		{"yolo", &Policy{TrustAll: true}, shell, "allow_always", "policy", ""},
+		{"trust by kind name", &Policy{Trust: []string{"shell"}}, shell, "allow_always", "policy", ""},
+		{"trust by kind", &Policy{Trust: []string{"EXECUTE"}}, shell, "allow_always", "policy", ""},
+		{"trust by glob of the title", &Policy{Trust: []string{"running: *"}}, shell, "allow_always", "policy", ""},
+		{"deny wins over yolo", &Policy{TrustAll: true, Deny: []string{"shell"}}, shell, "reject_once", "policy", ""},
+		{"deny wins over trust", &Policy{Trust: []string{"shell"}, Deny: []string{"execute_bash"}}, shell, "reject_once", "policy", ""},
+		{"mcp by server", &Policy{Trust: []string{"@github"}}, agent.ToolCall{ID: "t", Name: "create_issue", Server: "github"}, "allow_always", "policy", ""},
+		{"mcp bare name is not @server/name", &Policy{Trust: []string{"@github/other"}, OnPermission: Deny}, agent.ToolCall{ID: "t", Name: "create_issue", Server: "github"}, "reject_once", "policy", ""},
+		{"on-permission deny", &Policy{OnPermission: Deny}, shell, "reject_once", "policy", ""},
+		{"on-permission fail", &Policy{OnPermission: Fail}, shell, "", "", "Trust it with --trust-tools=shell (or --yolo)"},
+		{"zero policy fails", &Policy{}, agent.ToolCall{ID: "t", Title: "github/create_issue", Kind: "other"}, "", "", "--trust-tools=github/create_issue"},
+		{"ask once", &Policy{OnPermission: Ask, Asker: &asker{answers: []string{AllowOnce}}}, shell, "allow_once", "person", ""},
+		{"ask reject", &Policy{OnPermission: Ask, Asker: &asker{answers: []string{Reject}}}, shell, "reject_once", "person", ""},
+		{"ask error", &Policy{OnPermission: Ask, Asker: &asker{}}, shell, "", "", "nobody home"},
+		{"ask without an asker", &Policy{OnPermission: Ask}, shell, "", "", "nobody to ask"},
+	} {
+		d, err := c.p.Decide(ctx, request(c.tool))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || d.OptionID != c.option || d.By != c.by {
+			t.Errorf("%s: %+v %v, want %s by %s", c.name, d, err, c.option, c.by)
+		}
+	}
+}
+
+func TestAllowAlwaysForTheRun(t *testing.T) {
+	a := &asker{answers: []string{AllowAlways}}
+	p := &Policy{OnPermission: Ask, Asker: a}
+	for range 3 {
+		d, err := p.Decide(t.Context(), request(shell))
+		if err != nil || d.OptionID != "allow_always" {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	if a.asked != 1 {
+		t.Errorf("asked %d times", a.asked)
+	}
+	// Another tool is asked about.
+	if _, err := p.Decide(t.Context(), request(agent.ToolCall{ID: "w", Title: "Writing x", Kind: "edit"})); err == nil {
+		t.Error("an edit was allowed by the shell's allow-always")
+	}
+}
+
+func TestOptionsTheAgentOffers(t *testing.T) {
+	// Only allow_once offered: trust uses it. No reject option: a denial cancels.
+	req := acpclient.PermissionRequest{Tool: shell, Options: []agent.PermissionOption{{ID: "ok", Kind: "allow_once"}}}
+	if d, err := (&Policy{TrustAll: true}).Decide(t.Context(), req); err != nil || d.OptionID != "ok" {
+		t.Errorf("%+v %v", d, err)
+	}
+	p := &Policy{OnPermission: Deny}
+	if d, err := p.Decide(t.Context(), req); err != nil || !d.Cancelled {
+		t.Errorf("%+v %v", d, err)
+	}
+	if got := p.Denied(); len(got) != 1 || got[0] != `"Running: ls" (execute)` {
+		t.Errorf("denied %q", got)
+	}
+	req.Options = []agent.PermissionOption{{ID: "no", Kind: "reject_once"}}
+	if _, err := (&Policy{TrustAll: true}).Decide(t.Context(), req); err == nil || !strings.Contains(err.Error(), "offered no way to allow") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestQuestion(t *testing.T) {
+	old := "a"
+	tool := agent.ToolCall{ID: "t", Title: "Writing x.go", Kind: "edit", Locations: []agent.Location{{Path: "/w/x.go"}},
+		Diffs: []agent.Diff{{Path: "/w/x.go", OldText: &old, NewText: "package x\n"}}, Input: []byte(`{"path":"x.go"}`)}
+	q := Question(request(tool)).Questions[0]
+	for _, want := range []string{`The agent asks to run "Writing x.go" (edit).`, "File: /w/x.go", "Changes /w/x.go (10 bytes of new text)", `Input: {"path":"x.go"}`} {
+		if !strings.Contains(q.Question, want) {
+			t.Errorf("question %q lacks %q", q.Question, want)
+		}
+	}
+	if q.Header != "Permission" || len(q.Options) != 3 {
+		t.Errorf("%+v", q)
+	}
+	for _, c := range []struct {
+		sel   []string
+		other string
+		want  string
+	}{
+		{[]string{LabelAllowOnce}, "", AllowOnce},
+		{[]string{LabelAllowAlways}, "", AllowAlways},
+		{[]string{LabelReject}, "", Reject},
+		{nil, "yes please", AllowOnce},
+		{nil, "no way", Reject},
+	} {
+		if got := answerOf(c.sel, c.other); got != c.want {
+			t.Errorf("%v %q: %s", c.sel, c.other, got)
+		}
+	}
+}
