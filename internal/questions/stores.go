@@ -60,6 +60,9 @@ type Store interface {
 	Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error)
 	WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error)
 	Cleanup(retention time.Duration) (int, error)
+	// Changes wakes its channel (coalesced) whenever a set is created, changes or goes, until ctx
+	// ends, without polling where the store has events (see changes.go); for live pages.
+	Changes(ctx context.Context) (<-chan struct{}, error)
 	Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error)
 	// Location says where the sets live, for messages: a folder, or a server and bucket.
 	Location() string

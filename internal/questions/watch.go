@@ -81,7 +81,12 @@ func (h *hub) notifyAll() {
 // subscribe wakes the returned sub on every change inside dir. watching is false when no events can
 // be had for dir; the caller then relies on polling.
 func (h *hub) subscribe(dir string) (s *sub, watching bool) {
-	s = &sub{dir: dir, c: make(chan struct{}, 1)}
+	return h.subscribeTo(dir, make(chan struct{}, 1))
+}
+
+// subscribeTo is subscribe waking c, which several subscriptions may share.
+func (h *hub) subscribeTo(dir string, c chan struct{}) (s *sub, watching bool) {
+	s = &sub{dir: dir, c: c}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	m := h.subs[dir]
@@ -145,6 +150,19 @@ func (s *FileStore) watch(dir string) (*sub, time.Duration) {
 		}
 	}
 	return sb, poll
+}
+
+// watchInto is watch waking c (see FileStore.Changes).
+func (s *FileStore) watchInto(dir string, c chan struct{}) *sub {
+	s.mu.Lock()
+	if s.hub == nil {
+		s.hub = newHub()
+	}
+	h := s.hub
+	s.users++
+	s.mu.Unlock()
+	sb, _ := h.subscribeTo(dir, c)
+	return sb
 }
 
 func (s *FileStore) unwatch(sb *sub) {
