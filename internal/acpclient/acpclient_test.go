@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -532,6 +533,54 @@ func TestEventsMatchSchema(t *testing.T) {
 		agent.EventPlan, agent.EventPermissionRequested, agent.EventPermissionDecided, agent.EventUsage} {
 		if !seen[typ] {
 			t.Errorf("no %s event: the test covers less than it says", typ)
+		}
+	}
+}
+
+// TestTypeScriptStandIn runs the client against interop/stand-in-agent.js (the official TypeScript
+// SDK's agent side) and checks every event against the stream-json schema. It needs node and
+// interop's node_modules (make interop installs them), and is skipped without them.
+func TestTypeScriptStandIn(t *testing.T) {
+	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("interop/node_modules is missing (make interop)")
+	}
+	o := fake(t, "TS_AGENT_TOOLS=echo one,echo two", "TS_AGENT_READ=notes.txt", "TS_AGENT_WRITE=../outside.txt")
+	o.Limits.Command = script
+	must(t, os.WriteFile(filepath.Join(o.Request.Dir, "notes.txt"), []byte("notes\n"), 0o600))
+	var refused []string
+	o.Files = &DirFiles{Root: o.Request.Dir, OnRefused: func(e *OutsideError) { refused = append(refused, e.Op) }}
+	o.Terminals = &DirTerminals{Root: o.Request.Dir}
+	asked := 0
+	o.Permission = func(_ context.Context, r PermissionRequest) (Decision, error) {
+		asked++
+		if asked == 2 {
+			return Decision{OptionID: "no", By: "person"}, nil
+		}
+		return Decision{OptionID: "yes", By: "person"}, nil
+	}
+	var ev events
+	o.OnEvent = ev.add
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "end_turn" || res.SessionID != "ts-1" || res.Agent != "ts-stand-in 1.0.0" || !strings.HasPrefix(res.Output, "chunk 1 of hello\n") {
+		t.Errorf("result %+v", res)
+	}
+	if len(res.Tools) != 4 || res.Tools[0].Output != "one\n" || !res.Tools[1].Denied || res.Tools[2].Output != "notes\n" || res.Tools[3].Status != "failed" {
+		t.Errorf("tools %+v", res.Tools)
+	}
+	if !slices.Equal(refused, []string{"write"}) {
+		t.Errorf("refused %q", refused)
+	}
+	for _, e := range ev.all {
+		line, _ := json.Marshal(e)
+		if err := streamjsontest.Validate(line); err != nil {
+			t.Error(err)
 		}
 	}
 }
