@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -71,41 +72,10 @@ func proxySuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 
-	// 50 sessions streaming 1 MB each, at once, through one agent process.
-	if s, err = startACP(b, home, "QKIT_AGENT_BACKEND=acp", "FAKEQ_BYTES=1000000"); err != nil {
-		return nil, err
-	}
-	ids := make([]acp.SessionId, 50)
-	for i := range ids {
-		if ids[i], err = s.newSession(ctx, cwd); err != nil {
-			return nil, err
-		}
-	}
-	s.c.reset()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(ids))
-	for _, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stop, err := s.prompt(ctx, id, "stream a megabyte")
-			if err == nil && stop != acp.StopReasonEndTurn {
-				err = fmt.Errorf("session %s: stopReason %s", id, stop)
-			}
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if got := s.c.bytes(); got != 50*1000000 {
-		return nil, fmt.Errorf("50 proxied sessions: client received %d bytes, want %d", got, 50*1000000)
-	}
-	rss, err := s.close()
+	// 50 sessions streaming 1 MB each, at once, through one agent process. The agent sends each
+	// 84-byte line as its own chunk (600,000 notifications): the Go SDK's client hangs up once 1024
+	// wait in its queue, so a client that reads the lines itself counts them.
+	rss, err := proxyStream(b, home, cwd, 50, 1000000)
 	if err != nil {
 		return nil, err
 	}
@@ -181,4 +151,122 @@ func startAgentDirect(b *bench, home string, extra ...string) (*acpServer, error
 		return nil, fmt.Errorf("initialize: %v: %s", err, errb.String())
 	}
 	return s, nil
+}
+
+// proxyStream runs sessions prompts at once on a proxied `acp serve`, each streaming size bytes,
+// reading the NDJSON lines itself; it checks every byte arrived and returns qkit's peak RSS.
+func proxyStream(b *bench, home, cwd string, sessions, size int) (int64, error) {
+	cmd, in, out, errb, err := b.startServe(home, []string{"QKIT_ACP_ENABLED=true", "QKIT_AGENT_BACKEND=acp", "FAKEQ_BYTES=" + strconv.Itoa(size)}, "acp")
+	if err != nil {
+		return 0, err
+	}
+	lines := bufio.NewScanner(out)
+	lines.Buffer(make([]byte, 1<<20), 16<<20)
+	send := func(id int, method string, params any) error {
+		p, _ := json.Marshal(params)
+		_, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, p)
+		return err
+	}
+	type msg struct {
+		ID     *int            `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+		Params struct {
+			Update struct {
+				Kind    string `json:"sessionUpdate"`
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	received := 0
+	// until reads lines until the response to id, counting the reply bytes on the way.
+	responses := map[int]json.RawMessage{}
+	until := func(id int) (json.RawMessage, error) {
+		for {
+			if r, ok := responses[id]; ok {
+				return r, nil
+			}
+			if !lines.Scan() {
+				return nil, fmt.Errorf("qkit ended before answering request %d: %s", id, errb.String())
+			}
+			var m msg
+			if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+				return nil, fmt.Errorf("qkit wrote %q: %v", lines.Bytes(), err)
+			}
+			switch {
+			case m.Method == "session/update" && m.Params.Update.Kind == "agent_message_chunk":
+				received += len(m.Params.Update.Content.Text)
+			case m.ID != nil && m.Method == "":
+				if m.Error != nil {
+					return nil, fmt.Errorf("request %d: %s", *m.ID, m.Error)
+				}
+				responses[*m.ID] = m.Result
+			}
+		}
+	}
+	if err := send(1, "initialize", map[string]any{"protocolVersion": 1}); err != nil {
+		return 0, err
+	}
+	if _, err := until(1); err != nil {
+		return 0, err
+	}
+	ids := make([]string, sessions)
+	for i := range ids {
+		if err := send(100+i, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}); err != nil {
+			return 0, err
+		}
+		r, err := until(100 + i)
+		if err != nil {
+			return 0, err
+		}
+		var res struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(r, &res)
+		ids[i] = res.SessionID
+	}
+	received = 0
+	for i, id := range ids {
+		if err := send(1000+i, "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "stream"}}}); err != nil {
+			return 0, err
+		}
+	}
+	for i := range ids {
+		if _, err := until(1000 + i); err != nil {
+			return 0, err
+		}
+	}
+	if received != sessions*size {
+		return 0, fmt.Errorf("%d proxied sessions: the client received %d bytes, want %d", sessions, received, sessions*size)
+	}
+	// qkit's own peak, read before it exits: the rusage of a waited-for process also counts its
+	// waited-for children (here the agent, which keeps every reply it sent).
+	hwm, err := vmHWM(cmd.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	s := &acpServer{cmd: cmd, errb: errb}
+	_ = in.Close()
+	if _, err := s.close(); err != nil {
+		return 0, err
+	}
+	return hwm, nil
+}
+
+// vmHWM is the peak resident set of process pid alone (Linux's VmHWM), in bytes.
+func vmHWM(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }

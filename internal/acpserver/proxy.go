@@ -66,11 +66,18 @@ type proxySession struct {
 	cmds    []acp.AvailableCommand // the agent's latest commands
 	models  *acp.SessionModelState
 	inTurn  bool
-	text    strings.Builder // the running turn's reply, for the transcript
+	text    strings.Builder // the running turn's reply, for the transcript (its first transcriptKeep bytes)
+	cut     bool            // the reply was longer than transcriptKeep
 	// history: the agent lost the session and a new one took its place; the next prompt carries
 	// qkit's transcript.
 	history bool
 }
+
+// transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
+// conversation itself; qkit's copy serves the session's title, a replay when the agent lost its
+// session, and the history sent to a new one (which is budgeted far below this anyway), so fifty
+// sessions streaming at once do not hold fifty whole replies.
+const transcriptKeep = 256 << 10
 
 func newProxy(a *adapter) *proxy {
 	return &proxy{a: a, bridge: mcpbridge.New(a.opts.Logger), byAgent: map[string]*proxySession{},
@@ -342,7 +349,11 @@ func (p *proxy) event(agentID string, ev agent.Event) {
 	case agent.EventMessage:
 		s.mu.Lock()
 		if s.inTurn {
-			s.text.WriteString(ev.Text)
+			if room := transcriptKeep - s.text.Len(); room >= len(ev.Text) {
+				s.text.WriteString(ev.Text)
+			} else {
+				s.cut = true
+			}
 		}
 		s.mu.Unlock()
 	case agent.EventUsage:
@@ -660,13 +671,17 @@ func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *re
 		blocks = append([]acp.ContentBlock{acp.TextBlock(strings.Join(front, "\n"))}, blocks...)
 	}
 	s.mu.Lock()
-	s.inTurn = true
+	s.inTurn, s.cut = true, false
 	s.text.Reset()
 	s.mu.Unlock()
 	stop, err := c.Prompt(ctx, agentID, blocks)
 	s.mu.Lock()
 	s.inTurn = false
-	out.record(s.text.String())
+	kept := s.text.String()
+	if s.cut {
+		kept += "\n[… the rest of this reply is in the agent's own session]\n"
+	}
+	out.record(kept)
 	s.text.Reset()
 	s.mu.Unlock()
 	switch {

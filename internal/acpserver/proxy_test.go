@@ -133,7 +133,9 @@ func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
 	}
 	// kiro's usage, as the protocol's usage_update.
 	h.tc.waitFor(t, "a usage_update", func() bool {
-		return h.tc.count(id, func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 13 && u.UsageUpdate.Size == 100 }) > 0
+		return h.tc.count(id, func(u acp.SessionUpdate) bool {
+			return u.UsageUpdate != nil && u.UsageUpdate.Used == 13 && u.UsageUpdate.Size == 100
+		}) > 0
 	})
 	// The model option is the agent's list.
 	var models []string
