@@ -72,6 +72,7 @@ func suites() []suite {
 		{"agent", agentSuite},
 		{"mcp", mcpSuite},
 		{"questions", questionsSuite},
+		{"questions-nats", questionsNATSSuite},
 		{"acp", acpSuite},
 		{"proxy", proxySuite},
 	}

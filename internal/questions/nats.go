@@ -81,6 +81,9 @@ type NATSStore struct {
 	mu    sync.Mutex
 	hub   *natsHub // started by the first wait, stopped when the last one ends
 	users int
+
+	lmu             sync.Mutex
+	running, queued *listing // the pass over the bucket under way, and the next one callers joined
 }
 
 // record is the value stored under a set's key.
@@ -380,8 +383,58 @@ func (s *NATSStore) Get(id string) (*Session, error) {
 	return s.reconcile(sess)
 }
 
-// all reads the latest record of every set in one pass over the bucket.
+// listing is one pass over the bucket that several callers share.
+type listing struct {
+	done chan struct{}
+	sets []*Session
+	err  error
+}
+
+// all reads the latest record of every set. Concurrent callers share passes over the bucket: a caller
+// joins the next pass to start (never one already running, which might miss what it just wrote), so
+// a thousand calls asking at once cost a few passes, not a thousand.
 func (s *NATSStore) all() ([]*Session, error) {
+	s.lmu.Lock()
+	l := s.queued
+	if l == nil {
+		l = &listing{done: make(chan struct{})}
+		if s.running == nil {
+			s.running = l
+			s.lmu.Unlock()
+			s.runListing(l)
+		} else {
+			s.queued = l
+			s.lmu.Unlock()
+		}
+	} else {
+		s.lmu.Unlock()
+	}
+	<-l.done
+	if l.err != nil {
+		return nil, l.err
+	}
+	out := make([]*Session, len(l.sets))
+	for i, sess := range l.sets {
+		c := *sess // each caller gets its own sessions to settle
+		out[i] = &c
+	}
+	return out, nil
+}
+
+// runListing runs l, then the pass queued meanwhile, if any.
+func (s *NATSStore) runListing(l *listing) {
+	for l != nil {
+		l.sets, l.err = s.pass()
+		s.lmu.Lock()
+		close(l.done)
+		l, s.queued = s.queued, nil
+		s.running = l
+		s.lmu.Unlock()
+	}
+}
+
+// pass reads the latest record of every set in one watch over the bucket.
+func (s *NATSStore) pass() ([]*Session, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())

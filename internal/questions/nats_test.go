@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +223,35 @@ func TestNATSWaitKeepsItsSetAlive(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// Concurrent lists share passes over the bucket, yet each sees every set created before it was called.
+func TestNATSConcurrentListsSeeWhatCameBefore(t *testing.T) {
+	srv := startNATS(t)
+	s := openNATS(t, srv, "lists", Options{})
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Go(func() {
+			mine := createIn(t, s)
+			all, err := s.List()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, x := range all {
+				if x.ID == mine.ID {
+					x.Status.Reason = "changed by one caller" // must not leak into another caller's copy
+					return
+				}
+			}
+			t.Errorf("a list called after creating %s does not show it", mine.ID)
+		})
+	}
+	wg.Wait()
+	all, _ := s.List()
+	for _, x := range all {
+		if x.Status.Reason != "" {
+			t.Fatal("callers share sessions")
+		}
+	}
 }

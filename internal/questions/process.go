@@ -27,21 +27,24 @@ var bootID = sync.OnceValue(func() string {
 	return strings.TrimSpace(string(data))
 })
 
-// Self describes the running process.
-func Self() Process {
+// self is the running process, read once: a server holding many sets asks about itself often.
+var self = sync.OnceValue(func() Process {
 	pid := os.Getpid()
 	host, _ := os.Hostname()
 	return Process{PID: pid, Start: processStart(pid), Host: host, Boot: bootID()}
-}
+})
+
+// Self describes the running process.
+func Self() Process { return self() }
 
 // Gone reports whether the process has certainly exited. A process on another host or another boot of
 // the kernel, or one recorded without a PID, is never reported gone: qkit cannot know (such a set
 // ends at its expiry instead; see ownersChange).
 func (p Process) Gone() bool {
-	if p.PID <= 0 {
-		return false
+	if p.PID <= 0 || p == self() {
+		return false // unknown, or this very process
 	}
-	if host, _ := os.Hostname(); p.Host != "" && host != "" && p.Host != host {
+	if host := self().Host; p.Host != "" && host != "" && p.Host != host {
 		return false
 	}
 	if b := bootID(); p.Boot != "" && b != "" && p.Boot != b {
