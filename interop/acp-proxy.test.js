@@ -214,3 +214,66 @@ test('cancel mid-tool-call: the prompt answers cancelled and no process is left'
     cleanup();
   }
 });
+
+// The same paths in front of the second stand-in agent, written with the TypeScript SDK's agent
+// side (stand-in-agent.js): other session ids and option ids, the standard usage_update, no
+// session/load (qkit replays its own transcript and starts a new agent session), fs and terminal
+// through the client whenever it offers them. KIRO_API_KEY stands for a login (it has no whoami).
+const tsAgent = { QKIT_AGENT_COMMAND: new URL('./stand-in-agent.js', import.meta.url).pathname, KIRO_API_KEY: 'interop' };
+
+test('TypeScript stand-in: a tool call, approved once, runs once; the editor\'s buffer is read', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    const notes = join(cwd, 'notes.txt');
+    writeFileSync(notes, 'on disk');
+    const ran = join(home, 'ran');
+    await serve({ ...tsAgent, TS_AGENT_TOOLS: 'echo hi', TS_AGENT_RAN: ran, TS_AGENT_READ: 'notes.txt' }, async (agent, editor) => {
+      await init(agent, { fs: { readTextFile: true, writeTextFile: false } });
+      const { sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] });
+      assert.doesNotMatch(id, /^ts-/, 'the editor sees qkit\'s session id');
+      editor.answer = ({ params }) => ({ outcome: { outcome: 'selected', optionId: params.options.find((o) => o.kind === 'allow_once').optionId } });
+      const p = await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'go' }] });
+      assert.equal(p.stopReason, 'end_turn');
+      assert.equal(editor.asked.length, 1);
+      assert.equal(editor.asked[0].sessionId, id);
+      assert.equal(readFileSync(ran, 'utf8'), 'echo hi\n', 'the tool ran once');
+      const calls = editor.of(id, 'tool_call');
+      assert.deepEqual(calls.map((c) => c.kind), ['execute', 'read']);
+      assert.equal(editor.toolText(id, calls[1].toolCallId), 'unsaved in the editor');
+      assert.match(editor.text(id), /chunk 3 of go/);
+      assert.ok(editor.of(id, 'usage_update').some((u) => u.used === 5000));
+    }, { home, fs: { [notes]: 'unsaved in the editor' } });
+  } finally {
+    cleanup();
+  }
+});
+
+test('TypeScript stand-in: cancel mid-turn, and a load after a restart from an agent that cannot load', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    let id;
+    await serve({ ...tsAgent, TS_AGENT_CHUNKS: '1' }, async (agent, editor) => {
+      await init(agent);
+      ({ sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] }));
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'remember pear' }] });
+      assert.match(editor.text(id), /chunk 1 of remember pear/);
+    }, { home });
+    await serve({ ...tsAgent, TS_AGENT_CHUNKS: '1000', TS_AGENT_SLEEP: '20' }, async (agent, editor) => {
+      await init(agent);
+      await agent.request(m.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
+      const replay = editor.updates.filter((u) => u.sessionId === id && u.update.sessionUpdate.endsWith('message_chunk'))
+        .map((u) => `${u.update.sessionUpdate}:${u.update.content.text}`);
+      assert.deepEqual(replay, ['user_message_chunk:remember pear', 'agent_message_chunk:chunk 1 of remember pear\n']);
+      const running = agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'which fruit?' }] });
+      await editor.waitFor(() => /chunk 2 of/.test(editor.text(id)));
+      // The new agent session was given the conversation so far.
+      assert.match(editor.text(id), /chunk 1 of --- CONVERSATION SO FAR ---/);
+      await agent.notify(m.agent.session.cancel, { sessionId: id });
+      assert.equal((await running).stopReason, 'cancelled');
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});

@@ -4,13 +4,17 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -403,4 +407,123 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 	if i, j := strings.Index(got, "CONTEXT FILES BEGIN"), strings.Index(got, "first"); i > j {
 		t.Fatalf("the context block came after the prompt: %q", got)
 	}
+}
+
+// TestProxyTypeScriptStandIn runs the proxy path in front of interop/stand-in-agent.js, the second
+// stand-in agent, on the official TypeScript SDK's agent side: its own session and option ids,
+// a tool approved once that runs once, the editor's buffer read through fs, the standard
+// usage_update passed through. It needs node and interop's node_modules (make interop installs
+// them), and is skipped without them.
+func TestProxyTypeScriptStandIn(t *testing.T) {
+	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("interop/node_modules is missing (make interop)")
+	}
+	cwd := t.TempDir()
+	notes := filepath.Join(cwd, "notes.txt")
+	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	t.Setenv("KIRO_API_KEY", "test") // the stand-in has no whoami
+	t.Setenv("TS_AGENT_TOOLS", "echo hi")
+	t.Setenv("TS_AGENT_RAN", ran)
+	t.Setenv("TS_AGENT_READ", "notes.txt")
+	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendACP; o.Limits.Command = script })
+	h.tc.buffers = map[string]string{notes: "unsaved in the editor"}
+	h.initializeWith(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true}})
+	id := h.newSession(cwd)
+	h.tc.setAnswer(func(_ context.Context, r acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		for _, o := range r.Options {
+			if o.Kind == acp.PermissionOptionKindAllowOnce {
+				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(o.OptionId)}
+			}
+		}
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+	})
+	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+	if r := <-h.tc.asked; r.SessionId != id {
+		t.Fatalf("asked for session %s", r.SessionId)
+	}
+	if got := lines(ran); strings.Join(got, " ") != "echo hi" {
+		t.Fatalf("the tool ran %q, want once", got)
+	}
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 2 || h.tc.toolOutput(id, calls[1].ToolCallId) != "unsaved in the editor" {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	if !strings.Contains(h.tc.agentText(id), "chunk 3 of go") {
+		t.Fatalf("reply %q", h.tc.agentText(id))
+	}
+	if h.tc.count(id, func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used == 5000 }) != 1 {
+		t.Fatal("the agent's usage_update did not pass through")
+	}
+}
+
+// TestProxyHTTPMCPPassesThrough: an HTTP MCP server from the editor is given to the agent as is.
+func TestProxyHTTPMCPPassesThrough(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http echo: " + a.Text + " " + req.Extra.Header.Get("X-Token")}}}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	t.Setenv("FAKEQ_ACP_TOOLS", "mcp:web/echo")
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSessionWith(t.TempDir(), []acp.McpServer{{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: ts.URL,
+		Headers: []acp.HttpHeader{{Name: "X-Token", Value: "t0k"}}}}}).SessionId
+	h.mustPrompt(id, "use web", acp.StopReasonEndTurn)
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 1 || h.tc.toolOutput(id, calls[0].ToolCallId) != "http echo: from fakeq t0k" {
+		t.Fatalf("tool output %q", h.tc.toolOutput(id, calls[0].ToolCallId))
+	}
+}
+
+// TestProxySlashCommandsAndModel: qkit's slash commands are offered with the agent's and answered
+// by qkit, not the agent; the model option takes the agent's models only.
+func TestProxySlashCommandsAndModel(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "ran")
+	t.Setenv("FAKEQ_ACP_RAN", runs)
+	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.tc.waitFor(t, "available_commands_update", func() bool {
+		return h.tc.count(id, func(u acp.SessionUpdate) bool { return u.AvailableCommandsUpdate != nil }) > 0
+	})
+	h.mustPrompt(id, "/context show", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "ran (acp): context show") {
+		t.Fatalf("/context show answered %q", got)
+	}
+	_, err := h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: id, ConfigId: "model", Value: "gpt-9"}})
+	wantCode(t, "a model the agent does not list", err, -32602, "claude-haiku-4.5")
+	resp, err := h.conn.SetSessionConfigOption(context.Background(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: id, ConfigId: "model", Value: "claude-haiku-4.5"}})
+	if err != nil || resp.ConfigOptions[0].Select == nil || resp.ConfigOptions[0].Select.CurrentValue != "claude-haiku-4.5" {
+		t.Fatalf("set model: %+v %v", resp, err)
+	}
+}
+
+func FuzzSessionID(f *testing.F) {
+	f.Add([]byte(`{"sessionId":"a","update":{}}`), "a", "b")
+	f.Add([]byte(`{"update":{"x":"\"sessionId\":\"a\""},"sessionId" : "a"}`), "a", "qkit")
+	f.Add([]byte(`{"sessionId":"\u0061"}`), "a", "c")
+	f.Add([]byte(`[`), "", "x")
+	f.Fuzz(func(t *testing.T, params []byte, from, to string) {
+		got := sessionIDOf(params)
+		out := replaceSessionID(params, from, to)
+		if got == "" || got != from || from == to || !utf8.ValidString(to) { // qkit's ids are UUIDs
+			return
+		}
+		// The notification now names qkit's session, whatever the agent's JSON looked like.
+		if id := sessionIDOf(out); id != to {
+			t.Fatalf("replaceSessionID(%q, %q, %q) = %q, whose sessionId is %q", params, from, to, out, id)
+		}
+	})
 }
