@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/qkit-cli/qkit/cmd"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
 
@@ -98,6 +100,16 @@ func TestScripts(t *testing.T) {
 				n, err := strconv.Atoi(args[1])
 				ts.Check(err)
 				ts.Check(os.WriteFile(ts.MkAbs(args[0]), bytes.Repeat([]byte("a"), n), 0o644))
+			},
+			"gone": func(ts *testscript.TestScript, neg bool, args []string) {
+				// gone PIDFILE: the process whose id PIDFILE holds stops running within ten
+				// seconds (a zombie has stopped). Where that cannot be told, the script fails.
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: gone PIDFILE")
+				}
+				pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+				ts.Check(err)
+				ts.Check(proctest.WaitGone(pid, 10*time.Second))
 			},
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				// sleep DURATION: wait, for scripts that race a background command.

@@ -15,6 +15,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/proctest"
 )
 
 // TestServersStopTheAgent: however a stdio server is stopped while q is running (SIGTERM from the
@@ -135,15 +137,9 @@ func waitPidFile(t *testing.T, pidFile string) int {
 // waitGone fails the test unless process pid exits (or is a zombie) within ten seconds.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the agent's grandchild %d outlived the server", pid)
-		}
+	if err := proctest.WaitGone(pid, 10*time.Second); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the agent's grandchild outlived the server: %v", err)
 	}
 }
 

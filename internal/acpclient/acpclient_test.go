@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
 
@@ -470,15 +470,11 @@ func FuzzRoute(f *testing.F) {
 	})
 }
 
-// gone waits until pid no longer exists.
+// gone waits until pid no longer runs.
 func gone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.WaitGone(pid, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -786,26 +787,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// alive says whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(f) == 0 || f[0] != "Z"
-}
-
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); alive(pid); {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d outlived the cancelled turn", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.WaitGone(pid, 30*time.Second); err != nil {
+		t.Fatalf("outlived the cancelled turn: %v", err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/proctest"
 )
 
 // TestMain lets the test binary act as q: runs with FAKEQ_AS_Q=1 are the fake.
@@ -406,18 +407,22 @@ func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 // gone waits until pid has exited (a zombie counts: it holds no resources and runs nothing).
 func gone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return
-		}
-		if f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.WaitGone(pid, 10*time.Second); err != nil {
+		t.Fatalf("grandchild: %v", err)
 	}
-	t.Fatalf("grandchild %d still running", pid)
+}
+
+// waitFile waits until file exists and is not empty.
+func waitFile(t *testing.T, file string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if fi, err := os.Stat(file); err == nil && fi.Size() > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not written", file)
+		}
+	}
 }
 
 func grandchildPID(t *testing.T, file string) int {
@@ -444,9 +449,8 @@ func TestGrandchildGone(t *testing.T) {
 			return context.Background(), func() {}
 		}},
 		{"cancel", []string{"FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x"}, func(l *Limits) (context.Context, func()) {
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-			return ctx, cancel
+			// Cancelled once the grandchild runs (below), not after a guessed delay.
+			return context.WithCancel(context.Background())
 		}},
 		{"normal exit", nil, func(l *Limits) (context.Context, func()) { return context.Background(), func() {} }},
 	} {
@@ -458,6 +462,10 @@ func TestGrandchildGone(t *testing.T) {
 			done := make(chan struct{})
 			var res Result
 			go func() { defer close(done); res, _ = Run(ctx, l, Request{Prompt: "p"}, nil) }()
+			if c.name == "cancel" {
+				waitFile(t, pidFile)
+				cancel()
+			}
 			select {
 			case <-done:
 			case <-time.After(30 * time.Second):

@@ -146,7 +146,19 @@ func TestQuestionsToolAnswered(t *testing.T) {
 	if s.Request.Source != "mcp" || len(s.Request.Questions) != 2 {
 		t.Fatalf("session %+v", s.Request)
 	}
-	time.Sleep(100 * time.Millisecond) // long enough for a few progress notifications
+	// Answer once a periodic progress notification has arrived (after the first, sent when the set
+	// is stored).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		seen := append([]string(nil), progress...)
+		mu.Unlock()
+		if len(seen) > 1 && strings.Contains(seen[len(seen)-1], "Waiting for the user to answer") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no periodic progress notification while the set waited: %q", seen)
+		}
+	}
 	if _, err := st.Answer(s.ID, []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}}, {QuestionIndex: 1, Selected: []string{"Docs"}, Other: "and CI"}}, ""); err != nil {
 		t.Fatal(err)
 	}

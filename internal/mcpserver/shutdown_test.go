@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
@@ -76,15 +76,8 @@ func waitPID(t *testing.T, pidFile string) int {
 func waitGone(t *testing.T, pidFile string) {
 	t.Helper()
 	pid := waitPID(t, pidFile)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d still running after Serve returned", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.WaitGone(pid, 10*time.Second); err != nil {
+		t.Fatalf("grandchild still running after Serve returned: %v", err)
 	}
 }
 
