@@ -787,6 +787,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// alive says whether pid is a running (not zombie) process; a check that cannot tell fails the
+// caller's expectation either way, so it is reported as not alive.
+func alive(pid int) bool {
+	running, err := proctest.Running(pid)
+	return err == nil && running
+}
+
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	if err := proctest.WaitGone(pid, 30*time.Second); err != nil {
