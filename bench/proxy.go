@@ -19,7 +19,7 @@ import (
 )
 
 // proxySuite measures `qkit acp serve` on the proxy path (agent.backend acp) in front of the fake's
-// ACP agent (`q acp`, imitating kiro-cli acp), with the Go SDK's client (issue 12):
+// ACP agent (`q acp`, imitating kiro-cli acp), with the Go SDK's client:
 //   - overhead per chunk: the first agent_message_chunk's latency from just before the agent wrote
 //     it (FAKEQ_BEFORE_STAMP), through qkit, minus the same latency with the client on the agent
 //     directly; medians of 30 prompts each (target <= 0.5 ms);

@@ -127,7 +127,7 @@ test('resource blocks reach q as XML; images are invalid params', async () => {
 });
 
 test('a tool that needs approval asks the editor; allow_always is remembered', async () => {
-  // q 1.19.7 as real-agent.md describes it: the tool banner, then its approval error.
+  // q 1.19.7 as it behaves: the tool banner, then its approval error.
   await serve({ FAKEQ_FLAVOUR: 'q', FAKEQ_TOOLS: 'fs_write', FAKEQ_OUTPUT: 'written' }, async (agent, editor) => {
     await init(agent);
     const id = await newSession(agent);

@@ -450,7 +450,7 @@ func TestInitializeAndAuth(t *testing.T) {
 	h.newSession(t.TempDir())
 }
 
-// TestLoginCheck: the check is agent.CheckLogin's (issue 10): KIRO_API_KEY counts as logged in
+// TestLoginCheck: the check is agent.CheckLogin's: KIRO_API_KEY counts as logged in
 // without asking the agent, and a missing agent binary is reported as missing, never as "log in".
 func TestLoginCheck(t *testing.T) {
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")

@@ -41,7 +41,7 @@ func mcpServerForTest() int {
 }
 
 // startProxy is an `acp serve` on the proxy path (agent.backend acp), with the fake as `q acp`
-// (kiro-cli acp as kiro-acp.md describes it) keeping its sessions under a HOME of the test's.
+// (imitating kiro-cli acp) keeping its sessions under a HOME of the test's.
 func startProxy(t *testing.T, db string) *harness {
 	t.Helper()
 	if os.Getenv("HOME") == "" || !strings.HasPrefix(os.Getenv("HOME"), os.TempDir()) {
