@@ -117,6 +117,9 @@ type testClient struct {
 	// buffers are the editor's open files (path → unsaved text) that fs/read_text_file serves.
 	buffers map[string]string
 	reads   []acp.ReadTextFileRequest
+	// terminal: the editor runs terminal/* (a stand-in that answers every command alike).
+	terminal  bool
+	terminals []acp.CreateTerminalRequest
 }
 
 func newTestClient() *testClient {
@@ -171,19 +174,34 @@ func (c *testClient) ReadTextFile(_ context.Context, r acp.ReadTextFileRequest) 
 func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
 	return acp.WriteTextFileResponse{}, errNoFS
 }
-func (c *testClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, errNoFS
+func (c *testClient) CreateTerminal(_ context.Context, r acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.terminal {
+		return acp.CreateTerminalResponse{}, errNoFS
+	}
+	c.terminals = append(c.terminals, r)
+	return acp.CreateTerminalResponse{TerminalId: "term-1"}, nil
 }
 func (c *testClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
 	return acp.KillTerminalResponse{}, errNoFS
 }
 func (c *testClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	if c.terminal {
+		return acp.TerminalOutputResponse{Output: "from the editor's terminal"}, nil
+	}
 	return acp.TerminalOutputResponse{}, errNoFS
 }
 func (c *testClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	if c.terminal {
+		return acp.ReleaseTerminalResponse{}, nil
+	}
 	return acp.ReleaseTerminalResponse{}, errNoFS
 }
 func (c *testClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	if c.terminal {
+		return acp.WaitForTerminalExitResponse{ExitCode: acp.Ptr(0)}, nil
+	}
 	return acp.WaitForTerminalExitResponse{}, errNoFS
 }
 

@@ -506,7 +506,7 @@ func (a *adapter) configOptions(rec sessions.SessionRecord) []acp.SessionConfigO
 	o.Select.Id = configModel
 	o.Select.Name = "Model"
 	o.Select.Category = acp.Ptr(acp.SessionConfigOptionCategoryModel)
-	o.Select.Description = acp.Ptr("the model q uses for this session's prompts")
+	o.Select.Description = acp.Ptr("the model the agent uses for this session's prompts")
 	return []acp.SessionConfigOption{o}
 }
 

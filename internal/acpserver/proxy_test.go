@@ -527,3 +527,22 @@ func FuzzSessionID(f *testing.F) {
 		}
 	})
 }
+
+// TestProxyTerminals: with an editor that advertised terminals, the agent's terminal/* requests
+// run there, under qkit's session id.
+func TestProxyTerminals(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_V3", "1")
+	t.Setenv("FAKEQ_ACP_TOOLS", "shell:echo hi")
+	h := startProxy(t, "")
+	h.tc.terminal = true
+	h.initializeWith(acp.ClientCapabilities{Terminal: true})
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "run it", acp.StopReasonEndTurn)
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 1 || h.tc.toolOutput(id, calls[0].ToolCallId) != "from the editor's terminal" {
+		t.Fatalf("tool output %q", h.tc.toolOutput(id, calls[0].ToolCallId))
+	}
+	if len(h.tc.terminals) != 1 || h.tc.terminals[0].SessionId != id || strings.Join(h.tc.terminals[0].Args, " ") != "-c echo hi" {
+		t.Fatalf("terminals %+v", h.tc.terminals)
+	}
+}
