@@ -70,6 +70,7 @@ func suites() []suite {
 		{"internal", internalSuite},
 		{"context", contextSuite},
 		{"agent", agentSuite},
+		{"ask-acp", askACPSuite},
 		{"mcp", mcpSuite},
 		{"questions", questionsSuite},
 		{"questions-nats", questionsNATSSuite},

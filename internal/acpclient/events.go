@@ -29,6 +29,9 @@ func (c *Conn) notify(method string, params json.RawMessage) {
 	}
 	switch method {
 	case "session/update":
+		if c.textChunk(params) {
+			return
+		}
 		id, u, ok := decodeUpdate(params)
 		if !ok {
 			c.log.Debug("session/update skipped: unknown kind or invalid", "params", snippet(params))
@@ -47,6 +50,33 @@ func (c *Conn) notify(method string, params json.RawMessage) {
 	default:
 		c.log.Debug("agent notification", "method", method)
 	}
+}
+
+// textChunk delivers a text message or thought chunk, the bulk of every turn, with one decode;
+// false leaves anything else to decodeUpdate.
+func (c *Conn) textChunk(params json.RawMessage) bool {
+	var n struct {
+		SessionID string `json:"sessionId"`
+		Update    struct {
+			Kind    string `json:"sessionUpdate"`
+			Content struct {
+				Type string  `json:"type"`
+				Text *string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &n) != nil || n.Update.Content.Type != "text" || n.Update.Content.Text == nil {
+		return false
+	}
+	switch n.Update.Kind {
+	case "agent_message_chunk":
+		c.emit(n.SessionID, agent.Event{Type: agent.EventMessage, Text: *n.Update.Content.Text})
+	case "agent_thought_chunk":
+		c.emit(n.SessionID, agent.Event{Type: agent.EventThought, Text: *n.Update.Content.Text})
+	default:
+		return false
+	}
+	return true
 }
 
 // decodeUpdate decodes a session/update's params, when its kind is one the SDK knows.

@@ -6,7 +6,8 @@ package fakeq
 // or an MCP tool's server/tool). Environment:
 //
 //	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
-//	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk
+//	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk (FAKEQ_BYTES:
+//	                       twelve 84-byte lines a chunk)
 //	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
 //	FAKEQ_ACP_TOOLS=list   tool calls before the reply, comma-separated: shell:CMD, read:PATH,
@@ -208,7 +209,7 @@ func (a *acpAgent) after(f func()) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 		f()
 	}()
 }
@@ -423,7 +424,9 @@ func (t *acpTurn) answer(prompt string) bool {
 		}
 	}
 	if n, _ := strconv.ParseInt(os.Getenv("FAKEQ_BYTES"), 10, 64); n > 0 {
-		line := strings.Repeat("y", 83) + "\n"
+		// 12 lines a chunk (1008 bytes): 200 MB in small pieces without making the fake, rather
+		// than the client, what a benchmark measures.
+		line := strings.Repeat(strings.Repeat("y", 83)+"\n", 12)
 		for n > 0 {
 			c := line
 			if int64(len(c)) > n {
