@@ -190,7 +190,11 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	}
 	a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
 	a.announce(rec)
-	return acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec)}, nil
+	resp := acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec)}
+	if ps != nil {
+		resp.Modes = ps.modeState() // the agent's modes (kiro: its agents), set through session/set_mode
+	}
+	return resp, nil
 }
 
 // announce sends the session's commands once the response naming it is out: qkit's slash
@@ -479,9 +483,21 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	return acp.CloseSessionResponse{}, nil
 }
 
-// SetSessionMode is not supported: qkit offers no modes (the agent profile is
-// fixed for the server's life), so it answers method-not-found.
+// SetSessionMode goes to the agent on the proxy path (kiro's modes are its agents). The text path
+// offers no modes (the agent profile is fixed for the server's life), so it answers
+// method-not-found.
 func (a *adapter) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	if a.proxy != nil {
+		if s := a.proxy.session(string(p.SessionId)); s != nil {
+			if err := a.requireAuth(); err != nil {
+				return acp.SetSessionModeResponse{}, err
+			}
+			if err := a.proxy.setMode(ctx, s, string(p.ModeId)); err != nil {
+				return acp.SetSessionModeResponse{}, err
+			}
+			return acp.SetSessionModeResponse{}, nil
+		}
+	}
 	return acp.SetSessionModeResponse{}, &acp.RequestError{Code: -32601, Message: "session/set_mode is not supported: qkit has no session modes (choose the agent profile with `qkit acp serve --agent`)", Data: map[string]any{"method": acp.AgentMethodSessionSetMode}}
 }
 

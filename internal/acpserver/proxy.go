@@ -65,6 +65,7 @@ type proxySession struct {
 	queued  [][]byte
 	cmds    []acp.AvailableCommand // the agent's latest commands
 	models  *acp.SessionModelState
+	modes   *acp.SessionModeState
 	inTurn  bool
 	text    strings.Builder // the running turn's reply, for the transcript (its first transcriptKeep bytes)
 	cut     bool            // the reply was longer than transcriptKeep
@@ -489,7 +490,7 @@ func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers
 		}
 		return nil, err
 	}
-	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c, models: resp.Models}
+	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c, models: resp.Models, modes: resp.Modes}
 	rec.Backend, rec.AgentSession = sessions.BackendACP, s.agentID
 	if rec.Model != "" {
 		if err := p.setAgentModel(ctx, s, rec.Model); err != nil {
@@ -727,6 +728,25 @@ func (p *proxy) setAgentModel(ctx context.Context, s *proxySession, model string
 		return errors.New("the agent is not running")
 	}
 	_, err := c.SDK().UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(agentID), ModelId: acp.UnstableModelId(model)})
+	return err
+}
+
+// modeState is the agent's modes of the session, as it last said.
+func (s *proxySession) modeState() *acp.SessionModeState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.modes
+}
+
+// setMode passes session/set_mode to the agent.
+func (p *proxy) setMode(ctx context.Context, s *proxySession, mode string) error {
+	s.mu.Lock()
+	agentID, c := s.agentID, s.conn
+	s.mu.Unlock()
+	if c == nil || p.isDead(c) {
+		return &acp.RequestError{Code: -32603, Message: "the agent is not running: send a prompt (or load the session) first"}
+	}
+	_, err := c.SDK().SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(agentID), ModeId: acp.SessionModeId(mode)})
 	return err
 }
 

@@ -546,3 +546,17 @@ func TestProxyTerminals(t *testing.T) {
 		t.Fatalf("terminals %+v", h.tc.terminals)
 	}
 }
+
+// TestProxyModes: the agent's modes (kiro's agents) come with session/new, and session/set_mode
+// goes to the agent.
+func TestProxyModes(t *testing.T) {
+	h := startProxy(t, "")
+	h.initialize()
+	resp := h.newSessionWith(t.TempDir(), []acp.McpServer{})
+	if resp.Modes == nil || resp.Modes.CurrentModeId != "kiro_default" || len(resp.Modes.AvailableModes) != 2 {
+		t.Fatalf("modes %+v", resp.Modes)
+	}
+	if _, err := h.conn.SetSessionMode(context.Background(), acp.SetSessionModeRequest{SessionId: resp.SessionId, ModeId: "reviewer"}); err != nil {
+		t.Fatalf("set_mode: %v", err)
+	}
+}
