@@ -38,7 +38,7 @@ is optional, the only pending set is meant.`,
 		GroupID: groupCore,
 	}
 	c.AddCommand(newQuestionsListCmd(a), newQuestionsShowCmd(a), newQuestionsWaitCmd(a),
-		newQuestionsAnswerCmd(a), newQuestionsRejectCmd(a), newQuestionsAskCmd(a))
+		newQuestionsAnswerCmd(a), newQuestionsRejectCmd(a), newQuestionsAskCmd(a), newQuestionsServeCmd(a))
 	return c
 }
 

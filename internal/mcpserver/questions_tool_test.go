@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
 type syncBuffer struct {
@@ -441,4 +443,54 @@ func logged(t *testing.T, logs *syncBuffer, want string) {
 			t.Fatalf("log has no %q:\n%s", want, logs.String())
 		}
 	}
+}
+
+// The first progress notification goes out as soon as the set is stored, before any interval, and
+// says how to answer: qkit questions wait, and the web page (without its token) while one runs.
+func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
+	first := make(chan string, 8)
+	cs, st, _ := questionsServer(t, map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "1h"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			first <- r.Params.Message
+		},
+	})
+	state := filepath.Dir(st.Dir())
+	page, err := questionsweb.New(st, questionsweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- page.Serve(ctx, ln, state) }()
+	t.Cleanup(func() { stop(); <-served })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, ok := questionsweb.FindRunning(state); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not record itself")
+		}
+	}
+	params := &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs}
+	params.SetProgressToken("tok")
+	done := askAsync(t.Context(), cs, params)
+	var msg string
+	select {
+	case msg = <-first:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress notification although the interval is an hour")
+	}
+	s := nextPending(t, st)
+	want := "Question set " + s.ID[:8] + " is waiting for the user's answer to 2 question(s); they answer with qkit questions wait or on the web page at " + page.BaseURL(ln.Addr()) + "."
+	if msg != want || strings.Contains(msg, page.Token()) {
+		t.Fatalf("first progress %q, want %q", msg, want)
+	}
+	if _, err := st.Answer(s.ID, goAndDocs, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-done
 }

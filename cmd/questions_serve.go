@@ -1,0 +1,120 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/questionsweb"
+)
+
+type serveOptions struct {
+	addr        string
+	allowRemote bool
+	asJSON      bool
+}
+
+func newQuestionsServeCmd(a *app.App) *cobra.Command {
+	opts := &serveOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a web page to answer question sets from any device",
+		Long: `Serve a small web page that lists the question sets waiting for an answer, live, with each
+question's options as radio buttons or checkboxes, free text, and a way to reject the set with a
+reason. Approvals put to the questions store by the ACP backend show there too. The first answer
+counts, whichever way it comes (this page, the assistant's own form, a terminal, a script); the page
+says so when another way was first.
+
+The page needs a secret token: the link printed at start carries it (a new one each start), and the
+page then keeps it in a cookie for its port. Answers also need the token in the form, and requests a
+browser marks as coming from another site are refused.
+
+By default the page listens on a free port of 127.0.0.1, reachable only from this machine. A
+non-loopback --addr makes it reachable from other machines (a phone, another laptop) and needs
+--allow-remote: anyone who can reach it and has the link can answer, and the connection is not
+encrypted. The ask_user_questions tool names the page (without the token) in its progress messages
+while it runs. Ctrl-C stops it (exit 130, as for every command that waits); open pages say
+the server stopped.`,
+		Example: `  qkit questions serve
+  qkit questions serve --addr 127.0.0.1:8080
+  qkit questions serve --addr 0.0.0.0:8080 --allow-remote   # from other devices on a trusted network
+  url=$(qkit questions serve --json | head -1 | jq -r .url)`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runQuestionsServe(c.Context(), a, opts)
+		},
+	}
+	c.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "listen on `HOST:PORT` (port 0: a free one)")
+	c.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "allow a non-loopback --addr (reachable from other machines)")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, `print {"url", "address", "token"} as one JSON line at start`)
+	return interruptible(c)
+}
+
+// checkServeAddr refuses an address that is not HOST:PORT with an IP (or localhost), and a
+// non-loopback one without --allow-remote.
+func checkServeAddr(addr string, allowRemote bool) (remote bool, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return false, output.UsageErrorf("invalid --addr %q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false, nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false, output.UsageErrorf("invalid --addr %q: give an IP address (127.0.0.1, or 0.0.0.0 with --allow-remote), not a host name", addr)
+	}
+	if ip.IsLoopback() {
+		return false, nil
+	}
+	if !allowRemote {
+		return true, output.UsageErrorf("--addr %s is not a loopback address: the page would be reachable from other machines; pass --allow-remote to do that on purpose", addr)
+	}
+	return true, nil
+}
+
+func runQuestionsServe(ctx context.Context, a *app.App, opts *serveOptions) error {
+	remote, err := checkServeAddr(opts.addr, opts.allowRemote)
+	if err != nil {
+		return err
+	}
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv, err := questionsweb.New(st, questionsweb.Options{Logger: a.Logger, Now: a.Now})
+	if err != nil {
+		return err
+	}
+	network := "tcp"
+	if host, _, _ := net.SplitHostPort(opts.addr); net.ParseIP(host).To4() != nil {
+		network = "tcp4" // 0.0.0.0 means IPv4, not every address Go would take it for
+	}
+	ln, err := net.Listen(network, opts.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (pick another port with --addr, or port 0 for a free one)", opts.addr, err)
+	}
+	url := srv.URL(ln.Addr())
+	if opts.asJSON {
+		line, _ := json.Marshal(map[string]string{"url": url, "address": ln.Addr().String(), "token": srv.Token()})
+		fmt.Fprintf(a.IO.Out, "%s\n", line)
+	} else {
+		fmt.Fprintf(a.IO.Out, "Answer questions at %s\n", url)
+	}
+	if remote {
+		fmt.Fprintf(a.IO.ErrOut, "qkit: serving on %s, reachable from other machines: anyone who can reach it and has the link can answer, and the connection is not encrypted. From another device, use this machine's address in place of 127.0.0.1.\n", ln.Addr())
+	}
+	fmt.Fprintf(a.IO.ErrOut, "qkit: serving the question sets of %s; Ctrl-C stops\n", st.Location())
+	if err := srv.Serve(ctx, ln, a.Config.Paths.State); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.IO.ErrOut, "qkit: stopped serving questions")
+	return nil
+}

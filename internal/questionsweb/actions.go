@@ -1,0 +1,165 @@
+package questionsweb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+// maxForm caps a posted form: four questions of free text and a reason fit many times over.
+const maxForm = 64 << 10
+
+// change checks what every state-changing request needs (the cookie or bearer token, and the token
+// in the form or header) and returns the set it names.
+func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Session, bool) {
+	if !s.authorized(r) {
+		s.reply(w, r, http.StatusUnauthorized, noToken)
+		return nil, false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		s.reply(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		return nil, false
+	}
+	tok := r.PostForm.Get("csrf")
+	if tok == "" {
+		tok = r.Header.Get("X-Qkit-Token")
+	}
+	if !s.same(tok) {
+		s.reply(w, r, http.StatusForbidden, "Refused: the form does not carry this page's token. Reload the page and answer again.")
+		return nil, false
+	}
+	id := r.PathValue("id")
+	if !questions.ValidID(id) {
+		s.reply(w, r, http.StatusNotFound, fmt.Sprintf("No question set %q.", id))
+		return nil, false
+	}
+	sess, err := s.st.Get(id)
+	if err != nil {
+		s.storeError(w, r, err)
+		return nil, false
+	}
+	return sess, true
+}
+
+// answer records the person's answers: each question's chosen labels (field qN, N from 0) and free
+// text (qN_other). Labels the set does not offer, or fields for questions it does not have, are
+// refused with what was wrong; the first answer wins, a later one is told the set is closed.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.change(w, r)
+	if !ok {
+		return
+	}
+	qs := sess.Set().Questions
+	for key := range r.PostForm {
+		if key == "csrf" {
+			continue
+		}
+		n, ok := questionField(key)
+		if !ok || n >= len(qs) {
+			s.reply(w, r, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that this question set does not ask for; nothing was recorded.", key))
+			return
+		}
+	}
+	answers := make([]questions.Answer, len(qs))
+	for i := range qs {
+		name := "q" + strconv.Itoa(i)
+		answers[i] = questions.Answer{QuestionIndex: i, Selected: r.PostForm[name], Other: r.PostForm.Get(name + "_other")}
+		if answers[i].Selected == nil {
+			answers[i].Selected = []string{}
+		}
+	}
+	done, err := s.st.Answer(sess.ID, answers, "")
+	if err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	s.log.Info("question set answered on the web page", "sessionId", done.ID)
+	s.reply(w, r, http.StatusOK, "Answer recorded. The assistant has it now.")
+}
+
+// reject closes the set as rejected, with the optional reason.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.change(w, r)
+	if !ok {
+		return
+	}
+	for key := range r.PostForm {
+		if key != "csrf" && key != "reason" {
+			s.reply(w, r, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that a rejection does not take; nothing was recorded.", key))
+			return
+		}
+	}
+	if _, err := s.st.Reject(sess.ID, r.PostForm.Get("reason"), ""); err != nil {
+		s.storeError(w, r, err)
+		return
+	}
+	s.log.Info("question set rejected on the web page", "sessionId", sess.ID)
+	s.reply(w, r, http.StatusOK, "Rejected. The assistant has been told.")
+}
+
+// questionField parses qN and qN_other.
+func questionField(key string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, "q")
+	if !ok {
+		return 0, false
+	}
+	rest = strings.TrimSuffix(rest, "_other")
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// storeError words the store's refusals for the person.
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ve     *questions.ValidationError
+		closed *questions.ClosedError
+	)
+	switch {
+	case errors.As(err, &closed):
+		s.reply(w, r, http.StatusConflict, fmt.Sprintf("This question set was already %s; the first answer counts, so yours was not recorded.", closedWords(closed.Status)))
+	case errors.As(err, &ve):
+		s.reply(w, r, http.StatusBadRequest, "That answer does not fit the questions, nothing was recorded: "+ve.Error())
+	case errors.Is(err, questions.ErrNotFound):
+		s.reply(w, r, http.StatusNotFound, "This question set no longer exists.")
+	default:
+		s.log.Warn("the store refused a change", "error", err)
+		s.reply(w, r, http.StatusInternalServerError, "The answer could not be stored: "+err.Error())
+	}
+}
+
+func closedWords(st questions.State) string {
+	switch st {
+	case questions.Completed:
+		return "answered"
+	case questions.Rejected:
+		return "rejected"
+	case questions.TimedOut:
+		return "closed (it timed out)"
+	case questions.Abandoned:
+		return "closed (abandoned)"
+	}
+	return string(st)
+}
+
+// reply answers with a message: JSON for the page's script (Accept: application/json), else a small
+// page with a link back.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": code < 300, "status": code, "message": msg})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_ = pages.ExecuteTemplate(w, "message", messageView{OK: code < 300, Message: msg})
+}

@@ -1,0 +1,96 @@
+package questionsweb
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var pages = template.Must(template.ParseFS(assets, "assets/*.html"))
+
+type pageView struct{ Sets []setView }
+
+type messageView struct {
+	OK      bool
+	Message string
+}
+
+// setView is one set as the page shows it.
+type setView struct {
+	ID, Short, Status, Source, Age, Note, Token string
+	// Version changes whenever what the page shows of the set changes.
+	Version   string
+	Questions []questionView
+}
+
+type questionView struct {
+	Name, Header, Question string
+	Multi                  bool
+	Options                []optionView
+	MaxOther               int
+}
+
+type optionView struct{ Name, Type, Label, Description string }
+
+func (s *Server) view(sess *questions.Session) setView {
+	v := setView{
+		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Token: s.token,
+		Age:     age(s.now().Sub(sess.Status.CreatedAt)),
+		Version: string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
+	}
+	if sess.Request != nil {
+		v.Source = sess.Request.Source
+	}
+	switch sess.Status.Status {
+	case questions.Detached:
+		v.Note = "the assistant's call has ended; your answer waits for it to ask again"
+	case questions.InProgress:
+		v.Note = "being answered in a terminal"
+	}
+	for i, q := range sess.Set().Questions {
+		name := "q" + strconv.Itoa(i)
+		kind := "radio"
+		if q.MultiSelect {
+			kind = "checkbox"
+		}
+		qv := questionView{Name: name, Header: q.Header, Question: q.Question, Multi: q.MultiSelect, MaxOther: questions.MaxOtherTextLen}
+		for _, o := range q.Options {
+			qv.Options = append(qv.Options, optionView{Name: name, Type: kind, Label: o.Label, Description: o.Description})
+		}
+		v.Questions = append(v.Questions, qv)
+	}
+	return v
+}
+
+// age prints a duration the short way: 45s, 12m, 3h, 2d.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// asset serves one embedded file; it holds no secret, so it needs no token.
+func asset(name, ctype string) http.HandlerFunc {
+	data, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		_, _ = w.Write(data)
+	}
+}

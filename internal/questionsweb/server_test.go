@@ -1,0 +1,378 @@
+package questionsweb
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/questions"
+)
+
+type fixture struct {
+	st    *questions.FileStore
+	srv   *Server
+	base  string // http://127.0.0.1:PORT/
+	state string
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// serve starts a page over a fresh file store on a loopback port.
+func serve(t *testing.T) *fixture {
+	t.Helper()
+	state := t.TempDir()
+	st, err := questions.NewFileStore(filepath.Join(state, "questions"), questions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	srv, err := New(st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	f := &fixture{st: st, srv: srv, base: srv.BaseURL(ln.Addr()), state: state, stop: stop, done: make(chan error, 1)}
+	go func() { f.done <- srv.Serve(ctx, ln, state) }()
+	t.Cleanup(func() {
+		stop()
+		<-f.done
+	})
+	return f
+}
+
+// browser is a client that opened the printed link: it holds the cookie.
+func (f *fixture) browser(t *testing.T) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, err := c.Get(f.srv.URL(mustAddr(t, f.base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Request.URL.RawQuery != "" || !strings.Contains(string(body), "Questions waiting for you") {
+		t.Fatalf("opening the link: %d %s %s", res.StatusCode, res.Request.URL, body)
+	}
+	return c
+}
+
+func mustAddr(t *testing.T, base string) net.Addr {
+	u, _ := url.Parse(base)
+	a, err := net.ResolveTCPAddr("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+const langSet = `{"questions":[
+ {"question":"Which language should we use?","header":"Language","options":[{"label":"Go","description":"static binary"},{"label":"TypeScript"}]},
+ {"question":"Which extras?","header":"Extras","multiSelect":true,"options":[{"label":"Lint"},{"label":"Docs"}]}]}`
+
+func (f *fixture) ask(t *testing.T) *questions.Session {
+	t.Helper()
+	set, err := questions.ParseQuestionSet([]byte(langSet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.st.Create(set, questions.CreateOptions{Source: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
+type reply struct {
+	code int
+	OK   bool   `json:"ok"`
+	Msg  string `json:"message"`
+}
+
+func post(t *testing.T, c *http.Client, target string, form url.Values, hdr map[string]string) reply {
+	t.Helper()
+	req, _ := http.NewRequest("POST", target, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var r reply
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		t.Fatalf("reply to %s: %v", target, err)
+	}
+	r.code = res.StatusCode
+	return r
+}
+
+func (f *fixture) answerForm(extra ...string) url.Values {
+	v := url.Values{"csrf": {f.srv.Token()}, "q0": {"Go"}, "q1": {"Lint", "Docs"}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		v[extra[i]] = append(v[extra[i]], extra[i+1])
+	}
+	return v
+}
+
+func TestTokenIsRequired(t *testing.T) {
+	f := serve(t)
+	for _, target := range []string{f.base, f.base + "events", f.base + "?token=wrong"} {
+		res, err := http.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), f.srv.Token()) {
+			t.Fatalf("%s: %d %s", target, res.StatusCode, body)
+		}
+		if !strings.Contains(string(body), "link that qkit questions serve printed") && !strings.Contains(string(body), "Wrong token") {
+			t.Fatalf("%s: unclear refusal %s", target, body)
+		}
+	}
+	sess := f.ask(t)
+	// A post without the cookie, or with a wrong bearer, changes nothing.
+	if r := post(t, http.DefaultClient, f.base+"sets/"+sess.ID+"/answer", f.answerForm(), nil); r.code != 401 {
+		t.Fatalf("no cookie: %+v", r)
+	}
+	if r := post(t, http.DefaultClient, f.base+"sets/"+sess.ID+"/answer", f.answerForm(), map[string]string{"Authorization": "Bearer nope"}); r.code != 401 {
+		t.Fatalf("wrong bearer: %+v", r)
+	}
+	// The assets hold no secret and need no token.
+	if res, _ := http.Get(f.base + "app.js"); res.StatusCode != 200 {
+		t.Fatalf("app.js: %d", res.StatusCode)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending {
+		t.Fatalf("changed: %s", got.Status.Status)
+	}
+}
+
+func TestCrossSiteRequestsAreRefused(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	sess := f.ask(t)
+	target := f.base + "sets/" + sess.ID + "/answer"
+	for name, hdr := range map[string]map[string]string{
+		"Sec-Fetch-Site": {"Sec-Fetch-Site": "cross-site"},
+		"Origin":         {"Origin": "http://evil.example"},
+	} {
+		if r := post(t, c, target, f.answerForm(), hdr); r.code != 403 || !strings.Contains(r.Msg, "came from another site") {
+			t.Fatalf("%s: %+v", name, r)
+		}
+	}
+	// The cookie alone is not enough: the form must carry the token.
+	form := f.answerForm()
+	form.Del("csrf")
+	if r := post(t, c, target, form, nil); r.code != 403 || !strings.Contains(r.Msg, "does not carry this page's token") {
+		t.Fatalf("no csrf field: %+v", r)
+	}
+	// A name that is not loopback (DNS rebinding) is refused.
+	req, _ := http.NewRequest("GET", f.base, nil)
+	req.Host = "evil.example:80"
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("foreign Host: %d", res.StatusCode)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending {
+		t.Fatalf("changed: %s", got.Status.Status)
+	}
+}
+
+func TestTamperedFormsRecordNothing(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	sess := f.ask(t)
+	target := f.base + "sets/" + sess.ID + "/answer"
+	for _, tt := range []struct {
+		form url.Values
+		want string
+	}{
+		{f.answerForm("q0", "TypeScript"), "is single-choice"},
+		{f.answerForm("q0_other", "Rust"), "is single-choice"},
+		{url.Values{"csrf": {f.srv.Token()}, "q0": {"Cobol"}, "q1": {"Lint"}}, `question 1 (Language)`},
+		{f.answerForm("q7", "x"), `field "q7"`},
+		{f.answerForm("admin", "1"), `field "admin"`},
+		{url.Values{"csrf": {f.srv.Token()}, "q1": {"Lint"}}, "has no answer"},
+	} {
+		if r := post(t, c, target, tt.form, nil); r.code != 400 || !strings.Contains(r.Msg, tt.want) || !strings.Contains(r.Msg, "nothing was recorded") {
+			t.Errorf("%v: %+v", tt.form, r)
+		}
+	}
+	if r := post(t, c, f.base+"sets/not-an-id/answer", f.answerForm(), nil); r.code != 404 {
+		t.Fatalf("bad id: %+v", r)
+	}
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 {
+		t.Fatalf("reject with answers: %+v", r)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending || got.Answers != nil {
+		t.Fatalf("changed: %+v", got.Status)
+	}
+}
+
+// The first answer wins; the second is told, and nothing is written twice.
+func TestFirstAnswerWins(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	sess := f.ask(t)
+	target := f.base + "sets/" + sess.ID + "/answer"
+	if r := post(t, c, target, f.answerForm("q1_other", "and CI"), nil); r.code != 200 || !r.OK {
+		t.Fatalf("first: %+v", r)
+	}
+	first, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
+	r := post(t, c, target, url.Values{"csrf": {f.srv.Token()}, "q0": {"TypeScript"}, "q1": {"Lint"}}, nil)
+	if r.code != 409 || !strings.Contains(r.Msg, "already answered; the first answer counts") {
+		t.Fatalf("second: %+v", r)
+	}
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}}, nil); r.code != 409 {
+		t.Fatalf("reject after answer: %+v", r)
+	}
+	again, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
+	if string(first) != string(again) {
+		t.Fatal("answers.json was written twice")
+	}
+	got, _ := f.st.Get(sess.ID)
+	res := questions.ResultOf(got)
+	if res.Answers[0].Selected[0] != "Go" || res.Answers[1].Other != "and CI" {
+		t.Fatalf("stored %+v", res)
+	}
+}
+
+// A rejection with a reason, answered without the script: a plain form post gets a page back.
+func TestRejectWithoutScript(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	sess := f.ask(t)
+	res, err := c.PostForm(f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"not now"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), "Rejected. The assistant has been told.") {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Rejected || got.Status.RejectionReason != "not now" {
+		t.Fatalf("%+v", got.Status)
+	}
+}
+
+// The event stream shows a new set, then how it ended; when the server stops, it says so, and the
+// record of the running page goes.
+func TestEventsFollowTheStore(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	if r, ok := FindRunning(f.state); !ok || r.URL != f.base {
+		t.Fatalf("running page not recorded: %+v", r)
+	}
+	res, err := c.Get(f.base + "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := make(chan [2]string, 16)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var name string
+		for sc.Scan() {
+			line := sc.Text()
+			if n, ok := strings.CutPrefix(line, "event: "); ok {
+				name = n
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+				events <- [2]string{name, d}
+			}
+		}
+		close(events)
+	}()
+	next := func(want string) string {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("stream ended before %q", want)
+				}
+				if ev[0] == want {
+					return ev[1]
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no %q event", want)
+			}
+		}
+	}
+	if d := next("sync"); !strings.Contains(d, `"open":[]`) {
+		t.Fatalf("first sync %s", d)
+	}
+	sess := f.ask(t)
+	if d := next("set"); !strings.Contains(d, sess.ID) || !strings.Contains(d, `type=\"radio\" name=\"q0\" value=\"Go\"`) || !strings.Contains(d, `type=\"checkbox\" name=\"q1\"`) {
+		t.Fatalf("set event %s", d)
+	}
+	if _, err := f.st.Answer(sess.ID, []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}}, {QuestionIndex: 1}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		d := next("sync")
+		if strings.Contains(d, sess.ID+`":"This question set was answered."`) {
+			break
+		}
+	}
+	f.stop()
+	next("bye")
+	if err := <-f.done; err != nil {
+		t.Fatal(err)
+	}
+	f.done <- nil // for the cleanup
+	if _, ok := FindRunning(f.state); ok {
+		t.Fatal("the running page is still recorded after it stopped")
+	}
+}
+
+// An answer given on the page ends the wait of the call that asked (as the MCP tool waits).
+func TestWebAnswerEndsTheWait(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	set, _ := questions.ParseQuestionSet([]byte(langSet))
+	got := make(chan *questions.Result, 1)
+	go func() {
+		res, _, err := f.st.Ask(context.Background(), set, questions.AskOptions{Source: "mcp", Timeout: time.Minute})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- res
+	}()
+	sess, err := f.st.WaitPending(context.Background(), questions.WaitPendingOptions{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", f.answerForm(), nil); r.code != 200 {
+		t.Fatalf("%+v", r)
+	}
+	if res := <-got; res == nil || res.Answers[1].Selected[1] != "Docs" {
+		t.Fatalf("%+v", res)
+	}
+}
