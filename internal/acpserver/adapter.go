@@ -16,6 +16,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
@@ -179,6 +180,10 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	var ps *proxySession
 	if a.proxy != nil && a.proxy.available(ctx) {
 		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {
+			var ae *acpclient.AgentError
+			if errors.As(err, &ae) && ae.Code == acpclient.CodeAuthRequired {
+				return acp.NewSessionResponse{}, a.authRequired()
+			}
 			return acp.NewSessionResponse{}, internalError(fmt.Errorf("the agent did not open a session: %w", err))
 		}
 	}

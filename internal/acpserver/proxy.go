@@ -57,6 +57,8 @@ type proxySession struct {
 	bridge  *mcpbridge.Session
 	servers []acp.McpServer // what the agent is given: the editor's HTTP servers and the bridged ones
 
+	// sendMu keeps the session's lines in order while the ones that waited go out.
+	sendMu  sync.Mutex
 	mu      sync.Mutex
 	agentID string
 	conn    *acpclient.Conn // the process the agent session lives in
@@ -291,6 +293,8 @@ func (s *proxySession) forward(a *adapter, line []byte) {
 		return
 	}
 	s.mu.Unlock()
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
 	if err := a.sendLines(1, line); err != nil {
 		a.opts.Logger.Debug("session/update not forwarded", "session", s.id, "err", err)
 	}
@@ -299,6 +303,8 @@ func (s *proxySession) forward(a *adapter, line []byte) {
 // makeReady sends what waited for the editor to know the session, then qkit's and the agent's
 // commands.
 func (p *proxy) makeReady(s *proxySession) {
+	s.sendMu.Lock() // a line that finds the session ready waits for these
+	defer s.sendMu.Unlock()
 	s.mu.Lock()
 	queued := s.queued
 	s.queued, s.ready = nil, true

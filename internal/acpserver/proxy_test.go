@@ -560,3 +560,14 @@ func TestProxyModes(t *testing.T) {
 		t.Fatalf("set_mode: %v", err)
 	}
 }
+
+// TestProxyAgentLoggedOut: kiro refusing session/new for want of a login is the protocol's
+// "authentication required", not an internal error.
+func TestProxyAgentLoggedOut(t *testing.T) {
+	t.Setenv("KIRO_API_KEY", "set") // qkit's own check passes; the agent still refuses
+	h := startProxy(t, "")
+	h.initialize()
+	t.Setenv("FAKEQ_LOGGED_OUT", "1")
+	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new with the agent logged out", err, -32000, "Authentication required")
+}
