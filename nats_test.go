@@ -16,18 +16,20 @@ import (
 // the same port keeps the buckets.
 type embeddedNATS struct {
 	mu   sync.Mutex
-	srv  *server.Server
-	port int
+	srv   *server.Server
+	port  int
+	token string
 }
 
 var natsServers sync.Map // *testscript.TestScript -> *embeddedNATS
 
-// natsServerCmd: nats-server start | restart | stop.
-// start runs a server on a free loopback port and sets NATS_URL; restart stops it and starts it again
-// on the same port with the same data; the server stops with the script.
+// natsServerCmd: nats-server start [TOKEN] | restart | stop.
+// start runs a server on a free loopback port (requiring TOKEN from clients when given) and sets
+// NATS_URL; restart stops it and starts it again on the same port with the same data; the server
+// stops with the script.
 func natsServerCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: nats-server start|restart|stop")
+	if neg || len(args) < 1 || len(args) > 2 || len(args) == 2 && args[0] != "start" {
+		ts.Fatalf("usage: nats-server start [TOKEN] | restart | stop")
 	}
 	v, loaded := natsServers.LoadOrStore(ts, &embeddedNATS{port: -1})
 	n := v.(*embeddedNATS)
@@ -36,6 +38,9 @@ func natsServerCmd(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	switch args[0] {
 	case "start":
+		if len(args) == 2 {
+			n.token = args[1]
+		}
 		n.start(ts)
 		ts.Setenv("NATS_URL", "nats://127.0.0.1:"+strconv.Itoa(n.port))
 	case "restart":
@@ -56,7 +61,7 @@ func (n *embeddedNATS) start(ts *testscript.TestScript) {
 	}
 	srv, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: filepath.Join(ts.Getenv("WORK"), "nats"),
-		NoLog: true, NoSigs: true,
+		NoLog: true, NoSigs: true, Authorization: n.token,
 	})
 	ts.Check(err)
 	go srv.Start()

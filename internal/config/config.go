@@ -275,8 +275,14 @@ func NormalizeToolName(s string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "_", "-")
 }
 
+// masked stands in for a secret value that is set.
+const masked = "********"
+
 // Display is the text `settings get` prints for a value.
 func (v Value) Display() string {
+	if v.Key.Secret && v.Raw != "" {
+		return masked
+	}
 	switch p := v.Parsed.(type) {
 	case []string:
 		return strings.Join(p, ",")
@@ -295,6 +301,9 @@ func (v Value) Display() string {
 
 // JSONValue is the typed value for --json output: durations as text, sizes and ints as numbers.
 func (v Value) JSONValue() any {
+	if v.Key.Secret && v.Raw != "" {
+		return masked
+	}
 	switch p := v.Parsed.(type) {
 	case time.Duration:
 		return p.String()

@@ -39,6 +39,8 @@ type Key struct {
 	Values []string
 	// Check validates a parsed value beyond its kind; nil means any value of the kind is fine.
 	Check func(v any) error
+	// Secret values (tokens) are never printed: settings list and get show them as ********.
+	Secret bool
 }
 
 // EnvName is the QKIT_* variable for the key: dots become underscores, upper-cased.
@@ -65,7 +67,7 @@ var Keys = []Key{
 	{Name: "questions.installation", Kind: String, Default: "default", Help: "name shared by the qkit installations that answer each other's questions (NATS bucket qkit-questions-NAME)", Check: bucketName},
 	{Name: "questions.nats_url", Kind: String, Default: "nats://127.0.0.1:4222", Help: "NATS server for questions.store=nats (comma-separated for a cluster)", Check: nonEmpty},
 	{Name: "questions.nats_creds", Kind: String, Default: "", Help: "NATS credentials file (JWT and NKey seed)"},
-	{Name: "questions.nats_token", Kind: String, Default: "", Help: "NATS authentication token (prefer QKIT_QUESTIONS_NATS_TOKEN to the config file)"},
+	{Name: "questions.nats_token", Kind: String, Default: "", Help: "NATS authentication token, shown as ******** (prefer QKIT_QUESTIONS_NATS_TOKEN to the config file)", Secret: true},
 	{Name: "questions.nats_tls_cert", Kind: String, Default: "", Help: "client certificate file for NATS over TLS (with questions.nats_tls_key)"},
 	{Name: "questions.nats_tls_key", Kind: String, Default: "", Help: "client key file for NATS over TLS"},
 	{Name: "questions.nats_tls_ca", Kind: String, Default: "", Help: "CA file that signs the NATS server's certificate"},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/qkit-cli/qkit/internal/config"
 )
@@ -254,4 +255,58 @@ func TestNATSConcurrentListsSeeWhatCameBefore(t *testing.T) {
 			t.Fatal("callers share sessions")
 		}
 	}
+}
+
+// entry is a key-value entry as the bucket would hand it over.
+type entry struct {
+	key   string
+	value []byte
+	rev   uint64
+}
+
+func (e entry) Bucket() string                  { return "qkit-questions-fuzz" }
+func (e entry) Key() string                     { return e.key }
+func (e entry) Value() []byte                   { return e.value }
+func (e entry) Revision() uint64                { return e.rev }
+func (e entry) Created() time.Time              { return time.Unix(1700000000, 0) }
+func (e entry) Delta() uint64                   { return 0 }
+func (e entry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
+
+// FuzzNATSRecord: any value another client puts in the bucket decodes without a panic, and a set is
+// only taken as sound when its request, status and answers hold together.
+func FuzzNATSRecord(f *testing.F) {
+	s := &NATSStore{now: time.Now}
+	good := newSession(time.Now, &QuestionSet{Questions: mustSet(f, langSet).Questions}, CreateOptions{Source: "mcp"})
+	data, _ := encodeRecord(good)
+	f.Add(good.ID, data)
+	good.Status.Status, good.Answers = Completed, &Answers{Answers: goodAnswers}
+	data, _ = encodeRecord(good)
+	f.Add(good.ID, data)
+	f.Add(good.ID, []byte(`{"request":null,"status":{"status":"completed"}}`))
+	f.Add(good.ID, []byte(`{"status":{"status":"weird"}}`))
+	f.Add("not-a-uuid", []byte(`[]`))
+	f.Fuzz(func(t *testing.T, id string, value []byte) {
+		sess := s.decode(id, entry{key: id, value: value, rev: 7})
+		if sess.ID != id || sess.rev != 7 {
+			t.Fatalf("id or revision lost: %+v", sess)
+		}
+		if !knownState(sess.Status.Status) {
+			t.Fatalf("unknown status %q taken", sess.Status.Status)
+		}
+		if sess.Problem == "" {
+			if sess.Request == nil || sess.Request.SessionID != id {
+				t.Fatal("a set without its request was taken as sound")
+			}
+			if sess.Status.Status == Completed && sess.Answers == nil {
+				t.Fatal("a completed set without answers was taken as sound")
+			}
+			if sess.Answers != nil {
+				if _, err := CheckAnswers(sess.Set(), sess.Answers.Answers); err != nil {
+					t.Fatalf("invalid answers taken: %v", err)
+				}
+			}
+		} else if sess.Status.Status != Abandoned || sess.Answers != nil {
+			t.Fatalf("a broken set is not shown abandoned: %+v", sess.Status)
+		}
+	})
 }
