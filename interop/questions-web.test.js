@@ -1,0 +1,183 @@
+// The page of `qkit questions serve` in a real headless Chromium (Debian's, driven by playwright-core,
+// which never downloads a browser of its own), while the official TypeScript MCP client waits on
+// ask_user_questions through `qkit mcp serve`: the page loads, shows a new set as soon as it is
+// asked, and its answer (or rejection) is what the waiting call returns; without the token it shows
+// nothing, a cross-site post is refused, and a page left open when the server stops says so.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { isolatedEnv, qkitBin } from './env.js';
+
+const run = promisify(execFile);
+const chromiumPath = process.env.QKIT_CHROMIUM ?? '/usr/bin/chromium';
+const haveChromium = existsSync(chromiumPath);
+// In CI (make test installs Chromium first) a missing browser is a failure, not a skip.
+const mustRun = Boolean(process.env.CI || process.env.QKIT_REQUIRE_BROWSER);
+const skip = !haveChromium && !mustRun
+  ? `no Chromium at ${chromiumPath}: install Debian's (apt-get install -y chromium, or make browser) or set QKIT_CHROMIUM`
+  : false;
+
+const questions = [
+  { question: 'Which language should we use?', header: 'Language', multiSelect: false,
+    options: [{ label: 'Go', description: 'static binary' }, { label: 'TypeScript' }] },
+  { question: 'Which extras?', header: 'Extras', multiSelect: true, options: [{ label: 'Lint' }, { label: 'Docs' }] },
+];
+const text = (res) => res.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+
+let iso, serve, link, base, client, browser, context, userDataDir;
+
+// startServe runs `qkit questions serve --json` and returns the process and its link.
+async function startServe(env) {
+  const proc = spawn(qkitBin, ['questions', 'serve', '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr = [];
+  proc.stderr.on('data', (d) => stderr.push(d));
+  const first = await new Promise((resolve, reject) => {
+    const rl = createInterface({ input: proc.stdout });
+    rl.once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`qkit questions serve exited ${code}: ${Buffer.concat(stderr)}`)));
+  });
+  return { proc, ...JSON.parse(first), stderr };
+}
+
+before(async () => {
+  if (skip) return;
+  assert.ok(haveChromium, `the browser test must run here but there is no Chromium at ${chromiumPath} (apt-get install -y chromium)`);
+  const { chromium } = await import('playwright-core');
+  iso = isolatedEnv();
+  serve = await startServe(iso.env);
+  link = serve.url;
+  base = link.replace(/\?.*$/, '');
+  const transport = new StdioClientTransport({ command: qkitBin, args: ['mcp', 'serve'], env: iso.env, stderr: 'pipe' });
+  client = new Client({ name: 'qkit-interop-web', version: '0.0.1' });
+  await client.connect(transport);
+  userDataDir = mkdtempSync(join(tmpdir(), 'qkit-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  browser = context;
+});
+
+after(async () => {
+  await context?.close();
+  await client?.close();
+  if (serve && serve.proc.exitCode === null) serve.proc.kill('SIGINT');
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  iso?.cleanup();
+});
+
+test('the page shows a new set as soon as it is asked, and its answer is what the waiting call returns', { skip }, async (t) => {
+  const page = await browser.newPage();
+  const res = await page.goto(link);
+  assert.equal(res.status(), 200);
+  assert.equal(page.url(), base, 'the token stays in the address bar');
+  await page.locator('#conn', { hasText: 'Live' }).waitFor();
+  assert.equal(await page.locator('section.set').count(), 0);
+
+  const asked = Date.now();
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const set = page.locator('section.set');
+  await set.waitFor({ timeout: 30000 });
+  t.diagnostic(`new set shown ${Date.now() - asked} ms after the call was made`);
+  assert.equal(await set.locator('input[type=radio]').count(), 2);
+  assert.equal(await set.locator('input[type=checkbox]').count(), 2);
+
+  await set.getByLabel('Go').check();
+  await set.getByLabel('Docs').check();
+  await set.locator('input[name=q1_other]').fill('and CI');
+  await set.getByRole('button', { name: 'Send answers' }).click();
+  await set.locator('.msg', { hasText: 'Answer recorded' }).waitFor();
+
+  const out = await call;
+  assert.equal(out.isError ?? false, false, text(out));
+  assert.equal(text(out), "Here are the user's answers:\n\n1. [Language] Which language should we use?\n→ Go — static binary\n\n" +
+    '2. [Extras] Which extras?\n→ Docs\n→ Other: "and CI"');
+  await page.close();
+});
+
+test('without the token the page shows nothing but how to get in', { skip }, async () => {
+  const page = await browser.newPage();
+  await context.clearCookies();
+  let res = await page.goto(base);
+  assert.equal(res.status(), 401);
+  assert.match(await page.textContent('body'), /needs the link that qkit questions serve printed/);
+  res = await page.goto(base + '?token=0000');
+  assert.equal(res.status(), 401);
+  assert.match(await page.textContent('body'), /Wrong token/);
+  assert.equal(await page.locator('section.set').count(), 0);
+  await page.goto(link); // in again, for the tests that follow
+  await page.close();
+});
+
+test('a cross-site post is refused; the set is then rejected on the page, with a reason', { skip }, async () => {
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const page = await browser.newPage();
+  await page.goto(base);
+  const set = page.locator('section.set:not(.closed)');
+  await set.waitFor();
+  const id = await set.getAttribute('data-id');
+
+  // Another site (localhost is another site than 127.0.0.1) posts a form to the page, with the
+  // right token even: the browser marks it cross-site and the page refuses it.
+  const evil = createServer((req, res) => {
+    res.setHeader('Content-Type', 'text/html');
+    res.end(`<form id=f method=post action="${base}sets/${id}/answer">
+      <input name=csrf value="${serve.token}"><input name=q0 value=TypeScript><input name=q1 value=Lint></form>
+      <script>document.getElementById('f').submit()</script>`);
+  });
+  await new Promise((r) => evil.listen(0, '127.0.0.1', r));
+  try {
+    const attack = await browser.newPage();
+    const refused = attack.waitForResponse((r) => r.url().includes(`/sets/${id}/answer`));
+    await attack.goto(`http://localhost:${evil.address().port}/`);
+    const r = await refused;
+    assert.equal(r.status(), 403);
+    assert.match(await r.text(), /came from another site/);
+    await attack.close();
+  } finally {
+    evil.close();
+  }
+  const shown = JSON.parse((await run(qkitBin, ['questions', 'show', id, '--json'], { env: iso.env })).stdout);
+  assert.equal(shown.status, 'pending', 'the cross-site post changed the set');
+
+  await set.getByText('Reject these questions…').click();
+  await set.locator('textarea[name=reason]').fill('Ask me after the release');
+  await set.getByRole('button', { name: 'Reject', exact: true }).click();
+  await page.locator(`#set-${id} .msg`, { hasText: 'Rejected' }).waitFor();
+  const out = await call;
+  assert.equal(text(out), 'User rejected this question set.\n\nRejection reason: "Ask me after the release"');
+  await page.close();
+});
+
+test('a page left open when the server stops says so, and keeps an unsent answer', { skip }, async () => {
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const page = await browser.newPage();
+  await page.goto(base);
+  const set = page.locator('section.set:not(.closed)');
+  await set.waitFor();
+  await set.getByLabel('TypeScript').check();
+  await set.getByLabel('Lint').check();
+  const exited = new Promise((r) => serve.proc.once('exit', r));
+  serve.proc.kill('SIGINT');
+  await exited;
+  await page.locator('#conn', { hasText: /stopped|lost/ }).waitFor();
+  await set.getByRole('button', { name: 'Send answers' }).click();
+  await set.locator('.msg', { hasText: 'NOT sent' }).waitFor();
+  assert.equal(await set.getByLabel('TypeScript').isChecked(), true, 'the answer typed in was lost');
+
+  // Nothing was lost on the store's side either: the set waits, and a terminal can still answer.
+  await run(qkitBin, ['questions', 'answer', '--answer', '1=TypeScript', '--answer', '2=Lint'], { env: iso.env });
+  const out = await call;
+  assert.match(text(out), /→ TypeScript/);
+  await page.close();
+});
