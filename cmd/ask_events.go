@@ -58,7 +58,8 @@ Permissions (acp backend): --yolo and --trust-tools allow, --deny-tools refuses 
 no flag covers goes by --on-permission: fail (the default without a terminal) stops with exit 1
 naming the tool and the flag that trusts it; deny refuses it and the agent carries on; ask puts it
 to a person through qkit questions (qkit questions wait / answer: allow once, allow always for this
-run, or reject). On a terminal the default is to ask there. Tools are named by the agent's name,
+run, or reject); the wait for that answer does not count toward --timeout (questions.timeout
+bounds it). On a terminal the default is to ask there. Tools are named by the agent's name,
 their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
 The agent's file and terminal requests are served inside the working directory only; a path
 outside it is refused and reported (refused_paths).`

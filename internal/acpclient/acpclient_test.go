@@ -580,3 +580,21 @@ func TestTypeScriptStandIn(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeoutPausedForPermission: the time a permission takes to decide is not the agent's time.
+func TestTimeoutPausedForPermission(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_OUTPUT=done")
+	o.Limits.Timeout = 2 * time.Second
+	o.Permission = func(ctx context.Context, _ PermissionRequest) (Decision, error) {
+		select { // a person who takes longer than the whole run may
+		case <-time.After(3 * time.Second):
+		case <-ctx.Done():
+			return Decision{}, ctx.Err()
+		}
+		return Decision{OptionID: "allow_once", By: "person"}, nil
+	}
+	res, err := Run(t.Context(), o)
+	if err != nil || res.TimedOut || res.Output != "done" {
+		t.Errorf("err %v result %+v", err, res.Result)
+	}
+}

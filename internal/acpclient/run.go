@@ -88,8 +88,8 @@ func Argv(l agent.Limits, r agent.Request) []string {
 }
 
 // Run starts the agent, opens (or loads) a session, sends the prompt, streams the events, and
-// stops the agent, with the text runner's semantics (agent.Run): a run that hits Limits.Timeout is
-// not an error (Result.TimedOut, the partial reply and a notice); the reply is capped at
+// stops the agent, with the text runner's semantics (agent.Run): a run that hits Limits.Timeout
+// (not counting the time Permission takes: a person may be deciding) is not an error (Result.TimedOut, the partial reply and a notice); the reply is capped at
 // Limits.MaxResponseSize; when ctx is cancelled the turn is cancelled, the agent stopped, and the
 // error wraps ctx.Err(). Every path ends with the agent's whole process group gone.
 func Run(ctx context.Context, o RunOptions) (Result, error) {
@@ -112,10 +112,21 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	}
 	start := time.Now()
 	runCtx := ctx
+	var deadline *pausableDeadline
 	if l.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
-		defer cancel()
+		var cancel context.CancelCauseFunc
+		runCtx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		deadline = newPausableDeadline(l.Timeout, func() { cancel(errTimeout) })
+		defer deadline.stop()
+		if perm := o.Permission; perm != nil {
+			// Waiting for a person's answer is not the agent's time.
+			o.Permission = func(ctx context.Context, req PermissionRequest) (Decision, error) {
+				deadline.pause()
+				defer deadline.resume()
+				return perm(ctx, req)
+			}
+		}
 	}
 
 	reply := agent.NewReply(l.MaxResponseSize)
@@ -167,7 +178,8 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		stopReason, err = session(runCtx, conn, o, dir, &res, &live)
 	}
 	// Only a run the deadline stopped timed out (Close may outlast it).
-	timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+	stoppedByCtx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	timedOut := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(runCtx), errTimeout)
 	if conn != nil {
 		conn.Close()
 		res.ExitCode = conn.ExitCode()
@@ -209,3 +221,48 @@ func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Res
 	live.Store(true)
 	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})
 }
+
+// errTimeout ends a run that used up Limits.Timeout.
+var errTimeout = fmt.Errorf("the run hit its timeout: %w", context.DeadlineExceeded)
+
+// pausableDeadline calls fire once d has passed, not counting the time it was paused.
+type pausableDeadline struct {
+	mu        sync.Mutex
+	timer     *time.Timer
+	remaining time.Duration
+	since     time.Time
+	paused    int
+	fired     bool
+}
+
+func newPausableDeadline(d time.Duration, fire func()) *pausableDeadline {
+	p := &pausableDeadline{remaining: d, since: time.Now()}
+	p.timer = time.AfterFunc(d, func() {
+		p.mu.Lock()
+		p.fired = true
+		p.mu.Unlock()
+		fire()
+	})
+	return p
+}
+
+func (p *pausableDeadline) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused == 0 && !p.fired && p.timer.Stop() {
+		p.remaining -= time.Since(p.since)
+	}
+	p.paused++
+}
+
+func (p *pausableDeadline) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused--
+	if p.paused == 0 && !p.fired {
+		p.since = time.Now()
+		p.timer.Reset(max(p.remaining, 0))
+	}
+}
+
+func (p *pausableDeadline) stop() { p.timer.Stop() }
