@@ -50,13 +50,19 @@ lint: vet tidy
 tidy:
 	$(GO) mod tidy -diff
 
-# The stand-in agent as bin/fakeq/q: put bin/fakeq first on PATH to try qkit without q (README).
+# The stand-in agent as bin/fakeq/q (and bin/fakeq/kiro-cli, the same fake): put bin/fakeq first
+# on PATH to try qkit without q (README); FAKEQ_FLAVOUR=q or kiro makes it act as q 1.19.7 or kiro-cli 2.x.
 fakeq:
 	$(GO) build -o bin/fakeq/q ./internal/fakeq/q
+	cp bin/fakeq/q bin/fakeq/kiro-cli
 
+# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR).
 interop: build fakeq browser
 	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error && \
-		QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) npm test
+		for flavour in q kiro; do \
+			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
+			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) npm test || exit 1; \
+		done
 
 # The browser test of `qkit questions serve` (interop/questions-web.test.js) drives Debian's
 # Chromium through playwright-core, which never downloads a browser. Installed here when missing

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -89,10 +90,7 @@ with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the sessi
 	c.Flags().StringVar(&opts.model, "model", "", "default `MODEL` of new sessions (default: setting agent.model)")
 	_ = c.RegisterFlagCompletionFunc("agent", cobra.NoFileCompletions)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		if a.Config == nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return a.Config.List("agent.models"), cobra.ShellCompDirectiveNoFileComp
+		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
 	return interruptible(c)
 }
@@ -105,8 +103,9 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if model == "" {
 		model = a.Config.String("agent.model")
 	}
-	if model != "" && !slices.Contains(a.Config.List("agent.models"), model) {
-		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models)", model, a.Config.List("agent.models"))
+	models, listed := acpModels(c.Context(), a)
+	if model != "" && listed && !slices.ContainsFunc(models, func(m string) bool { return strings.EqualFold(m, model) }) {
+		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models, else the agent's own list: qkit ask --list-models)", model, models)
 	}
 	if strings.HasPrefix(opts.agent, "-") {
 		return output.UsageErrorf("invalid --agent %q: a name cannot start with \"-\"", opts.agent)
@@ -151,7 +150,7 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 		Commands:  InternalRegistry(a),
 		Agent:     opts.agent,
 		Model:     model,
-		Models:    a.Config.List("agent.models"),
+		Models:    models,
 		MaxTokens: int(a.Config.Int("context.max_tokens")),
 		Context: func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			return files.Prompt(profile, cwd, int64(maxTokens), prompt)
@@ -160,4 +159,18 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 		Version: a.Version.Version,
 		Now:     a.Now,
 	}, a.IO.In, a.IO.Out)
+}
+
+// acpModels is the list of the sessions' model option: agent.models when set, else the agent's own
+// list (kiro-cli chat --list-models, cached). listed is false when neither exists (q 1.19.7): the
+// option then offers q's offline list, and --model takes any name.
+func acpModels(ctx context.Context, a *app.App) (models []string, listed bool) {
+	if m := a.Config.List("agent.models"); len(m) > 0 {
+		return m, true
+	}
+	list, ok, err := agent.NewModelCache(a.Config.Paths.State).Models(ctx, a.Config.String("agent.command"))
+	if err != nil || !ok {
+		return slices.Clone(qFallbackModels), false
+	}
+	return list.IDs(), true
 }

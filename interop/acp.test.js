@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
-import { isolatedEnv, qkitBin } from './env.js';
+import { agentCommand, isolatedEnv, qkitBin } from './env.js';
 
 const m = acp.methods;
 
@@ -232,8 +232,10 @@ test('load after a restart replays the transcript; list, resume, close, set_mode
       assert.equal(p.stopReason, 'end_turn');
 
       await rejectsWith(agent.request(m.agent.session.setMode, { sessionId: id, modeId: 'code' }), -32601);
-      const set = await agent.request(m.agent.session.setConfigOption, { sessionId: id, configId: 'model', value: 'claude-sonnet-4' });
-      assert.equal(set.configOptions[0].currentValue, 'claude-sonnet-4');
+      // A model the agent knows: q's offline list, or kiro-cli's own.
+      const model = agentCommand === 'kiro-cli' ? 'claude-sonnet-4.5' : 'claude-sonnet-4';
+      const set = await agent.request(m.agent.session.setConfigOption, { sessionId: id, configId: 'model', value: model });
+      assert.equal(set.configOptions[0].currentValue, model);
       await rejectsWith(agent.request(m.agent.session.new, { cwd: 'relative/path', mcpServers: [] }), -32602, /absolute/);
     }, home);
   } finally {
@@ -244,7 +246,7 @@ test('load after a restart replays the transcript; list, resume, close, set_mode
 test('logged out: the cli auth method is offered and sessions need authentication', async () => {
   await serve({ FAKEQ_LOGGED_OUT: '1' }, async (agent) => {
     const res = await init(agent);
-    assert.deepEqual(res.authMethods.map((a) => [a.id, a.name, a.description]), [['cli', 'CLI Login', "Run 'q login' to authenticate"]]);
+    assert.deepEqual(res.authMethods.map((a) => [a.id, a.name, a.description]), [['cli', 'CLI Login', `Run '${agentCommand} login' to authenticate`]]);
     await rejectsWith(agent.request(m.agent.session.new, { cwd: process.cwd(), mcpServers: [] }), -32000);
     await rejectsWith(agent.request(m.agent.authenticate, { methodId: 'cli' }), -32000);
   });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { isolatedEnv, qkitBin } from './env.js';
+import { agentCommand, isolatedEnv, qkitBin } from './env.js';
 
 // connect starts `qkit mcp serve`; answer (accept|decline|cancel) installs an elicitation handler.
 async function connect(env, answer) {
@@ -59,7 +59,7 @@ test('a read runs at once, without elicitation', async () => {
   try {
     const res = await client.callTool({ name: 'internal_command', arguments: { command: 'settings', subcommand: 'get', args: ['agent.command'] } });
     assert.equal(res.isError ?? false, false);
-    assert.equal(text(res), 'q\n');
+    assert.equal(text(res), `${agentCommand}\n`);
   } finally {
     await client.close();
     cleanup();

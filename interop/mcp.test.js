@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { isolatedEnv, qkitBin } from './env.js';
+import { agentCommand, flavour, isolatedEnv, qkitBin } from './env.js';
 
 // connect starts `qkit mcp serve` with env and returns a connected client, the errors the
 // transport reported (a non-JSON line on stdout would be one), and a cleanup function.
@@ -65,14 +65,16 @@ test('enabled, q-developer-agent is listed with its parameters and runs q', asyn
     for (const p of ['prompt', 'resume', 'agent', 'override-model', 'yolo-mode', 'trust-tools', 'verbose']) {
       assert.ok(tool.inputSchema.properties[p], `parameter ${p}`);
     }
-    assert.deepEqual(tool.inputSchema.properties['override-model'].enum, ['claude-3.5-sonnet', 'claude-3.7-sonnet', 'claude-sonnet-4']);
+    // No built-in model list to go stale: any name, with the documented default.
+    assert.equal(tool.inputSchema.properties['override-model'].enum, undefined);
+    assert.match(tool.inputSchema.properties['override-model'].description, /claude-sonnet-4 \(default\)/);
 
     const res = await s.client.callTool({
       name: 'q-developer-agent',
       arguments: { prompt: 'explain', 'override-model': 'claude-sonnet-4', 'trust-tools': 'fs_read', resume: true },
     });
     assert.equal(res.isError ?? false, false, text(res));
-    assert.equal(text(res), '> reply from q\n');
+    assert.equal(text(res), 'reply from q\n'); // the reply only: no "> " prefix, no colour
 
     const bad = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: '   ' } });
     assert.equal(bad.isError, true);
@@ -187,8 +189,44 @@ test('progress notifications reach the client while q works', async () => {
       resetTimeoutOnProgress: true,
     });
     assert.equal(res.isError ?? false, false, text(res));
-    assert.ok(progress.length >= 1, 'no progress notification');
-    assert.match(progress[0].message, /has been running for/);
+    // The first at once, with the agent's first line; then, while it is quiet, one every 5 s.
+    assert.ok(progress.length >= 2, `progress: ${JSON.stringify(progress)}`);
+    assert.equal(progress[0].message, `${agentCommand}: done`);
+    assert.match(progress[1].message, /has been running for/);
+  } finally {
+    await s.close();
+  }
+});
+
+// Against q and kiro-cli alike (FAKEQ_FLAVOUR): an MCP tool trusted by its bare name is not trusted,
+// and the result says which value to trust it by; the reply never carries the tool banners.
+test('an untrusted tool is a tool error naming the trust-tools value', { skip: flavour === '' && 'needs a flavour' }, async () => {
+  const s = await connect({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'done', FAKEQ_TOOLS: 'fs_read,@git/status' });
+  try {
+    const bad = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi', 'trust-tools': 'fs_read,status' } });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /tool @git\/status/);
+    assert.match(text(bad), /call again with trust-tools "@git\/status"/);
+    assert.ok(text(bad).startsWith(`q Developer command failed: ${agentCommand} `), text(bad));
+    const good = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi', 'trust-tools': 'fs_read,@git/status' } });
+    assert.equal(good.isError ?? false, false, text(good));
+    assert.equal(text(good), 'Let me use the tools for that.\n\ndone');
+    assert.doesNotMatch(text(good), /Using tool|⋮/);
+  } finally {
+    await s.close();
+  }
+});
+
+test('the first progress notification carries the agent\'s first line', { skip: flavour === '' && 'needs a flavour' }, async () => {
+  const s = await connect({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_LINES: '3', FAKEQ_INTERVAL: '200ms' });
+  try {
+    const got = [];
+    const res = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }, undefined, {
+      onprogress: (p) => got.push(p.message),
+    });
+    assert.equal(res.isError ?? false, false, text(res));
+    assert.ok(got.length >= 1, 'no progress notification');
+    assert.equal(got[0], `${agentCommand}: line 1`);
   } finally {
     await s.close();
   }

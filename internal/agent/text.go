@@ -170,8 +170,8 @@ func couldBeSpecial(start []byte, prefixExpected bool) bool {
 			return true
 		}
 	}
-	if prefixExpected && isPrefixEither(start, replyPrefix) {
-		return true
+	if prefixExpected && len(start) < len(replyPrefix) && isPrefixEither(start, replyPrefix) {
+		return true // a longer start with the prefix is decided: the prefix, then reply text
 	}
 	return isPrefixEither(start, spinnerLine)
 }

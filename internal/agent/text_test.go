@@ -63,6 +63,17 @@ func TestTextParser(t *testing.T) {
 	}
 }
 
+// A reply line after the prefix streams before its line break arrives.
+func TestTextParserStreamsAfterPrefix(t *testing.T) {
+	var got []string
+	p := newTextParser(false, func(e Event) { got = append(got, e.Text) })
+	p.Write([]byte("> do"))
+	p.Write([]byte("ne"))
+	if strings.Join(got, "|") != "do|ne" {
+		t.Fatalf("streamed %q", got)
+	}
+}
+
 // q stops at an untrusted tool: the call fails (not denied) when the run fails there.
 func TestTextParserStoppedAtTool(t *testing.T) {
 	reply, _, tools := parse("> I will write it.\n🛠️  Using tool: fs_write\n ⋮ \n ● Path: a.txt\n", 0, false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -136,9 +137,17 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		return ErrorResult(err.Error())
 	}
 	var received atomic.Int64
+	var mu sync.Mutex
+	var tools []string // the tools the agent announced, for the heartbeats
 	name := filepath.Base(l.Command)
 	p := NewProgress(ctx, d, req, func(elapsed time.Duration) string {
-		return fmt.Sprintf("%s has been running for %s; %d bytes of output so far", name, elapsed.Round(time.Second), received.Load())
+		msg := fmt.Sprintf("%s has been running for %s; %d bytes of output so far", name, elapsed.Round(time.Second), received.Load())
+		mu.Lock()
+		defer mu.Unlock()
+		if len(tools) > 0 {
+			msg += "; tools used: " + strings.Join(tools, ", ")
+		}
+		return msg
 	})
 	res, err := agent.Stream(ctx, l, r, func(e agent.Event) {
 		switch e.Type {
@@ -148,6 +157,9 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 				p.Update(name + ": " + line)
 			}
 		case agent.EventToolCall:
+			mu.Lock()
+			tools = append(tools, e.Tool.TrustName())
+			mu.Unlock()
 			p.Update(toolProgress(name, *e.Tool))
 		}
 	})
