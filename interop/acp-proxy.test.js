@@ -16,7 +16,9 @@ const m = acp.methods;
 // serve starts `qkit acp serve` on the proxy path in home, connects the SDK's client (with the
 // given capabilities and in-memory buffers for fs/read_text_file) and runs op(agent, editor).
 async function serve(extra, op, { home, fs } = {}) {
-  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'acp', ...extra });
+  // The proxy path needs an agent that speaks ACP: kiro-cli, in every flavour run (q 1.19.7 has no
+  // acp subcommand; with it, acp serve takes the text path, which acp.test.js covers).
+  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'acp', FAKEQ_FLAVOUR: 'kiro', QKIT_AGENT_COMMAND: 'kiro-cli', ...extra });
   if (home) {
     iso.env.HOME = home;
     iso.env.QKIT_HOME = join(home, '.qkit');
