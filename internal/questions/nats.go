@@ -233,6 +233,18 @@ func (s *NATSStore) unreachable(err error) error {
 	return &UnreachableError{URL: s.url, Err: err}
 }
 
+// errReconnecting: the connection dropped and the client is reconnecting; reads and writes fail at
+// once instead of blocking until their timeout, so a wait's own deadline and cancellation still act.
+var errReconnecting = errors.New("connection lost, reconnecting")
+
+// connected fails fast while the client is reconnecting.
+func (s *NATSStore) connected() error {
+	if s.nc.IsReconnecting() {
+		return &UnreachableError{URL: s.url, Err: errReconnecting}
+	}
+	return nil
+}
+
 func encodeRecord(sess *Session) ([]byte, error) {
 	return json.Marshal(record{Request: sess.Request, Status: sess.Status, Answers: sess.Answers})
 }
@@ -298,6 +310,9 @@ func (s *NATSStore) read(id string) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
+	if err := s.connected(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	e, err := s.kv.Get(ctx, id)
@@ -355,6 +370,9 @@ func (s *NATSStore) Create(set *QuestionSet, opts CreateOptions) (*Session, erro
 	data, err := encodeRecord(sess)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.connected(); err != nil {
+		return nil, fmt.Errorf("create question set: %w", err)
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
@@ -435,6 +453,9 @@ func (s *NATSStore) runListing(l *listing) {
 
 // pass reads the latest record of every set in one watch over the bucket.
 func (s *NATSStore) pass() ([]*Session, error) {
+	if err := s.connected(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
@@ -632,9 +653,14 @@ func (s *NATSStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 				return sess, nil
 			}
 			if expired {
-				if _, err := s.transition(id, expireChange(opts.Timeout)); err == nil {
+				_, terr := s.transition(id, expireChange(opts.Timeout))
+				switch {
+				case terr == nil:
 					continue // read again: an answer that won the race is still returned
+				case errors.Is(terr, ErrNotFound):
+					return nil, terr
 				}
+				err = terr
 			}
 		}
 		if expired && err != nil {

@@ -310,3 +310,33 @@ func FuzzNATSRecord(f *testing.F) {
 		}
 	})
 }
+
+// The server is away when the wait's time runs out: the wait still ends at its timeout, as timed
+// out, and says the set could not be marked; once the server is back the set is still there, open.
+func TestNATSTimeoutWhileTheServerIsAway(t *testing.T) {
+	srv := startNATS(t)
+	s := openNATS(t, srv, "away", Options{})
+	sess := createIn(t, s)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 500 * time.Millisecond})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	srv.stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait outlived its timeout while the server was away")
+	}
+	var ended *EndedError
+	if !errors.As(err, &ended) || ended.Status != TimedOut || !strings.Contains(ended.Reason, "could not be marked timed_out") {
+		t.Fatalf("got %v", err)
+	}
+	srv.start()
+	other := openNATS(t, srv, "away", Options{})
+	if got, err := other.Get(sess.ID); err != nil || !got.Status.Status.Open() {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
