@@ -279,3 +279,28 @@ test('TypeScript stand-in: cancel mid-turn, and a load after a restart from an a
     cleanup();
   }
 });
+
+test('TypeScript stand-in: a stdio MCP server reaches it through the bridge; its edit arrives with the diff', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(home, 'project-'));
+    const pidFile = join(home, 'server.pid');
+    const server = new URL('./stdio-echo-server.js', import.meta.url).pathname;
+    await serve({ ...tsAgent, TS_AGENT_MCP: 'notes/echo', TS_AGENT_WRITE: 'out.txt', TS_AGENT_CHUNKS: '1' }, async (agent, editor) => {
+      await init(agent);
+      const { sessionId: id } = await agent.request(m.agent.session.new, {
+        cwd, mcpServers: [{ name: 'notes', command: process.execPath, args: [server], env: [{ name: 'ECHO_SERVER_PID', value: pidFile }] }],
+      });
+      await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'go' }] });
+      const calls = editor.of(id, 'tool_call');
+      assert.equal(editor.toolText(id, calls[0].toolCallId), 'echo from the stdio server: from the ts agent');
+      assert.deepEqual(calls[1].content, [{ type: 'diff', path: join(cwd, 'out.txt'), newText: 'written by the ts agent\n' }]);
+      assert.equal(readFileSync(join(cwd, 'out.txt'), 'utf8'), 'written by the ts agent\n', 'written inside the folder (the editor has no fs)');
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      await agent.request(m.agent.session.close, { sessionId: id });
+      await gone(pid);
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});

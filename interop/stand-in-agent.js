@@ -15,11 +15,15 @@
 //   TS_AGENT_RAN     append one line per tool call that actually ran
 //   TS_AGENT_CHUNKS  how many reply chunks to send (default 3)
 //   TS_AGENT_SLEEP   milliseconds to wait before each chunk (a turn to cancel)
+//   TS_AGENT_MCP     server/tool: call tool (with {"text":"from the ts agent"}) on the HTTP MCP
+//                    server of that name given in session/new, as a tool call (kind other)
 import { appendFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const m = acp.methods;
 const env = process.env;
@@ -44,14 +48,14 @@ const app = acp.agent({ name: 'qkit-ts-stand-in' })
     clientCaps = params.clientCapabilities ?? {};
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: { loadSession: false, promptCapabilities: { embeddedContext: true } },
+      agentCapabilities: { loadSession: false, promptCapabilities: { embeddedContext: true }, mcpCapabilities: { http: true } },
       agentInfo: { name: 'ts-stand-in', version: '1.0.0' },
       authMethods: [],
     };
   })
   .onRequest(m.agent.session.new, ({ params }) => {
     const sessionId = `ts-${++next}`;
-    sessions.set(sessionId, { cwd: params.cwd, abort: null });
+    sessions.set(sessionId, { cwd: params.cwd, abort: null, mcp: params.mcpServers ?? [] });
     return { sessionId };
   })
   .onNotification(m.agent.session.cancel, ({ params }) => {
@@ -104,6 +108,26 @@ const app = acp.agent({ name: 'qkit-ts-stand-in' })
       }
       if (env.TS_AGENT_RAN) appendFileSync(env.TS_AGENT_RAN, `${cmd}\n`);
       await update({ sessionUpdate: 'tool_call_update', toolCallId, status: 'completed', content: [{ type: 'content', content: { type: 'text', text: output } }] });
+    }
+
+    if (env.TS_AGENT_MCP) {
+      const [name, tool] = env.TS_AGENT_MCP.split('/');
+      const server = s.mcp.find((x) => x.type === 'http' && x.name === name);
+      const toolCallId = `ts-call-${++n}`;
+      await update({ sessionUpdate: 'tool_call', toolCallId, title: `${name}: ${tool}`, kind: 'other', status: 'in_progress' });
+      let text;
+      try {
+        if (!server) throw new Error(`no HTTP MCP server named ${name}`);
+        const headers = Object.fromEntries((server.headers ?? []).map((h) => [h.name, h.value]));
+        const mcp = new McpClient({ name: 'ts-stand-in', version: '1.0.0' });
+        await mcp.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
+        const res = await mcp.callTool({ name: tool, arguments: { text: 'from the ts agent' } });
+        text = res.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+        await mcp.close();
+        await update({ sessionUpdate: 'tool_call_update', toolCallId, status: 'completed', content: [{ type: 'content', content: { type: 'text', text } }] });
+      } catch (e) {
+        await update({ sessionUpdate: 'tool_call_update', toolCallId, status: 'failed', content: [{ type: 'content', content: { type: 'text', text: String(e.message ?? e) } }] });
+      }
     }
 
     const abs = (p) => (isAbsolute(p) ? p : join(s.cwd, p));

@@ -415,13 +415,7 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 // usage_update passed through. It needs node and interop's node_modules (make interop installs
 // them), and is skipped without them.
 func TestProxyTypeScriptStandIn(t *testing.T) {
-	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skip("interop/node_modules is missing (make interop)")
-	}
+	script := tsStandIn(t)
 	cwd := t.TempDir()
 	notes := filepath.Join(cwd, "notes.txt")
 	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
@@ -570,4 +564,44 @@ func TestProxyAgentLoggedOut(t *testing.T) {
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")
 	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	wantCode(t, "session/new with the agent logged out", err, -32000, "Authentication required")
+}
+
+// tsStandIn is interop/stand-in-agent.js, or a skip without node and interop's node_modules.
+func tsStandIn(t *testing.T) string {
+	t.Helper()
+	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("interop/node_modules is missing (make interop)")
+	}
+	return script
+}
+
+// TestProxyTypeScriptStandInBridge: the TypeScript stand-in calls a stdio MCP server of the
+// editor's through the bridge, and its edit arrives with the diff (written inside the folder, the
+// editor having no fs).
+func TestProxyTypeScriptStandInBridge(t *testing.T) {
+	script := tsStandIn(t)
+	t.Setenv("KIRO_API_KEY", "test")
+	t.Setenv("TS_AGENT_MCP", "notes/echo")
+	t.Setenv("TS_AGENT_WRITE", "out.txt")
+	t.Setenv("TS_AGENT_CHUNKS", "1")
+	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendACP; o.Limits.Command = script })
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSessionWith(cwd, []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "notes", Command: os.Args[0],
+		Args: []string{}, Env: []acp.EnvVariable{{Name: "ACPTEST_MCP_SERVER", Value: "1"}}}}}).SessionId
+	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+	calls := h.tc.toolCalls(id)
+	if len(calls) != 2 || h.tc.toolOutput(id, calls[0].ToolCallId) != "echo from the stdio server: from the ts agent" {
+		t.Fatalf("tool calls %+v, first said %q", calls, h.tc.toolOutput(id, calls[0].ToolCallId))
+	}
+	if d := calls[1].Content; len(d) != 1 || d[0].Diff == nil || d[0].Diff.Path != filepath.Join(cwd, "out.txt") {
+		t.Fatalf("edit %+v", calls[1])
+	}
+	if data, _ := os.ReadFile(filepath.Join(cwd, "out.txt")); string(data) != "written by the ts agent\n" {
+		t.Fatalf("out.txt %q", data)
+	}
 }
