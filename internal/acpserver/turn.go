@@ -134,20 +134,6 @@ func (r *reply) record(body string) {
 // text is the whole reply, as the transcript keeps it.
 func (r *reply) text() string { return strings.Join(r.parts, "") }
 
-// tail keeps the last tailSize bytes of a stream.
-type tail struct{ b []byte }
-
-const tailSize = 8 << 10
-
-func (t *tail) write(s string) {
-	t.b = append(t.b, s...)
-	if len(t.b) > 2*tailSize {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailSize:]...)
-	}
-}
-
-func (t *tail) String() string { return string(t.b) }
-
 // utf8Chunks passes stream chunks on as strings, holding back a multi-byte character split
 // across two chunks so no chunk carries half of one.
 type utf8Chunks struct {
