@@ -544,7 +544,7 @@ func (s *NATSStore) Reject(id, reason, claim string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.transition(id, rejectChange(reason, claim))
+	return s.transition(id, rejectChange(s.now, reason, claim))
 }
 
 // Claim marks a pending set as in progress in this terminal and returns the claim's token.

@@ -37,6 +37,12 @@ var self = sync.OnceValue(func() Process {
 // Self describes the running process.
 func Self() Process { return self() }
 
+// Local reports whether the process ran on this machine in this boot, so that Gone can tell.
+func (p Process) Local() bool {
+	me := self()
+	return p.PID > 0 && (p.Host == "" || me.Host == "" || p.Host == me.Host) && (p.Boot == "" || me.Boot == "" || p.Boot == me.Boot)
+}
+
 // Gone reports whether the process has certainly exited. A process on another host or another boot of
 // the kernel, or one recorded without a PID, is never reported gone: qkit cannot know (such a set
 // ends at its expiry instead; see ownersChange).

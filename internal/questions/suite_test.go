@@ -380,13 +380,43 @@ func TestStoreClaims(t *testing.T) {
 	})
 }
 
+// A claim by a terminal on another machine keeps other terminals away for claimLease, then lapses:
+// a terminal that crashed there is never seen.
+func TestStoreRemoteClaimLapsesAfterItsLease(t *testing.T) {
+	eachStore(t, func(t *testing.T, b *backend) {
+		c := &clock{}
+		s, other := b.open(t, Options{Now: c.Now}), b.open(t, Options{Now: c.Now})
+		sess := createIn(t, s)
+		if _, _, err := s.Claim(sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		setClaimerTo(t, s, sess.ID, Process{PID: 1 << 30, Host: "elsewhere.invalid"})
+		if _, _, err := other.Claim(sess.ID); !errors.Is(err, ErrClaimed) {
+			t.Fatalf("a fresh remote claim did not hold: %v", err)
+		}
+		c.advance(claimLease + time.Minute)
+		if got, err := other.Get(sess.ID); err != nil || got.Status.Status != Pending || got.Status.Claim != nil {
+			t.Fatalf("%+v %v", got, err)
+		}
+		if _, _, err := other.Claim(sess.ID); err != nil {
+			t.Fatalf("claim after the lease: %v", err)
+		}
+	})
+}
+
 // setClaimer makes the set's claim belong to a process that has exited.
 func setClaimer(t *testing.T, b *backend, s Store, id string) {
+	t.Helper()
+	setClaimerTo(t, s, id, Process{PID: 1 << 30})
+}
+
+// setClaimerTo makes p the holder of the set's claim.
+func setClaimerTo(t *testing.T, s Store, id string, p Process) {
 	t.Helper()
 	switch st := s.(type) {
 	case *FileStore:
 		rewrite(t, filepath.Join(st.Dir(), id, StatusFile), func(m map[string]any) {
-			m["claim"].(map[string]any)["by"] = map[string]any{"pid": 1 << 30}
+			m["claim"].(map[string]any)["by"] = p
 		})
 	case *NATSStore:
 		ctx, cancel := st.ctx()
@@ -397,7 +427,7 @@ func setClaimer(t *testing.T, b *backend, s Store, id string) {
 		}
 		var rec record
 		_ = json.Unmarshal(e.Value(), &rec)
-		rec.Status.Claim.By = Process{PID: 1 << 30}
+		rec.Status.Claim.By = p
 		data, _ := json.Marshal(rec)
 		if _, err := st.kv.Update(ctx, id, data, e.Revision()); err != nil {
 			t.Fatal(err)

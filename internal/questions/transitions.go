@@ -54,14 +54,14 @@ func (s *FileStore) transition(id string, fn change) (*Session, error) {
 }
 
 // openCheck refuses a change to a session that is closed or claimed by another live terminal.
-func openCheck(sess *Session, claim string) error {
+func openCheck(sess *Session, claim string, now time.Time) error {
 	if !sess.Status.Status.Open() {
 		return &ClosedError{ID: sess.ID, Status: sess.Status.Status, Reason: sess.Status.Reason}
 	}
 	if sess.Request == nil {
 		return &ClosedError{ID: sess.ID, Status: Abandoned, Reason: sess.Problem}
 	}
-	if c := sess.Status.Claim; c != nil && claim != "" && c.Token != claim && !c.By.Gone() {
+	if c := sess.Status.Claim; c != nil && claim != "" && c.Token != claim && !claimLapsed(c, now) {
 		return fmt.Errorf("question set %s %w (pid %d)", sess.ID, ErrClaimed, c.By.PID)
 	}
 	return nil
@@ -75,7 +75,7 @@ type change func(sess *Session) (answers *Answers, write bool, err error)
 
 func answerChange(now func() time.Time, answers []Answer, claim string) change {
 	return func(sess *Session) (*Answers, bool, error) {
-		if err := openCheck(sess, claim); err != nil {
+		if err := openCheck(sess, claim, now()); err != nil {
 			return nil, false, err
 		}
 		checked, err := CheckAnswers(sess.Set(), answers)
@@ -98,9 +98,9 @@ func checkReason(reason string) (string, error) {
 	return reason, nil
 }
 
-func rejectChange(reason, claim string) change {
+func rejectChange(now func() time.Time, reason, claim string) change {
 	return func(sess *Session) (*Answers, bool, error) {
-		if err := openCheck(sess, claim); err != nil {
+		if err := openCheck(sess, claim, now()); err != nil {
 			return nil, false, err
 		}
 		sess.Status.Status, sess.Status.Claim, sess.Status.RejectionReason = Rejected, nil, reason
@@ -110,7 +110,7 @@ func rejectChange(reason, claim string) change {
 
 func claimChange(now func() time.Time, token string) change {
 	return func(sess *Session) (*Answers, bool, error) {
-		if err := openCheck(sess, token); err != nil {
+		if err := openCheck(sess, token, now()); err != nil {
 			return nil, false, err
 		}
 		sess.Status.Status = InProgress
@@ -178,7 +178,7 @@ func ownersChange(now func() time.Time) change {
 			sess.Status.Reason = "its time ran out and no waiting call ended it (the asker stopped, perhaps on another machine)"
 			return nil, true, nil
 		}
-		if c := sess.Status.Claim; c != nil && c.By.Gone() {
+		if c := sess.Status.Claim; c != nil && claimLapsed(c, now()) {
 			sess.Status.Status, sess.Status.Claim = openState(sess), nil
 			return nil, true, nil
 		}
@@ -193,7 +193,17 @@ func needsOwnersCheck(sess *Session, now time.Time) bool {
 	}
 	w, waits := waiter(sess)
 	return waits && w.Gone() || expiredDetached(sess, now) || expiredUnended(sess, now) ||
-		sess.Status.Claim != nil && sess.Status.Claim.By.Gone()
+		sess.Status.Claim != nil && claimLapsed(sess.Status.Claim, now)
+}
+
+// claimLease is how long a claim held by a terminal qkit cannot see (on another machine sharing the
+// store) keeps other terminals away; a claim by a terminal here lasts while its process lives.
+const claimLease = 15 * time.Minute
+
+// claimLapsed reports a claim that no longer keeps other terminals away: its terminal has exited, or
+// it is on another machine and older than claimLease (a terminal that crashed there is never seen).
+func claimLapsed(c *Claim, now time.Time) bool {
+	return c.By.Gone() || !c.By.Local() && now.Sub(c.Since) > claimLease
 }
 
 // expiryGrace is how long past its expiry an open set waits for its own call to time it out before a
@@ -220,7 +230,7 @@ func (s *FileStore) Reject(id, reason, claim string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.transition(id, rejectChange(reason, claim))
+	return s.transition(id, rejectChange(s.now, reason, claim))
 }
 
 // Claim marks a pending session as in progress in this terminal and returns the claim's token.
