@@ -45,23 +45,29 @@ type Result struct {
 	RefusedPaths  []string      `json:"refused_paths,omitempty"`
 }
 
-// ToolSummary is one tool call of the run, as it ended.
+// ToolSummary is one tool call of the run, as it ended: the fields of `ask --json`'s "tools"
+// (name, server, trusted, denied) and what an ACP agent adds (id, title, kind, status).
 type ToolSummary struct {
-	ID      string `json:"id"`
-	Title   string `json:"title,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Server  string `json:"server,omitempty"`
-	Kind    string `json:"kind,omitempty"`
-	Status  string `json:"status"`
-	Trusted bool   `json:"trusted,omitempty"`
+	ID string `json:"id"`
+	// Name is the tool's name, or its title when the agent gives no name (ACP agents often don't).
+	Name    string `json:"name"`
+	Server  string `json:"server"`
+	Trusted bool   `json:"trusted"`
 	Denied  bool   `json:"denied"`
+	Title   string `json:"title,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Status  string `json:"status,omitempty"`
 }
 
 // Summaries sums up tool calls for a Result.
 func Summaries(tools []agent.ToolCall) []ToolSummary {
 	out := make([]ToolSummary, 0, len(tools))
 	for _, t := range tools {
-		out = append(out, ToolSummary{ID: t.ID, Title: t.Title, Name: t.Name, Server: t.Server, Kind: t.Kind, Status: t.Status, Trusted: t.Trusted, Denied: t.Denied})
+		name := t.Name
+		if name == "" {
+			name = t.Title
+		}
+		out = append(out, ToolSummary{ID: t.ID, Name: name, Server: t.Server, Trusted: t.Trusted, Denied: t.Denied, Title: t.Title, Kind: t.Kind, Status: t.Status})
 	}
 	return out
 }
