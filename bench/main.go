@@ -74,6 +74,7 @@ func suites() []suite {
 		{"mcp", mcpSuite},
 		{"questions", questionsSuite},
 		{"questions-nats", questionsNATSSuite},
+		{"questions-web", questionsWebSuite},
 		{"acp", acpSuite},
 		{"proxy", proxySuite},
 	}

@@ -292,6 +292,39 @@ func newSession(now func() time.Time, set *QuestionSet, opts CreateOptions) *Ses
 	return &Session{ID: id, Request: req, Status: st}
 }
 
+// writeSettled writes what reconcile settles from the files themselves (an answer written by hand,
+// an owner that has exited, a lapsed claim): atomically, the data synced before the rename, but
+// without syncing the folder afterwards. It is derived from what is on disk already, so a crash that
+// loses the rename only means the same settling is done again on the next read; the folder sync
+// is one wait for the disk fewer on a hand-written answer's way to the assistant.
+func writeSettled(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), filePerm)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

@@ -1,6 +1,7 @@
 package questions
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,11 @@ import (
 // transition runs fn on the session under its lock and writes what fn changed. fn returns whether to
 // write status.json (and answers.json when answers is non-nil).
 func (s *FileStore) transition(id string, fn change) (*Session, error) {
+	return s.transitionWith(id, writeJSON, fn)
+}
+
+// transitionWith is transition writing through write.
+func (s *FileStore) transitionWith(id string, write func(path string, v any) error, fn change) (*Session, error) {
 	if !ValidID(id) {
 		return nil, &InvalidIDError{ID: id}
 	}
@@ -36,18 +42,18 @@ func (s *FileStore) transition(id string, fn change) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	answers, write, err := fn(sess)
-	if err != nil || !write {
+	answers, changed, err := fn(sess)
+	if err != nil || !changed {
 		return sess, err
 	}
 	sess.Status.UpdatedAt = s.now().UTC()
 	if answers != nil {
-		if err := writeJSON(s.path(id, AnswersFile), answers); err != nil {
+		if err := write(s.path(id, AnswersFile), answers); err != nil {
 			return nil, err
 		}
 		sess.Answers = answers
 	}
-	if err := writeJSON(s.path(id, StatusFile), sess.Status); err != nil {
+	if err := write(s.path(id, StatusFile), sess.Status); err != nil {
 		return nil, err
 	}
 	return sess, nil
@@ -284,13 +290,24 @@ func adopt(sess *Session, now func() time.Time) (answers *Answers, write, done b
 		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, "answers.json is invalid: "+err.Error()
 		return nil, true, true
 	}
+	sess.Status.Status, sess.Status.Claim = Completed, nil
+	if sameAnswers(checked, sess.Answers.Answers) {
+		// Already in the normal form: only the status is written, one write fewer between the
+		// person's answer and the assistant's result.
+		return nil, true, true
+	}
 	ans := *sess.Answers
 	ans.Answers, ans.SessionID, ans.CallID = checked, sess.ID, sess.Status.CallID
 	if ans.AnsweredAt.IsZero() {
 		ans.AnsweredAt = now().UTC()
 	}
-	sess.Status.Status, sess.Status.Claim = Completed, nil
 	return &ans, true, true
+}
+
+func sameAnswers(a, b []Answer) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // reconcile settles what reading alone reveals: malformed files and answers written by other tools,
@@ -302,7 +319,7 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 	if !(sess.Status.Status.Open() && (sess.Problem != "" || sess.Answers != nil) || needsOwnersCheck(sess, s.now())) {
 		return sess, nil
 	}
-	return s.transition(sess.ID, func(cur *Session) (*Answers, bool, error) {
+	return s.transitionWith(sess.ID, writeSettled, func(cur *Session) (*Answers, bool, error) {
 		if s.unsettled(cur) > 0 {
 			return nil, false, nil
 		}
