@@ -57,7 +57,7 @@ func TestMCPServeWithSDKClient(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
-	if text := res.Content[0].(*mcp.TextContent).Text; text != "> reply from q" {
+	if text := res.Content[0].(*mcp.TextContent).Text; text != "reply from q" {
 		t.Fatalf("reply %q", text)
 	}
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": " "}})
