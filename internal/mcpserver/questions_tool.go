@@ -248,7 +248,7 @@ func (h *questionsHandler) askOptions(ctx context.Context, req *mcp.CallToolRequ
 	cfg := h.d.App.Config
 	keep := newKeepAlive(ctx, req, h.d, count)
 	keep.inForm = inForm
-	return questions.AskOptions{
+	opts := questions.AskOptions{
 		Source:        "mcp",
 		Timeout:       cfg.Duration("questions.timeout"),
 		Retention:     cfg.Duration("questions.retention"),
@@ -256,9 +256,12 @@ func (h *questionsHandler) askOptions(ctx context.Context, req *mcp.CallToolRequ
 		CancelReason:  "the assistant's call ended",
 		Detachable:    true,
 		Created:       keep.created,
-		Progress:      keep.progress,
 		ProgressEvery: cfg.Duration("questions.progress_interval"),
 	}
+	if opts.ProgressEvery > 0 { // 0: only the first notification
+		opts.Progress = keep.progress
+	}
+	return opts
 }
 
 // askInForm is the first leg of a multi-round-trip call: the set is stored (or taken over) and left

@@ -449,7 +449,7 @@ func logged(t *testing.T, logs *syncBuffer, want string) {
 // says how to answer: qkit questions wait, and the web page (without its token) while one runs.
 func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
 	first := make(chan string, 8)
-	cs, st, _ := questionsServer(t, map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "1h"}, &mcp.ClientOptions{
+	cs, st, _ := questionsServer(t, map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			first <- r.Params.Message
 		},
@@ -482,7 +482,7 @@ func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
 	select {
 	case msg = <-first:
 	case <-time.After(30 * time.Second):
-		t.Fatal("no progress notification although the interval is an hour")
+		t.Fatal("no first progress notification (questions.progress_interval 0: only the first)")
 	}
 	s := nextPending(t, st)
 	want := "Question set " + s.ID[:8] + " is waiting for the user's answer to 2 question(s); they answer with qkit questions wait or on the web page at " + page.BaseURL(ln.Addr()) + "."

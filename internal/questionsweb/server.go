@@ -134,7 +134,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, stateDir string) er
 	if err := s.feed.start(ctx); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
