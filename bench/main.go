@@ -90,12 +90,15 @@ type bench struct {
 }
 
 // env returns an environment for a qkit run: a private QKIT_HOME under home, the fake q first on
-// PATH, plus extra.
+// PATH, agent.backend chat, plus extra.
 func (b *bench) env(home string, extra ...string) []string {
 	env := []string{
 		"PATH=" + b.fakeq + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
 		"QKIT_HOME=" + filepath.Join(home, ".qkit"),
+		// The fake q speaks ACP too: suites that measure the ACP backend say so in extra (a later
+		// entry wins), the others measure the text path.
+		"QKIT_AGENT_BACKEND=chat",
 	}
 	return append(env, extra...)
 }
