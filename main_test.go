@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,12 +23,28 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if name := filepath.Base(os.Args[0]); name != "qkit" && name != "q" && name != "kiro-cli" {
+		moreParallel()
+	}
 	testscript.Main(m, map[string]func(){
 		"qkit": func() { os.Exit(cmd.Main(os.Args[1:])) },
 		"q":    func() { os.Exit(fakeq.Main()) },
 		// kiro-cli is the same fake; scripts set FAKEQ_FLAVOUR=kiro for it to act as kiro-cli 2.x.
 		"kiro-cli": func() { os.Exit(fakeq.Main()) },
 	})
+}
+
+// moreParallel runs more of this package's parallel tests at once than there are cores, unless
+// -test.parallel is given: the testscripts and server tests spend most of their time waiting (for
+// timeouts, signals, servers and the processes they start), so with one script per core the cores
+// sat mostly idle and the scripts took about twice as long.
+func moreParallel() {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(8, 4*runtime.GOMAXPROCS(0))))
+	}
 }
 
 // TestScripts runs testscripts/*.txtar. QKIT_UPDATE_GOLDEN=1 rewrites the cmp goldens in place.
