@@ -237,6 +237,10 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 		text.finish(body, a.IO.StdoutTTY)
 	}
 
+	if stream != nil && stream.Err() != nil {
+		return output.Errorf(output.ExitFailure, "writing the events: %v; the agent was stopped", stream.Err())
+	}
+
 	// How the run ended, as ask reports it (the same codes as the text path).
 	exitErr := askOutcome(c, a, opts, l, agentRes, runErr)
 	code := output.Code(exitErr)
@@ -275,7 +279,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	switch format {
 	case formatStreamJSON:
 		if err := stream.Result(res); err != nil && exitErr == nil {
-			return output.Errorf(output.ExitFailure, "writing the events: %v; the agent was stopped", err)
+			return output.Errorf(output.ExitFailure, "writing the result: %v", err)
 		}
 	case formatJSON:
 		if err := output.JSON(a.IO.Out, askEventsJSON{
