@@ -22,7 +22,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
-// questionsWebSuite measures the ways issue 13 added to answer ask_user_questions, each against a
+// questionsWebSuite measures the newer ways to answer ask_user_questions, each against a
 // call waiting in `qkit mcp serve` (Go SDK client), median of 20:
 //   - an answers.json written by hand and renamed into place -> the tool result (the peer polls
 //     every 200 ms; the settle delay applies only to a file still open for writing);
