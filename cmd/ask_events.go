@@ -213,7 +213,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 		defer terms.Close()
 		r.Dir = dir
 		ares, err := acpclient.Run(ctx, acpclient.RunOptions{
-			Limits: l, Request: r, SessionID: session, OnEvent: onEvent, Permission: policy.Decide,
+			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
 			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms,
 		})
 		runErr, agentRes = err, ares.Result

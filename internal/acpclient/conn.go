@@ -52,6 +52,8 @@ type Options struct {
 	Grace time.Duration
 	// LoadTimeout bounds session/load (kiro may hang on an unknown session); 0 means 30 seconds.
 	LoadTimeout time.Duration
+	// ClientVersion is qkit's version, sent in initialize; empty means "dev".
+	ClientVersion string
 
 	// OnEvent receives every session update as typed events, in order, one call at a time,
 	// together with the session it belongs to; usage from `_kiro.dev/metadata` comes the same
@@ -145,22 +147,6 @@ type Conn struct {
 	init acp.InitializeResponse
 }
 
-// turn is a prompt in flight.
-type turn struct {
-	ctx    context.Context // ends when the turn is cancelled
-	cancel context.CancelFunc
-	once   sync.Once
-	err    error         // why a handler ended the turn
-	failed chan struct{} // closed with err
-}
-
-func (t *turn) fail(err error) {
-	t.once.Do(func() {
-		t.err = err
-		close(t.failed)
-	})
-}
-
 // stderrKeep is how much of the agent's stderr is kept (its end, where errors are).
 const stderrKeep = 64 << 10
 
@@ -182,6 +168,9 @@ func Start(ctx context.Context, o Options) (*Conn, error) {
 	}
 	if c.o.LoadTimeout <= 0 {
 		c.o.LoadTimeout = 30 * time.Second
+	}
+	if c.o.ClientVersion == "" {
+		c.o.ClientVersion = "dev"
 	}
 	if err := c.start(); err != nil {
 		return nil, err
@@ -347,9 +336,6 @@ func (c *Conn) SDK() *acp.ClientSideConnection { return c.csc }
 // ClientName is what qkit calls itself in initialize.
 const ClientName = "qkit"
 
-// ClientVersion is sent in initialize; cmd sets it to the build's version.
-var ClientVersion = "dev"
-
 func (c *Conn) initialize(ctx context.Context) error {
 	caps := acp.ClientCapabilities{Terminal: c.o.Terminals != nil}
 	if c.o.Files != nil {
@@ -359,7 +345,7 @@ func (c *Conn) initialize(ctx context.Context) error {
 		return c.csc.Initialize(ctx, acp.InitializeRequest{
 			ProtocolVersion:    acp.ProtocolVersionNumber,
 			ClientCapabilities: caps,
-			ClientInfo:         &acp.Implementation{Name: ClientName, Version: ClientVersion},
+			ClientInfo:         &acp.Implementation{Name: ClientName, Version: c.o.ClientVersion},
 		})
 	})
 	if err != nil {
@@ -372,19 +358,6 @@ func (c *Conn) initialize(ctx context.Context) error {
 	c.log.Info("ACP agent initialized", "protocol", resp.ProtocolVersion, "agent", agentName(resp))
 	return nil
 }
-
-// NotACPError is returned by Start when the agent ended before answering initialize, or answered
-// with something that is not JSON-RPC: it does not speak ACP.
-type NotACPError struct {
-	Command string
-	Err     error
-}
-
-func (e *NotACPError) Error() string {
-	return fmt.Sprintf("%s acp does not speak the Agent Client Protocol (kiro-cli 1.25 or later does; q does not): %v", e.Command, e.Err)
-}
-
-func (e *NotACPError) Unwrap() error { return e.Err }
 
 func agentName(r acp.InitializeResponse) string {
 	if r.AgentInfo == nil {
@@ -459,188 +432,6 @@ func (s *stdinWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// AgentError is a JSON-RPC error the agent answered with.
-type AgentError struct {
-	Code    int
-	Message string
-	Details string
-}
-
-func (e *AgentError) Error() string {
-	s := fmt.Sprintf("the agent answered error %d: %s", e.Code, e.Message)
-	if e.Details != "" && e.Details != e.Message {
-		s += ": " + e.Details
-	}
-	return s
-}
-
-// Error codes the client acts on.
-const (
-	CodeMethodNotFound = -32601
-	CodeInternal       = -32603
-	CodeAuthRequired   = -32000
-)
-
-func agentError(err error) error {
-	var re *acp.RequestError
-	if !errors.As(err, &re) {
-		return err
-	}
-	ae := &AgentError{Code: re.Code, Message: re.Message}
-	switch d := re.Data.(type) {
-	case string:
-		ae.Details = d
-	case map[string]any:
-		for _, k := range []string{"details", "error", "message"} {
-			if s, ok := d[k].(string); ok {
-				ae.Details = s
-				break
-			}
-		}
-		if ae.Details == "" && len(d) > 0 {
-			b, _ := json.Marshal(d)
-			ae.Details = string(b)
-		}
-	}
-	return ae
-}
-
-// NewSession opens a session in cwd (absolute) with the given MCP servers.
-func (c *Conn) NewSession(ctx context.Context, cwd string, mcp []acp.McpServer) (acp.NewSessionResponse, error) {
-	if mcp == nil {
-		mcp = []acp.McpServer{}
-	}
-	resp, err := call(c, ctx, func(ctx context.Context) (acp.NewSessionResponse, error) {
-		return c.csc.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: mcp})
-	})
-	if err != nil {
-		return resp, c.sessionError("session/new", err)
-	}
-	c.log.Info("ACP session opened", "session", resp.SessionId)
-	return resp, nil
-}
-
-// LoadSession loads session id: the agent replays its history through OnEvent and
-// OnNotification before this returns. It gives up after Options.LoadTimeout (kiro may hang on an
-// unknown session); the connection should then be closed.
-func (c *Conn) LoadSession(ctx context.Context, id, cwd string, mcp []acp.McpServer) (acp.LoadSessionResponse, error) {
-	if !c.init.AgentCapabilities.LoadSession {
-		return acp.LoadSessionResponse{}, fmt.Errorf("the agent cannot load sessions (it does not advertise loadSession)")
-	}
-	if mcp == nil {
-		mcp = []acp.McpServer{}
-	}
-	lctx, cancel := context.WithTimeout(ctx, c.o.LoadTimeout)
-	defer cancel()
-	resp, err := call(c, lctx, func(ctx context.Context) (acp.LoadSessionResponse, error) {
-		return c.csc.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: cwd, McpServers: mcp})
-	})
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return resp, fmt.Errorf("session %q: session/load got no answer within %s (the agent may not know the session)", id, c.o.LoadTimeout)
-	}
-	if err != nil {
-		return resp, c.sessionError(fmt.Sprintf("session %q: session/load", id), err)
-	}
-	return resp, nil
-}
-
-func (c *Conn) sessionError(what string, err error) error {
-	var ae *AgentError
-	if errors.As(err, &ae) && ae.Code == CodeAuthRequired {
-		msg := "the agent needs a login"
-		for _, m := range c.init.AuthMethods {
-			if m.Agent != nil && m.Agent.Description != nil {
-				msg += ": " + *m.Agent.Description
-				break
-			}
-		}
-		return fmt.Errorf("%s: %s (%w)", what, msg, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// Prompt sends one prompt to a session and returns when the turn ends, with the agent's stop
-// reason. Updates arrive through OnEvent meanwhile. When ctx ends, the turn is cancelled
-// (session/cancel, and permission requests still open are answered cancelled) and Prompt waits up
-// to Options.Grace for the agent to finish it; it then returns ctx's error with the stop reason
-// the agent gave, if any. A permission handler's error ends the turn the same way and is
-// returned. An agent error (kiro answers model failures with -32603) is an *AgentError.
-func (c *Conn) Prompt(ctx context.Context, sessionID string, prompt []acp.ContentBlock) (acp.StopReason, error) {
-	t := &turn{failed: make(chan struct{})}
-	t.ctx, t.cancel = context.WithCancel(c.life)
-	defer t.cancel()
-	c.mu.Lock()
-	c.turns[sessionID] = t
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		if c.turns[sessionID] == t {
-			delete(c.turns, sessionID)
-		}
-		c.mu.Unlock()
-	}()
-
-	type answer struct {
-		resp acp.PromptResponse
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := c.csc.Prompt(c.life, acp.PromptRequest{SessionId: acp.SessionId(sessionID), Prompt: prompt})
-		done <- answer{resp, err}
-	}()
-	finish := func(a answer) (acp.StopReason, error) {
-		if a.err != nil {
-			if c.gone() {
-				return "", fmt.Errorf("the agent ended during the turn: %w", c.Err())
-			}
-			return "", agentError(a.err)
-		}
-		return a.resp.StopReason, nil
-	}
-	// stop cancels the turn and waits (a grace at most) for the agent to end it.
-	stop := func(why error) (acp.StopReason, error) {
-		c.Cancel(sessionID)
-		tm := time.NewTimer(c.o.Grace)
-		defer tm.Stop()
-		select {
-		case a := <-done:
-			reason, _ := finish(a)
-			return reason, why
-		case <-tm.C:
-		case <-c.dead:
-		}
-		return "", why
-	}
-	select {
-	case a := <-done:
-		if t.err != nil {
-			return "", t.err
-		}
-		return finish(a)
-	case <-t.failed:
-		return stop(t.err)
-	case <-ctx.Done():
-		return stop(ctx.Err())
-	case <-c.dead:
-		return "", fmt.Errorf("the agent ended during the turn: %w", c.Err())
-	}
-}
-
-// Cancel cancels the session's turn: session/cancel to the agent, and the turn's open permission
-// requests are answered cancelled.
-func (c *Conn) Cancel(sessionID string) {
-	c.mu.Lock()
-	t := c.turns[sessionID]
-	c.mu.Unlock()
-	if t != nil {
-		t.cancel()
-	}
-	if err := c.csc.Cancel(c.life, acp.CancelNotification{SessionId: acp.SessionId(sessionID)}); err != nil {
-		c.log.Debug("session/cancel not sent", "error", err)
-	}
-}
-
 // Close stops the agent: its stdin is closed (an ACP agent exits at the end of its input), then,
 // if it has not exited after the grace, its process group gets SIGTERM and then SIGKILL; what is
 // left of the group afterwards is ended too. Close returns when the agent and the readers of its
@@ -665,12 +456,6 @@ func (c *Conn) Close() {
 		<-c.errDone
 		c.log.Info("ACP agent stopped", "exit_code", c.ExitCode())
 	})
-}
-
-func (c *Conn) turnOf(sessionID string) *turn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.turns[sessionID]
 }
 
 func stderrSuffix(stderr string) string {

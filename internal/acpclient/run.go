@@ -30,6 +30,8 @@ type RunOptions struct {
 	Env []string
 	// LoadTimeout bounds session/load; 0 means 30 seconds.
 	LoadTimeout time.Duration
+	// ClientVersion is qkit's version, sent in initialize.
+	ClientVersion string
 	// OnEvent receives every event of the run as it happens (see Options.OnEvent).
 	OnEvent func(agent.Event)
 	// Permission, Files and Terminals answer the agent (see Options).
@@ -170,7 +172,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	}
 	conn, err := Start(runCtx, Options{
 		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
-		LoadTimeout: o.LoadTimeout, OnEvent: onEvent, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
+		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: onEvent, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
 	})
 	var stopReason acp.StopReason
 	if err == nil {

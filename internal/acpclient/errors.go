@@ -1,0 +1,68 @@
+package acpclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// NotACPError is returned by Start when the agent ended before answering initialize, or answered
+// with something that is not JSON-RPC: it does not speak ACP.
+type NotACPError struct {
+	Command string
+	Err     error
+}
+
+func (e *NotACPError) Error() string {
+	return fmt.Sprintf("%s acp does not speak the Agent Client Protocol (kiro-cli 1.25 or later does; q does not): %v", e.Command, e.Err)
+}
+
+func (e *NotACPError) Unwrap() error { return e.Err }
+
+// AgentError is a JSON-RPC error the agent answered with.
+type AgentError struct {
+	Code    int
+	Message string
+	Details string
+}
+
+func (e *AgentError) Error() string {
+	s := fmt.Sprintf("the agent answered error %d: %s", e.Code, e.Message)
+	if e.Details != "" && e.Details != e.Message {
+		s += ": " + e.Details
+	}
+	return s
+}
+
+// Error codes the client acts on.
+const (
+	CodeMethodNotFound = -32601
+	CodeInternal       = -32603
+	CodeAuthRequired   = -32000
+)
+
+func agentError(err error) error {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return err
+	}
+	ae := &AgentError{Code: re.Code, Message: re.Message}
+	switch d := re.Data.(type) {
+	case string:
+		ae.Details = d
+	case map[string]any:
+		for _, k := range []string{"details", "error", "message"} {
+			if s, ok := d[k].(string); ok {
+				ae.Details = s
+				break
+			}
+		}
+		if ae.Details == "" && len(d) > 0 {
+			b, _ := json.Marshal(d)
+			ae.Details = string(b)
+		}
+	}
+	return ae
+}

@@ -1,0 +1,173 @@
+package fakeq
+
+// The tool calls of `q acp` (acp.go): permission requests as kiro makes them, and the work done
+// in-process (kiro's v2 engine) or through the client's fs/* and terminal/* (V3).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// tool makes one tool call; stop is set when the turn ends there (rejected or cancelled).
+func (t *acpTurn) tool(n int, spec string) (reason acp.StopReason, stop bool) {
+	name, arg, _ := strings.Cut(spec, ":")
+	id := acp.ToolCallId(fmt.Sprintf("tooluse_fakeq%d", n))
+	var kind acp.ToolKind
+	var title string
+	var locs []acp.ToolCallLocation
+	var content []acp.ToolCallContent
+	gated := true
+	path := arg
+	if path != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(t.s.cwd, path)
+	}
+	writeText := unescape(os.Getenv("FAKEQ_ACP_WRITE_TEXT"))
+	if writeText == "" {
+		writeText = "written by fakeq\n"
+	}
+	switch name {
+	case "shell":
+		kind, title = acp.ToolKindExecute, "Running: "+arg
+	case "read":
+		kind, title = acp.ToolKindRead, "Reading "+arg
+		locs = []acp.ToolCallLocation{{Path: path}}
+		rel, err := filepath.Rel(t.s.cwd, path)
+		gated = err != nil || rel == ".." || strings.HasPrefix(rel, "../")
+	case "write":
+		kind, title = acp.ToolKindEdit, "Writing "+arg
+		locs = []acp.ToolCallLocation{{Path: path}}
+		if old, err := os.ReadFile(path); err == nil {
+			content = []acp.ToolCallContent{acp.ToolDiffContent(path, writeText, string(old))}
+		} else {
+			content = []acp.ToolCallContent{acp.ToolDiffContent(path, writeText)}
+		}
+	case "mcp":
+		kind, title = acp.ToolKindOther, arg
+	default:
+		kind, title = acp.ToolKindOther, spec
+	}
+	t.send(acp.StartToolCall(id, title, acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(locs), acp.WithStartContent(content), acp.WithStartRawInput(map[string]any{"tool": name, "arg": arg})))
+
+	trustName := name
+	if name == "mcp" {
+		trustName = "@" + arg
+	}
+	if gated && !t.trusted(trustName, arg) {
+		resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
+			SessionId: acp.SessionId(t.s.id),
+			ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title},
+			Options: []acp.PermissionOption{
+				{OptionId: "allow_once", Name: "Yes", Kind: acp.PermissionOptionKindAllowOnce},
+				{OptionId: "allow_always", Name: "Always", Kind: acp.PermissionOptionKindAllowAlways},
+				{OptionId: "reject_once", Name: "No", Kind: acp.PermissionOptionKindRejectOnce},
+			},
+		})
+		switch {
+		case err != nil || resp.Outcome.Cancelled != nil || t.ctx.Err() != nil:
+			t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+			return acp.StopReasonCancelled, true
+		case resp.Outcome.Selected.OptionId == "reject_once" || resp.Outcome.Selected.OptionId == "reject_always":
+			t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+				acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock("User denied tool execution"))})))
+			return acp.StopReasonRefusal, true
+		case resp.Outcome.Selected.OptionId == "allow_always":
+			t.s.trusted[trustName] = true
+		}
+	}
+	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
+	out, err := t.exec(name, arg, path, writeText)
+	status := acp.ToolCallStatusCompleted
+	if err != nil {
+		status, out = acp.ToolCallStatusFailed, err.Error()
+	}
+	if f := os.Getenv("FAKEQ_ACP_RAN"); f != "" {
+		appendLine(f, spec)
+	}
+	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
+		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(out))})))
+	return "", false
+}
+
+func (t *acpTurn) trusted(name, arg string) bool {
+	if t.a.flags.trustAll || t.s.trusted[name] {
+		return true
+	}
+	for _, tr := range t.a.flags.trust {
+		if tr == name || (strings.HasPrefix(name, "@") && tr == "@"+strings.Split(arg, "/")[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// exec runs the tool: in-process as kiro's v2 engine does, or through the client (fs/*,
+// terminal/*) as V3 does when the client offers it.
+func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
+	v3 := os.Getenv("FAKEQ_ACP_V3") != ""
+	sid := acp.SessionId(t.s.id)
+	switch name {
+	case "shell":
+		if v3 && t.a.client.Terminal {
+			return t.terminal(arg)
+		}
+		cmd := exec.Command("sh", "-c", arg)
+		cmd.Dir = t.s.cwd
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	case "read":
+		if v3 && t.a.client.Fs.ReadTextFile {
+			r, err := t.a.conn.ReadTextFile(t.ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path})
+			return r.Content, err
+		}
+		b, err := os.ReadFile(path)
+		return string(b), err
+	case "write":
+		if v3 && t.a.client.Fs.WriteTextFile {
+			_, err := t.a.conn.WriteTextFile(t.ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path, Content: writeText})
+			return "wrote " + path, err
+		}
+		return "wrote " + path, os.WriteFile(path, []byte(writeText), 0o644)
+	case "mcp":
+		return t.callMCP(arg)
+	}
+	return "done", nil
+}
+
+func (t *acpTurn) terminal(command string) (string, error) {
+	sid := acp.SessionId(t.s.id)
+	c, err := t.a.conn.CreateTerminal(t.ctx, acp.CreateTerminalRequest{SessionId: sid, Command: "sh", Args: []string{"-c", command}, Cwd: &t.s.cwd})
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		_, _ = t.a.conn.ReleaseTerminal(context.Background(), acp.ReleaseTerminalRequest{SessionId: sid, TerminalId: c.TerminalId})
+	}()
+	w, err := t.a.conn.WaitForTerminalExit(t.ctx, acp.WaitForTerminalExitRequest{SessionId: sid, TerminalId: c.TerminalId})
+	if err != nil {
+		return "", err
+	}
+	o, err := t.a.conn.TerminalOutput(t.ctx, acp.TerminalOutputRequest{SessionId: sid, TerminalId: c.TerminalId})
+	if err != nil {
+		return "", err
+	}
+	if w.ExitCode != nil && *w.ExitCode != 0 {
+		return o.Output, fmt.Errorf("exit status %d: %s", *w.ExitCode, o.Output)
+	}
+	return o.Output, nil
+}
+
+func appendLine(file, line string) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}
