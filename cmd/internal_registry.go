@@ -33,7 +33,7 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 	if root == nil {
 		root = NewRoot(scratchApp(a))
 	}
-	opts := commands.Options{Now: a.Now}
+	opts := commands.Options{Now: a.Now, Logger: a.Logger}
 	if a.Config != nil {
 		opts.Trusted = a.Config.List("internal.trusted")
 		opts.MaxOutput = a.Config.Size("agent.max_response_size")
@@ -202,11 +202,6 @@ func (e treeExecutor) Run(ctx context.Context, argv []string, source, dir string
 	}()
 	full := append(globalArgs(e.parent), argv...)
 	code := runRoot(ctx, child, e.tree(child, full), full)
-	if e.maxOutput > 0 && stdout.Total() > e.maxOutput {
-		// As the agent runner does: the notice tells the assistant, the log tells whoever runs the server.
-		e.parent.Logger.Warn("internal command output truncated", "command", strings.Join(argv, " "),
-			"original_bytes", stdout.Total(), "limit", e.maxOutput)
-	}
 	return commands.Output{Stdout: string(stdout.Head()), Total: stdout.Total(), Stderr: stderr.String(), ExitCode: code}
 }
 

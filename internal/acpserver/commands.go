@@ -85,20 +85,13 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 	case cancelled || ctx.Err() != nil:
 		return turnResult{stop: acp.StopReasonCancelled}
 	case errors.Is(err, commands.ErrDeclined):
-		say(fmt.Sprintf("Not run: you declined %q.\n", call.CommandLine))
+		say(commands.DeclinedMessage(call))
 		return turnResult{stop: acp.StopReasonEndTurn}
 	case err != nil:
 		say(err.Error() + "\n")
 		return turnResult{stop: acp.StopReasonEndTurn}
 	}
-	text := res.Text()
-	if text == "" {
-		text = call.CommandLine + ": done.\n"
-	}
-	if res.ExitCode != 0 {
-		text = fmt.Sprintf("%s exited %d:\n%s", call.CommandLine, res.ExitCode, text)
-	}
-	say(text)
+	say(res.Message())
 	return turnResult{stop: acp.StopReasonEndTurn}
 }
 

@@ -436,3 +436,23 @@ func TestAuditConcurrentAppends(t *testing.T) {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
 }
+
+// TestResultMessage: the one text every front end gives an assistant for a run.
+func TestResultMessage(t *testing.T) {
+	for _, c := range []struct {
+		res  Result
+		want string
+	}{
+		{Result{CommandLine: "qkit context add x"}, "qkit context add x: done.\n"},
+		{Result{CommandLine: "qkit context show", Output: "rules"}, "rules\n"},
+		{Result{CommandLine: "qkit settings get nope", Stderr: "qkit: unknown setting\n", ExitCode: 2}, "qkit settings get nope exited 2:\nqkit: unknown setting\n"},
+		{Result{CommandLine: "qkit questions show", ExitCode: 4}, "qkit questions show exited 4.\n"},
+	} {
+		if got := c.res.Message(); got != c.want {
+			t.Errorf("Message() = %q, want %q", got, c.want)
+		}
+	}
+	if got := DeclinedMessage(&Call{CommandLine: "qkit context add x"}); got != "The user declined to run \"qkit context add x\"; it did not run.\n" {
+		t.Errorf("DeclinedMessage = %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -97,6 +98,8 @@ type Options struct {
 	AuditPath string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger is told about output that was cut (the assistant reads the notice); nil discards.
+	Logger *slog.Logger
 }
 
 // Registry holds the exposed commands and runs requests against them. It is safe for concurrent

@@ -60,6 +60,31 @@ func (res Result) Text() string {
 	return out
 }
 
+// Message is the result as an assistant reads it, in the same words whichever front end ran the
+// command (the internal_command MCP tool, an ACP slash command): the command's text, or
+// "COMMAND: done." when it printed nothing, after "COMMAND exited N:" when it failed ("COMMAND exited
+// N." alone when it failed silently). The text ends with a line break.
+func (res Result) Message() string {
+	text := res.Text()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	switch {
+	case res.ExitCode != 0 && text == "":
+		return fmt.Sprintf("%s exited %d.\n", res.CommandLine, res.ExitCode)
+	case res.ExitCode != 0:
+		return fmt.Sprintf("%s exited %d:\n%s", res.CommandLine, res.ExitCode, text)
+	case text == "":
+		return res.CommandLine + ": done.\n"
+	}
+	return text
+}
+
+// DeclinedMessage says that the user declined c and that nothing ran.
+func DeclinedMessage(c *Call) string {
+	return fmt.Sprintf("The user declined to run %q; it did not run.\n", c.CommandLine)
+}
+
 // ErrDeclined is returned by Run when the user declined a change.
 var ErrDeclined = errors.New("the user declined")
 
@@ -98,6 +123,12 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 			total = int64(len(out.Stdout))
 		}
 		res.Output, res.Truncation = output.CapHead([]byte(out.Stdout), total, r.opts.MaxOutput)
+		if res.Truncation != nil && r.opts.Logger != nil {
+			// As the agent runner does: the notice tells the assistant, the log tells whoever runs
+			// the server.
+			r.opts.Logger.Warn("internal command output truncated", "command", strings.Join(c.Argv, " "),
+				"original_bytes", res.Truncation.Original, "limit", r.opts.MaxOutput)
+		}
 		res.Stderr, _ = output.Cap(out.Stderr, r.opts.MaxOutput)
 		res.ExitCode = out.ExitCode
 	}

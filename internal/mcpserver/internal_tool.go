@@ -137,17 +137,14 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 		}
 		res, err := reg.Run(ctx, call, opts)
 		if errors.Is(err, commands.ErrDeclined) {
-			return ErrorResult(fmt.Sprintf("The user declined to run %q; it did not run.", call.CommandLine)), nil, nil
+			return ErrorResult(commands.DeclinedMessage(call)), nil, nil
 		}
 		if err != nil {
 			return ErrorResult(err.Error()), nil, nil
 		}
+		text := res.Message()
 		if res.ExitCode != 0 {
-			return ErrorResult(fmt.Sprintf("%s exited %d:\n%s", res.CommandLine, res.ExitCode, res.Text())), nil, nil
-		}
-		text := res.Text()
-		if text == "" {
-			text = fmt.Sprintf("%s: done.", res.CommandLine)
+			return ErrorResult(text), nil, nil
 		}
 		return TextResult(text), nil, nil
 	}
