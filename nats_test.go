@@ -15,7 +15,7 @@ import (
 // dependency: the qkit binary never links the server). Its data is under $WORK/nats, so a restart on
 // the same port keeps the buckets.
 type embeddedNATS struct {
-	mu   sync.Mutex
+	mu    sync.Mutex
 	srv   *server.Server
 	port  int
 	token string

@@ -23,7 +23,7 @@ import (
 // pki is a throw-away CA with a server certificate for 127.0.0.1 and a client certificate, as files.
 type pki struct {
 	ca, serverCert, serverKey, clientCert, clientKey string
-	pool                                           *x509.CertPool
+	pool                                             *x509.CertPool
 }
 
 func newPKI(t *testing.T) *pki {

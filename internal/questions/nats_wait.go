@@ -1,0 +1,324 @@
+package questions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// touch rewrites an open set unchanged, so the bucket's TTL does not remove a set someone still waits
+// for. The revision changes; nothing else does.
+func (s *NATSStore) touch(id string) error {
+	_, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
+		return nil, sess.Status.Status.Open(), nil
+	})
+	return err
+}
+
+// Wait blocks until the set is answered or rejected, or ends without an answer (see Store). It is
+// woken by the bucket's watcher; while the server is away it keeps waiting (the timeout still
+// applies) and re-reads the set once the connection is back.
+func (s *NATSStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
+	sb := s.watch(id)
+	defer s.unwatch(sb)
+	var deadline <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var progress <-chan time.Time
+	if opts.Progress != nil {
+		every := opts.ProgressEvery
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		progress = t.C
+	}
+	var refresh <-chan time.Time
+	if s.ttl > 0 {
+		t := time.NewTicker(max(s.ttl/3, 10*time.Millisecond))
+		defer t.Stop()
+		refresh = t.C
+	}
+	// retry re-reads after an error of the connection; file or watch events do the rest.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	backoff := 250 * time.Millisecond
+	start := time.Now()
+	expired := false
+	for {
+		sess, err := s.read(id)
+		if err == nil {
+			sess, err = s.reconcile(sess)
+		}
+		var unreach *UnreachableError
+		switch {
+		case errors.As(err, &unreach) && !s.nc.IsClosed():
+			if backoff == 250*time.Millisecond {
+				s.logger.Warn("waiting for the NATS server to come back", "sessionId", id, "error", err)
+			}
+			retry.Reset(backoff)
+			backoff = min(2*backoff, 5*time.Second)
+		case err != nil:
+			return nil, err
+		default:
+			backoff = 250 * time.Millisecond
+			if done, err := outcome(sess); done {
+				if err != nil {
+					return nil, err
+				}
+				return sess, nil
+			}
+			if expired {
+				_, terr := s.transition(id, expireChange(opts.Timeout))
+				switch {
+				case terr == nil:
+					continue // read again: an answer that won the race is still returned
+				case errors.Is(terr, ErrNotFound):
+					return nil, terr
+				}
+				err = terr
+			}
+		}
+		if expired && err != nil {
+			// The server is away at the deadline: end the wait anyway, saying the set could not be
+			// marked (it stays open in the bucket until someone answers it or the TTL removes it).
+			return nil, &EndedError{ID: id, Status: TimedOut, Reason: fmt.Sprintf("no answer within %s; %v, so the set could not be marked timed_out", opts.Timeout, err)}
+		}
+		select {
+		case <-ctx.Done():
+			reason := opts.CancelReason
+			if reason == "" {
+				reason = "the caller cancelled the wait"
+			}
+			end, what := s.Abandon, "abandoned"
+			if opts.Detach {
+				end, what = s.Detach, "detached"
+			}
+			if _, err := end(id, reason); err != nil {
+				s.logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
+			}
+			return nil, ctx.Err()
+		case <-deadline:
+			expired = true
+		case <-sb.c:
+		case <-retry.C:
+		case <-refresh:
+			if err := s.touch(id); err != nil && !errors.Is(err, ErrNotFound) {
+				s.logger.Warn("could not refresh the open question set", "sessionId", id, "error", err)
+			}
+		case <-progress:
+			opts.Progress(time.Since(start))
+		}
+	}
+}
+
+// WaitPending blocks until an open, unclaimed set exists and returns the oldest one.
+func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	sb := s.watch("")
+	defer s.unwatch(sb)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	// A claim whose terminal died is only seen by reading: re-read now and then, as the file store does.
+	lapse := time.NewTicker(2 * time.Second)
+	defer lapse.Stop()
+	for {
+		all, err := s.List()
+		var unreach *UnreachableError
+		switch {
+		case errors.As(err, &unreach) && !s.nc.IsClosed():
+			retry.Reset(time.Second)
+		case err != nil:
+			return nil, err
+		}
+		for _, sess := range all {
+			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+				return sess, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-sb.c:
+		case <-retry.C:
+		case <-lapse.C:
+		}
+	}
+}
+
+// natsHub shares one watcher of the bucket among every wait of a NATSStore: a server waiting on a
+// thousand sets holds one consumer, not a thousand.
+type natsHub struct {
+	kv        jetstream.KeyValue
+	log       *slog.Logger
+	mu        sync.Mutex
+	subs      map[string]map[*sub]struct{} // set id ("" for every set) -> subscribers
+	reconnect chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+func newNATSHub(kv jetstream.KeyValue, log *slog.Logger) *natsHub {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &natsHub{kv: kv, log: log, subs: map[string]map[*sub]struct{}{}, reconnect: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+// run keeps a watcher of new writes going. Every time one starts (first, or again after the
+// connection came back), every subscriber is woken to re-read, which covers whatever was written
+// while no watcher ran.
+func (h *natsHub) run() {
+	defer close(h.done)
+	backoff := 100 * time.Millisecond
+	for {
+		w, err := h.kv.WatchAll(h.ctx, jetstream.UpdatesOnly())
+		if err != nil {
+			if h.ctx.Err() != nil {
+				return
+			}
+			h.log.Debug("cannot watch the question bucket yet", "error", err)
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-h.reconnect:
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		h.notify("", true)
+		h.serve(w)
+		_ = w.Stop()
+		go func() {
+			for range w.Updates() { // let a callback blocked on the channel finish
+			}
+		}()
+		if h.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// serve dispatches one watcher's updates until it ends, the connection comes back or the hub closes.
+func (h *natsHub) serve(w jetstream.KeyWatcher) {
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.reconnect:
+			return // the consumer may not have survived: start a new one
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil {
+				h.notify(e.Key(), false)
+			}
+		}
+	}
+}
+
+// notify wakes the subscribers of one set and those of every set; all wakes everyone.
+func (h *natsHub) notify(key string, all bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	wake := func(m map[*sub]struct{}) {
+		for s := range m {
+			select {
+			case s.c <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if all {
+		for _, m := range h.subs {
+			wake(m)
+		}
+		return
+	}
+	wake(h.subs[key])
+	wake(h.subs[""])
+}
+
+func (h *natsHub) subscribe(key string) *sub {
+	s := &sub{dir: key, c: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.subs[key]
+	if m == nil {
+		m = map[*sub]struct{}{}
+		h.subs[key] = m
+	}
+	m[s] = struct{}{}
+	return s
+}
+
+func (h *natsHub) unsubscribe(s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs[s.dir], s)
+	if len(h.subs[s.dir]) == 0 {
+		delete(h.subs, s.dir)
+	}
+}
+
+func (h *natsHub) close() {
+	h.cancel()
+	<-h.done
+}
+
+// reconnected restarts the watcher after the connection came back.
+func (s *NATSStore) reconnected() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hub != nil {
+		select {
+		case s.hub.reconnect <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watch subscribes to changes of one set ("" for any), starting the shared watcher if needed.
+func (s *NATSStore) watch(id string) *sub {
+	s.mu.Lock()
+	if s.hub == nil {
+		s.hub = newNATSHub(s.kv, s.logger)
+	}
+	h := s.hub
+	s.users++
+	s.mu.Unlock()
+	return h.subscribe(id)
+}
+
+func (s *NATSStore) unwatch(sb *sub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hub == nil {
+		return
+	}
+	s.hub.unsubscribe(sb)
+	if s.users--; s.users == 0 {
+		s.hub.close()
+		s.hub = nil
+	}
+}
