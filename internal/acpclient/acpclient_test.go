@@ -598,3 +598,26 @@ func TestTimeoutPausedForPermission(t *testing.T) {
 		t.Errorf("err %v result %+v", err, res.Result)
 	}
 }
+
+// TestSubagentSessions: what kiro's subagents stream under their own sessions is not the run's
+// reply, but their credits are the run's cost.
+func TestSubagentSessions(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_SUBAGENT=1", "FAKEQ_OUTPUT=the answer")
+	var ev events
+	o.OnEvent = ev.add
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "the answer" || res.Usage.Credits != 0.3 || res.Usage.ContextPercent != 12.5 {
+		t.Errorf("output %q usage %+v", res.Output, res.Usage)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Title != "Summarizing" {
+		t.Errorf("tools %+v", res.Tools)
+	}
+	for _, e := range ev.all {
+		if strings.Contains(e.Text, "subagent") {
+			t.Errorf("a subagent's event reached the run: %+v", e)
+		}
+	}
+}

@@ -134,13 +134,24 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	reply := agent.NewReply(l.MaxResponseSize)
 	index := map[string]int{}
 	var mu sync.Mutex    // onEvent runs on the reader and on permission requests, which may outlast the turn
-	var live atomic.Bool // false while session/load replays history: that is not this run's reply
-	onEvent := func(_ string, ev agent.Event) {
-		if !live.Load() {
+	// live is the run's session once the prompt is sent: nil while session/load replays history,
+	// which is not this run's reply.
+	var live atomic.Pointer[string]
+	onEvent := func(sessionID string, ev agent.Event) {
+		sid := live.Load()
+		if sid == nil {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		if sessionID != "" && sessionID != *sid {
+			// Another session of the agent's (kiro's subagents stream under their own): its
+			// credits are this run's cost, the rest is not this run's reply.
+			if ev.Type == agent.EventUsage {
+				res.Usage.Credits += ev.Usage.Credits
+			}
+			return
+		}
 		switch ev.Type {
 		case agent.EventMessage:
 			reply.Write([]byte(ev.Text))
@@ -207,7 +218,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 }
 
 // session opens or loads the session, then prompts.
-func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *atomic.Bool) (acp.StopReason, error) {
+func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *atomic.Pointer[string]) (acp.StopReason, error) {
 	if o.SessionID != "" {
 		if _, err := conn.LoadSession(ctx, o.SessionID, dir, nil); err != nil {
 			return "", err
@@ -220,7 +231,8 @@ func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Res
 		}
 		res.SessionID = string(s.SessionId)
 	}
-	live.Store(true)
+	id := res.SessionID
+	live.Store(&id)
 	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})
 }
 

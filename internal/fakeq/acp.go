@@ -19,6 +19,8 @@ package fakeq
 //	                       and ends the turn with stopReason refusal, as kiro does
 //	FAKEQ_ACP_RAN=file     append one line per tool call that actually ran
 //	FAKEQ_ACP_WRITE_TEXT=t what write:PATH writes (default "written by fakeq\n")
+//	FAKEQ_ACP_SUBAGENT=1   a subagent streams under its own session (a chunk and its credits), then
+//	                       reports to the turn as a "Summarizing" tool call
 //	FAKEQ_ACP_V3=1         behave as kiro's V3 engine: file I/O through fs/* and shell through
 //	                       terminal/* when the client advertises them
 //	FAKEQ_ACP_MODEL_ERROR=m the prompt fails with JSON-RPC -32603 and message m
@@ -358,6 +360,9 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 		t.chunk("partial answer\n")
 		time.Sleep(10 * time.Minute)
 	}
+	if os.Getenv("FAKEQ_ACP_SUBAGENT") != "" {
+		t.subagent()
+	}
 	if !t.answer(prompt) {
 		return acp.StopReasonCancelled
 	}
@@ -368,6 +373,20 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 		))
 	}
 	return acp.StopReasonEndTurn
+}
+
+// subagent streams as kiro's subagents do, under a session of its own, and reports its result to
+// the turn as a "Summarizing" tool call.
+func (t *acpTurn) subagent() {
+	sub := acp.SessionId(uuid.NewString())
+	bg := context.Background()
+	_ = t.a.conn.SessionUpdate(bg, acp.SessionNotification{SessionId: sub, Update: acp.UpdateAgentMessageText("subagent thinking out loud\n")})
+	_ = t.a.conn.NotifyExtension(bg, "_kiro.dev/metadata", map[string]any{
+		"sessionId": string(sub), "contextUsagePercentage": 80.0,
+		"meteringUsage": []map[string]any{{"value": 0.25, "unit": "credit", "unitPlural": "credits"}},
+	})
+	t.send(acp.StartToolCall("tooluse_subagent", "Summarizing", acp.WithStartKind(acp.ToolKindOther),
+		acp.WithStartStatus(acp.ToolCallStatusCompleted), acp.WithStartRawInput(map[string]any{"taskResult": "the subagent found 3 files"})))
 }
 
 // chunk sends one piece of the reply, stamping the first as chat does.
