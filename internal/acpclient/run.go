@@ -133,7 +133,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 
 	reply := agent.NewReply(l.MaxResponseSize)
 	index := map[string]int{}
-	var mu sync.Mutex    // onEvent runs on the reader and on permission requests, which may outlast the turn
+	var mu sync.Mutex // onEvent runs on the reader and on permission requests, which may outlast the turn
 	// live is the run's session once the prompt is sent: nil while session/load replays history,
 	// which is not this run's reply.
 	var live atomic.Pointer[string]
