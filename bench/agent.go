@@ -20,13 +20,16 @@ import (
 //     start (`qkit version`) and the rest (config, runner, spawn);
 //   - streaming: from q writing its first line to that line reaching qkit's stdout (target <= 1 ms);
 //   - memory: q printing 200 MB; qkit's peak RSS (target <= 40 MB; the peer took ~746 MiB).
+//
+// The fake acts as q 1.19.7 (FAKEQ_FLAVOUR=q: the "> " prefix, colours and welcome text, and no
+// acp subcommand, so agent.backend auto settles on the text runner these rows are about).
 func agentSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "agent")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, err
 	}
 	q := filepath.Join(b.fakeq, "q")
-	env := b.env(home, "FAKEQ_OUTPUT=the answer\\n")
+	env := b.env(home, "FAKEQ_FLAVOUR=q", "FAKEQ_OUTPUT=the answer\\n")
 	const n = 50
 	meds, err := interleaved(n, env, home,
 		[]string{q, "chat", "--no-interactive", "hello"},
@@ -41,7 +44,7 @@ func agentSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	c := exec.Command(b.qkit, "ask", "--no-context", "hello")
-	c.Env, c.Dir = b.env(home, "FAKEQ_BYTES=200000000"), home
+	c.Env, c.Dir = b.env(home, "FAKEQ_FLAVOUR=q", "FAKEQ_BYTES=200000000"), home
 	c.Stdout = io.Discard
 	var errb strings.Builder
 	c.Stderr = &errb
@@ -68,7 +71,7 @@ func streamLatency(b *bench, home string, n int) (time.Duration, error) {
 	for i := 0; i < n; i++ {
 		_ = os.Remove(stamp)
 		c := exec.Command(b.qkit, "ask", "--no-context", "hello")
-		c.Env = b.env(home, "FAKEQ_LINES=2", "FAKEQ_INTERVAL=30ms", "FAKEQ_FIRST_STAMP="+stamp)
+		c.Env = b.env(home, "FAKEQ_FLAVOUR=q", "FAKEQ_LINES=2", "FAKEQ_INTERVAL=30ms", "FAKEQ_FIRST_STAMP="+stamp)
 		c.Dir = home
 		out, err := c.StdoutPipe()
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +23,10 @@ import (
 //     (the peer: ~746 MiB);
 //   - a run that times out while q's grandchild holds its stdout: call time with AGENT_TIMEOUT=1
 //     (the peer waited the grandchild's whole minute);
-//   - CPU used by the server while a call waits for q (the peer: 0 ticks).
+//   - CPU used by the server while a call waits for q (the peer: 0 ticks);
+//   - from the agent's first line to the client's first progress notification of a
+//     q-developer-agent call, median of 20 (the fake q 1.19.7 stamps the time just before it
+//     writes the line; before issue 10 nothing came for 5 s).
 func mcpSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "mcp")
 	if err := os.MkdirAll(home, 0o755); err != nil {
@@ -94,6 +99,11 @@ func mcpSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 
+	firstProgress, err := firstProgressLatency(ctx, b, home)
+	if err != nil {
+		return nil, err
+	}
+
 	return []figure{
 		info("mcp: spawn + initialize + tools/list (median of 20)", ms(median(conn)), "ms"),
 		atMost("mcp: spawn + initialize + tools/list vs peer 74 ms", ms(median(conn)), "ms", 74),
@@ -101,7 +111,55 @@ func mcpSuite(b *bench) ([]figure, error) {
 		atMost("mcp: server peak RSS, q-developer-agent with 200 MB from q", float64(rss)/(1<<20), "MiB", 40),
 		atMost("mcp: call time, AGENT_TIMEOUT=1 with a grandchild holding stdout", ms(timeoutCall), "ms", 3000),
 		info("mcp: server CPU ticks over 5 s while a q-developer-agent call waits (peer: 0)", float64(idle), "ticks"),
+		atMost("mcp: agent's first line -> client's first progress notification (median of 20)", ms(firstProgress), "ms", 50),
 	}, nil
+}
+
+// firstProgressLatency runs q-developer-agent 20 times against the fake q (flavour q) printing one
+// line and then working on, and returns the median time from just before the line was written to
+// the client's first progress notification.
+func firstProgressLatency(ctx context.Context, b *bench, home string) (time.Duration, error) {
+	stamp := filepath.Join(home, "first-line.stamp")
+	got := make(chan time.Time, 64)
+	s, err := startServerWith(ctx, b, home, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case got <- time.Now():
+			default:
+			}
+		},
+	}, "FAKEQ_FLAVOUR=q", `FAKEQ_OUTPUT=Looking at the repository now.\n`, "FAKEQ_BEFORE_STAMP="+stamp, "FAKEQ_SLEEP=150ms")
+	if err != nil {
+		return 0, err
+	}
+	var lat []time.Duration
+	for i := 0; i < 20; i++ {
+		_ = os.Remove(stamp)
+		for len(got) > 0 {
+			<-got
+		}
+		params := &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "look"}}
+		params.SetProgressToken(fmt.Sprint("first-", i))
+		res, err := s.cs.CallTool(ctx, params)
+		if err != nil || res.IsError {
+			return 0, fmt.Errorf("first progress call: %v %+v", err, res)
+		}
+		var first time.Time
+		select {
+		case first = <-got:
+		default:
+			return 0, fmt.Errorf("first progress call: no progress notification")
+		}
+		line, err := readStamp(stamp)
+		if err != nil {
+			return 0, err
+		}
+		lat = append(lat, first.Sub(line))
+	}
+	if _, err := s.close(); err != nil {
+		return 0, err
+	}
+	return median(lat), nil
 }
 
 // idleTicks returns the CPU time (clock ticks, utime+stime) the server uses over 5 seconds while a
@@ -141,11 +199,15 @@ type server struct {
 }
 
 func startServer(ctx context.Context, b *bench, home string, extra ...string) (*server, error) {
+	return startServerWith(ctx, b, home, nil, extra...)
+}
+
+func startServerWith(ctx context.Context, b *bench, home string, opts *mcp.ClientOptions, extra ...string) (*server, error) {
 	cmd, in, out, errb, err := b.startServe(home, append([]string{"ENABLE_ADDITIONAL_TOOLS=q-developer-agent"}, extra...), "mcp")
 	if err != nil {
 		return nil, err
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "qkit-bench", Version: "1"}, nil).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "qkit-bench", Version: "1"}, opts).
 		Connect(ctx, &mcp.IOTransport{Reader: out, Writer: in}, nil)
 	if err != nil {
 		_ = cmd.Process.Kill()
@@ -167,4 +229,17 @@ func (s *server) close() (int64, error) {
 		return 0, fmt.Errorf("no rusage on this platform")
 	}
 	return ru.Maxrss * 1024, nil
+}
+
+// readStamp reads a time the fake q wrote (Unix nanoseconds).
+func readStamp(file string) (time.Time, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the fake q wrote no stamp: %v", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stamp %q: %v", data, err)
+	}
+	return time.Unix(0, ns), nil
 }

@@ -43,3 +43,26 @@ func BenchmarkStrip(b *testing.B) {
 		out = s.Strip(out[:0], line)
 	}
 }
+
+// BenchmarkTextParser reads a typical stripped reply with a tool block: the cost of telling the
+// reply from the banners, per byte of stdout.
+func BenchmarkTextParser(b *testing.B) {
+	out := []byte(sampleOut)
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		p := newTextParser(false, func(Event) {})
+		p.Write(out)
+		p.close(true)
+	}
+}
+
+// BenchmarkTextParserReply is the common case: reply lines after the prefix, one read each.
+func BenchmarkTextParserReply(b *testing.B) {
+	line := []byte("Here is the answer to your question, with some bold text and a little more.\n")
+	p := newTextParser(false, func(Event) {})
+	p.Write([]byte("> "))
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		p.Write(line)
+	}
+}

@@ -117,3 +117,12 @@ func TestFlavourDeviceLoginFailsFast(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 }
+
+// --verbose: q's log lines on stdout stay in the reply (they were asked for); the "> " still goes.
+func TestFlavourVerbose(t *testing.T) {
+	l := flavour(t, "q", "FAKEQ_OUTPUT=The answer.")
+	res, err := Run(t.Context(), l, Request{Prompt: "p", Verbose: true}, nil)
+	if err != nil || !strings.HasSuffix(res.Output, "verbose logging on stdout\nThe answer.") || strings.Contains(res.Output, "> ") {
+		t.Fatalf("%v %q", err, res.Output)
+	}
+}

@@ -13,7 +13,12 @@ type keeper struct {
 	total int64
 }
 
-func (k *keeper) Write(p []byte) {
+func (k *keeper) Write(p []byte) { keep(k, p) }
+
+// WriteString is Write for a string (the parser's message text), without a copy.
+func (k *keeper) WriteString(p string) { keep(k, p) }
+
+func keep[T string | []byte](k *keeper, p T) {
 	k.total += int64(len(p))
 	if k.limit > 0 {
 		room := k.limit - int64(len(k.buf))

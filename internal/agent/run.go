@@ -126,7 +126,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	kept := &keeper{limit: l.MaxResponseSize}
 	parser := newTextParser(l.RawOutput, func(e Event) {
 		if e.Type == EventMessage {
-			kept.Write([]byte(e.Text))
+			kept.WriteString(e.Text)
 		}
 		if onEvent != nil {
 			onEvent(e)

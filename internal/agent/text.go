@@ -128,6 +128,11 @@ func (p *textParser) decide(complete bool) {
 		p.mode = lineDrop
 	case p.expectPrefix && len(bytes.TrimSpace(line)) == 0:
 		p.mode = lineDrop // blank lines before a response are not part of it
+	case p.expectPrefix && isLogLine(body):
+		// --verbose: q's own log lines go to stdout too. They stay in (the caller asked for them),
+		// and the response's prefix is still to come.
+		p.text = append(p.text, line...)
+		p.mode = lineReply
 	default:
 		// Reply text; without the prefix (an agent that prints none) the response has started all
 		// the same.
@@ -173,6 +178,9 @@ func couldBeSpecial(start []byte, prefixExpected bool) bool {
 	if prefixExpected && len(start) < len(replyPrefix) && isPrefixEither(start, replyPrefix) {
 		return true // a longer start with the prefix is decided: the prefix, then reply text
 	}
+	if prefixExpected && start[0] >= '0' && start[0] <= '9' {
+		return true // maybe a --verbose log line (it starts with a time): decided at its line break
+	}
 	return isPrefixEither(start, spinnerLine)
 }
 
@@ -180,6 +188,26 @@ func couldBeSpecial(start []byte, prefixExpected bool) bool {
 func isPrefixEither(a []byte, b string) bool {
 	n := min(len(a), len(b))
 	return string(a[:n]) == b[:n]
+}
+
+// isLogLine reports whether line is one of the agent's --verbose log lines on stdout, which start
+// with an RFC 3339 time and a level ("2026-01-02T03:04:05.678Z  INFO chat_cli::...").
+func isLogLine(line []byte) bool {
+	if len(line) < 20 || line[4] != '-' || line[7] != '-' || line[10] != 'T' {
+		return false
+	}
+	for _, i := range []int{0, 1, 2, 3, 5, 6, 8, 9} {
+		if line[i] < '0' || line[i] > '9' {
+			return false
+		}
+	}
+	rest := line[19:]
+	for _, level := range []string{"TRACE", "DEBUG", "INFO", "WARN", "ERROR"} {
+		if i := bytes.Index(rest, []byte(level)); i >= 0 && i < 16 {
+			return true
+		}
+	}
+	return false
 }
 
 func hasBanner(line []byte) bool {

@@ -86,6 +86,13 @@ func TestTextParserStoppedAtTool(t *testing.T) {
 	}
 }
 
+// q's spinner on a stream timeout is the one other thing it writes to stdout: not the reply.
+func TestTextParserSpinner(t *testing.T) {
+	if reply, _, _ := parse("> part one\nDividing up the work...\npart two\n", 0, true); reply != "part one\npart two\n" {
+		t.Fatalf("reply %q", reply)
+	}
+}
+
 // Output without any prefix (an older agent, or raw logs) is the reply as it is.
 func TestTextParserPlain(t *testing.T) {
 	for _, out := range []string{"hello\n\nworld", "line 1\nline 2\n", "Using tool: fs_write\n", "a > b\n"} {

@@ -99,6 +99,10 @@ func TestFlavourFailures(t *testing.T) {
 	if _, _, code = runFake(t, flavoured("q"), "chat", "--bogus", "hi"); code != 2 {
 		t.Fatalf("bad flag: %d", code)
 	}
+	// --trust-tools= (empty) is a no-op with a warning.
+	if _, errOut, code = runFake(t, flavoured("q", "FAKEQ_OUTPUT=x"), "chat", "--no-interactive", "--trust-tools=", "hi"); code != 0 || !strings.Contains(errOut, "WARNING: --trust-tools was given no tools") {
+		t.Fatalf("empty --trust-tools: %d %q", code, errOut)
+	}
 }
 
 // kiro with no credential starts a device login and waits.
