@@ -358,10 +358,7 @@ func askFailure(err error) string {
 	if !errors.As(err, &ut) {
 		return err.Error()
 	}
-	if names := ut.TrustNames(); len(names) > 0 {
-		return err.Error() + " (qkit ask --trust-tools " + strings.Join(names, ",") + ", or --yolo to trust every tool)"
-	}
-	return err.Error() + " (qkit ask --yolo)"
+	return err.Error() + "; " + ut.Hint(agent.CLITrustFlags)
 }
 
 // readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no

@@ -321,8 +321,11 @@ func askOutcome(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, 
 		return output.Errorf(output.ExitFailure, "%v", needs)
 	case runErr != nil:
 		msg := "agent failed: " + runErr.Error()
-		if agent.ApprovalRequired(res.Stderr) {
-			msg += "\nThe agent needed approval for a tool: run again with --yolo, or name the tool in --trust-tools."
+		var ut *agent.UntrustedToolError
+		if errors.As(runErr, &ut) {
+			msg += "; " + ut.Hint(agent.CLITrustFlags)
+		} else if agent.ApprovalRequired(res.Stderr) {
+			msg += "; " + agent.TrustHint(nil, agent.CLITrustFlags)
 		}
 		return output.Errorf(output.ExitFailure, "%s", msg)
 	case res.TimedOut:

@@ -80,7 +80,32 @@ func (e *UntrustedToolError) Error() string {
 	for _, t := range e.Bare {
 		msg += fmt.Sprintf("; %s was trusted by its bare name, but an MCP tool is trusted only as %s or @%s", t.Name, t.TrustName(), t.Server)
 	}
-	return msg + "; to allow it, run again with " + e.TrustTools()
+	return msg
+}
+
+// Hint says how to let the tools run, in the words of a front end's flags (TrustHint).
+func (e *UntrustedToolError) Hint(f TrustFlags) string { return TrustHint(e.TrustNames(), f) }
+
+// TrustFlags names a front end's options for trusting tools, for TrustHint.
+type TrustFlags struct {
+	// ByName takes tool names: "--trust-tools" (qkit ask), "trust-tools" (the MCP tool).
+	ByName string
+	// All trusts every tool: "--yolo", "yolo-mode true".
+	All string
+}
+
+// CLITrustFlags are qkit ask's.
+var CLITrustFlags = TrustFlags{ByName: "--trust-tools", All: "--yolo"}
+
+// TrustHint is the one wording every front end uses to say how to let tools run next time: "to
+// allow it, run again with --trust-tools shell (or --yolo to trust every tool)"; without names (the
+// agent did not say which tool), "to allow it, run again with --yolo (the agent did not say which
+// tool it wanted)".
+func TrustHint(names []string, f TrustFlags) string {
+	if len(names) == 0 {
+		return "to allow it, run again with " + f.All + " (the agent did not say which tool it wanted)"
+	}
+	return "to allow it, run again with " + f.ByName + " " + strings.Join(names, ",") + " (or " + f.All + " to trust every tool)"
 }
 
 // AgentNotFoundError is an --agent the agent CLI does not know: q warns and falls back to its

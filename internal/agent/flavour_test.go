@@ -63,7 +63,7 @@ func TestFlavourUntrustedTool(t *testing.T) {
 		!strings.Contains(err.Error(), "kiro") && !strings.Contains(err.Error(), "refused tool shell") || !strings.Contains(res.Output, "all is well") {
 		t.Fatalf("kiro: %v %+v", err, res)
 	}
-	if !strings.Contains(err.Error(), "refused tool shell") || !strings.HasSuffix(err.Error(), "run again with --trust-tools=shell") {
+	if !strings.Contains(err.Error(), "refused tool shell") || ut.Hint(CLITrustFlags) != "to allow it, run again with --trust-tools shell (or --yolo to trust every tool)" {
 		t.Fatalf("kiro message: %v", err)
 	}
 	if len(res.Tools) != 1 || !res.Tools[0].Denied || res.Tools[0].Status != ToolFailed {

@@ -63,9 +63,9 @@ type NeedsPermissionError struct {
 
 func (e *NeedsPermissionError) Error() string {
 	name := TrustName(e.Tool)
-	return fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail. "+
-		"Trust it with --trust-tools=%s (or --yolo), or use --on-permission ask to decide, or deny to refuse it and carry on",
-		label(e.Tool), name)
+	return fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail; "+
+		"%s; or use --on-permission ask to decide, or deny to refuse it and carry on",
+		label(e.Tool), agent.TrustHint([]string{name}, agent.CLITrustFlags))
 }
 
 // Decide answers one request (acpclient.PermissionFunc).

@@ -195,6 +195,9 @@ func toolProgress(name string, t agent.ToolCall) string {
 	return msg
 }
 
+// mcpTrustFlags are the tool's parameters that trust tools, for the approval hint.
+var mcpTrustFlags = agent.TrustFlags{ByName: "trust-tools", All: "yolo-mode true"}
+
 // qAgentError words a failed run for the assistant: what happened and what to change.
 func qAgentError(err error, res agent.Result) string {
 	msg := "q Developer command failed: " + err.Error()
@@ -202,11 +205,8 @@ func qAgentError(err error, res agent.Result) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
-	case errors.As(err, &ut) && len(ut.TrustNames()) > 0:
-		msg += fmt.Sprintf("\nTo allow it, call again with trust-tools %q (added to the tools you trust), or yolo-mode true to trust every tool.",
-			strings.Join(ut.TrustNames(), ","))
 	case errors.As(err, &ut):
-		msg += "\nThe agent did not say which tool: call again with yolo-mode true, or name the tool in trust-tools."
+		msg += "; " + ut.Hint(mcpTrustFlags)
 	}
 	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
 		msg += "\n\nOutput before the failure:\n" + res.Body()
