@@ -131,34 +131,56 @@ func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 	}
 	sb := s.watch("")
 	defer s.unwatch(sb)
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
-	// A claim whose terminal died is only seen by reading: re-read now and then, as the file store does.
-	lapse := time.NewTicker(2 * time.Second)
-	defer lapse.Stop()
+	// The watch wakes on every write. Only a claim lapsing writes nothing: recheck is set to when the
+	// earliest claim may have lapsed, and stays off while no set is claimed.
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	defer recheck.Stop()
 	for {
 		all, err := s.List()
 		var unreach *UnreachableError
 		switch {
 		case errors.As(err, &unreach) && !s.nc.IsClosed():
-			retry.Reset(time.Second)
+			recheck.Reset(time.Second)
 		case err != nil:
 			return nil, err
 		}
+		next := time.Duration(-1)
 		for _, sess := range all {
 			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
+			if d, ok := claimRecheck(sess, s.now()); ok && (next < 0 || d < next) {
+				next = d
+			}
+		}
+		if next >= 0 && err == nil {
+			recheck.Reset(next)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-sb.c:
-		case <-retry.C:
-		case <-lapse.C:
+		case <-recheck.C:
 		}
 	}
+}
+
+// localClaimRecheck is how often a claim by a terminal on this machine is checked for a terminal
+// that died: its death writes nothing to the bucket.
+const localClaimRecheck = 2 * time.Second
+
+// claimRecheck says when sess's claim may next have lapsed: soon for a local terminal (it may die at
+// any time), at the lease's end for one on another machine. ok is false when sess holds no claim.
+func claimRecheck(sess *Session, now time.Time) (time.Duration, bool) {
+	c := sess.Status.Claim
+	if c == nil || !sess.Status.Status.Open() {
+		return 0, false
+	}
+	if c.By.Local() {
+		return localClaimRecheck, true
+	}
+	return max(c.Since.Add(claimLease).Sub(now)+time.Second, 0), true
 }
 
 // natsHub shares one watcher of the bucket among every wait of a NATSStore: a server waiting on a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -611,6 +612,41 @@ func TestStoreUnseenAskerTimesOutAtItsExpiry(t *testing.T) {
 		got, err := s.Get(sess.ID)
 		if err != nil || got.Status.Status != TimedOut || !strings.Contains(got.Status.Reason, "no waiting call ended it") {
 			t.Fatalf("%+v %v", got.Status, err)
+		}
+	})
+}
+
+// A terminal holding a claim dies: nothing is written, yet a waiting `questions wait` is offered the
+// set once the claim has lapsed.
+func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
+	eachStore(t, func(t *testing.T, b *backend) {
+		s, other := b.open(t, Options{}), b.open(t, Options{})
+		sess := createIn(t, s)
+		if _, _, err := s.Claim(sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		term := exec.Command("sleep", "60")
+		if err := term.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
+		me := Self()
+		setClaimerTo(t, s, sess.ID, Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot})
+		done := make(chan *Session, 1)
+		go func() {
+			p, _ := other.WaitPending(context.Background(), WaitPendingOptions{Timeout: 30 * time.Second})
+			done <- p
+		}()
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case p := <-done:
+			t.Fatalf("offered while the claim's terminal lives: %+v", p)
+		default:
+		}
+		_ = term.Process.Kill()
+		_ = term.Wait()
+		if p := <-done; p == nil || p.ID != sess.ID {
+			t.Fatalf("got %v", p)
 		}
 	})
 }
