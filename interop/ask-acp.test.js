@@ -117,7 +117,7 @@ test('--on-permission fail stops the turn, names the tool and the flag, exit 1',
     const cwd = mkdtempSync(join(iso.home, 'project-'));
     const { status, stderr, result } = ask(iso, cwd, [], { TS_AGENT_TOOLS: 'echo x' });
     assert.equal(status, 1);
-    assert.match(stderr, /the agent asked to run "Running: echo x" \(execute\), which needs permission.*--trust-tools=shell/);
+    assert.match(stderr, /the agent asked to run "Running: echo x" \(execute\), which needs permission.*--trust-tools shell/);
     assert.equal(result.exit_code, 1);
     assert.equal(result.is_error, true);
   } finally {
