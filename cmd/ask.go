@@ -73,6 +73,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
   qkit ask --model claude-3.7-sonnet --trust-tools fs_read "Review internal/agent"
   qkit ask --resume --yolo "Apply the first fix"
   qkit ask --dry-run "What would you send?"
+  qkit ask --list-models --json | jq -r '.models[].id'
   qkit ask --json --timeout 60s "Explain main.go" | jq -r .output`,
 		GroupID: groupCore,
 		Args:    cobra.MaximumNArgs(1),

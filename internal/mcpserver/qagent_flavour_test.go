@@ -133,3 +133,17 @@ func TestQAgentProgressFromFirstLine(t *testing.T) {
 		})
 	}
 }
+
+// override-model takes any name: nothing runs before the agent itself (no model probe, as no
+// installation or login check), and q refuses what it does not know.
+func TestQAgentFlavourModels(t *testing.T) {
+	cs, _ := flavourServer(t, "kiro", time.Hour, "FAKEQ_OUTPUT=ok")
+	if res := callWithProgress(t, cs, map[string]any{"prompt": "hi", "override-model": "claude-sonnet-4.6"}); res.IsError {
+		t.Fatalf("%q", mcptest.Text(res))
+	}
+	cs, _ = flavourServer(t, "q", time.Hour, "FAKEQ_OUTPUT=ok")
+	res := callWithProgress(t, cs, map[string]any{"prompt": "hi", "override-model": "claude-sonnet-4.5"})
+	if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "Model 'claude-sonnet-4.5' does not exist") {
+		t.Fatalf("q: %+v %q", res, text)
+	}
+}
