@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// touch rewrites an open set unchanged, so the bucket's TTL does not remove a set someone still waits
-// for. The revision changes; nothing else does.
+// touch rewrites an open set, so the bucket's TTL does not remove a set someone still waits for. Only
+// its revision and updatedAt change.
 func (s *NATSStore) touch(id string) error {
 	_, err := s.transition(id, func(sess *Session) (*Answers, bool, error) {
 		return nil, sess.Status.Status.Open(), nil
