@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -103,9 +102,15 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if model == "" {
 		model = a.Config.String("agent.model")
 	}
-	models, listed := acpModels(c.Context(), a)
-	if model != "" && listed && !slices.ContainsFunc(models, func(m string) bool { return strings.EqualFold(m, model) }) {
-		return output.UsageErrorf("invalid --model %q: expected one of %v (setting agent.models, else the agent's own list: qkit ask --list-models)", model, models)
+	limits := agent.LimitsFromConfig(a.Config)
+	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(c.Context(), limits)
+	if err := agent.CheckChoice(limits.Command, model, choices, from); err != nil {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	models := choices.IDs()
+	if from == agent.ModelsFromNone {
+		// The sessions' model option still offers something: q's offline list.
+		models = slices.Clone(qFallbackModels)
 	}
 	if strings.HasPrefix(opts.agent, "-") {
 		return output.UsageErrorf("invalid --agent %q: a name cannot start with \"-\"", opts.agent)
@@ -130,7 +135,6 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if err != nil {
 		return err
 	}
-	limits := agent.LimitsFromConfig(a.Config)
 	limits.Logger = a.Logger
 	backend := a.Config.String("agent.backend")
 	if backend == acpclient.BackendAuto {
@@ -159,18 +163,4 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 		Version: a.Version.Version,
 		Now:     a.Now,
 	}, a.IO.In, a.IO.Out)
-}
-
-// acpModels is the list of the sessions' model option: agent.models when set, else the agent's own
-// list (kiro-cli chat --list-models, cached). listed is false when neither exists (q 1.19.7): the
-// option then offers q's offline list, and --model takes any name.
-func acpModels(ctx context.Context, a *app.App) (models []string, listed bool) {
-	if m := a.Config.List("agent.models"); len(m) > 0 {
-		return m, true
-	}
-	list, ok, err := agent.NewModelCache(a.Config.Paths.State).Models(ctx, a.Config.String("agent.command"))
-	if err != nil || !ok {
-		return slices.Clone(qFallbackModels), false
-	}
-	return list.IDs(), true
 }

@@ -158,15 +158,11 @@ func askTrustNames(a *app.App) []string {
 // agent.models, the agent's own list (cached) decides; an agent that cannot list takes any name.
 func checkAskModel(ctx context.Context, a *app.App, l agent.Limits, r agent.Request) error {
 	m := agent.ModelOf(l, r)
-	if m == "" || len(l.Models) > 0 {
-		return nil // agent.Validate checked agent.models
+	if m == "" {
+		return nil // nothing to check: no need to ask the agent for its list
 	}
-	list, listed, err := agent.NewModelCache(a.Config.Paths.State).Models(ctx, l.Command)
-	if err != nil {
-		a.Logger.Debug("no model list from the agent", "error", err)
-		return nil // the run itself reports a missing or broken agent
-	}
-	if err := agent.CheckModel(l.Command, m, list, listed); err != nil {
+	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, l)
+	if err := agent.CheckChoice(l.Command, m, choices, from); err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
 	return nil

@@ -19,10 +19,10 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -221,8 +221,12 @@ func Validate(l Limits, r Request) error {
 	if strings.TrimSpace(l.Command) == "" {
 		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command q (or kiro-cli)")
 	}
-	if m := model(l, r); m != "" && len(l.Models) > 0 && !slices.Contains(l.Models, m) {
-		return fmt.Errorf("unknown model %q: available models are %s (the agent.models setting lists them)", m, strings.Join(l.Models, ", "))
+	if len(l.Models) > 0 {
+		// The setting's list; the agent's own is checked where a cache is at hand (ModelCache.Choices).
+		choices, from := ModelCache{}.Choices(context.Background(), Limits{Models: l.Models})
+		if err := CheckChoice(l.Command, model(l, r), choices, from); err != nil {
+			return err
+		}
 	}
 	if l.Timeout < 0 {
 		return fmt.Errorf("invalid timeout %v: it must not be negative", l.Timeout)

@@ -219,6 +219,45 @@ func (c ModelCache) Refresh(ctx context.Context, command string) (ModelList, boo
 	return list, listed, nil
 }
 
+// Where a model list comes from (ModelCache.Choices).
+const (
+	ModelsFromSetting = "setting" // agent.models
+	ModelsFromAgent   = "agent"   // the agent's own --list-models
+	ModelsFromNone    = ""        // neither: any name is passed on
+)
+
+// Choices is what a model may be, wherever one is named (ask --model, the q-developer-agent tool's
+// override-model, acp serve --model and a session's model option): the agent.models setting when
+// set, else the agent's own list (cached); with neither (q 1.19.7 cannot list its models) any name
+// passes. An agent that cannot be asked at all (missing, failing) counts as neither: running it
+// reports that.
+func (c ModelCache) Choices(ctx context.Context, l Limits) (ModelList, string) {
+	if len(l.Models) > 0 {
+		var list ModelList
+		for _, m := range l.Models {
+			list.Models = append(list.Models, Model{ID: m})
+		}
+		return list, ModelsFromSetting
+	}
+	list, listed, err := c.Models(ctx, l.Command)
+	if err != nil || !listed {
+		return ModelList{}, ModelsFromNone
+	}
+	return list, ModelsFromAgent
+}
+
+// CheckChoice says whether model is one of choices (from Choices, whose source is from): by id or
+// name, ignoring case; any name passes when there is no list.
+func CheckChoice(command, model string, choices ModelList, from string) error {
+	if from == ModelsFromSetting {
+		if _, ok := choices.Find(model); model != "" && !ok {
+			return fmt.Errorf("unknown model %q: available models are %s (the agent.models setting lists them)", model, strings.Join(choices.IDs(), ", "))
+		}
+		return nil
+	}
+	return CheckModel(command, model, choices, from == ModelsFromAgent)
+}
+
 // CheckModel says whether the agent takes model: with a list, the model must be on it (by id or
 // name, ignoring case); without one, any name passes.
 func CheckModel(command, model string, list ModelList, listed bool) error {

@@ -103,3 +103,24 @@ func countLines(t *testing.T, file string) int {
 	}
 	return n
 }
+
+// TestModelChoicesOneRule: every front end checks a model the same way (acp serve used to compare
+// ignoring case and ask exactly; with no list, one refused what the other passed on).
+func TestModelChoicesOneRule(t *testing.T) {
+	c := ModelCache{File: filepath.Join(t.TempDir(), "models.json")}
+	choices, from := c.Choices(t.Context(), Limits{Command: "qkit-no-such-agent", Models: []string{"claude-sonnet-4"}})
+	if from != ModelsFromSetting || CheckChoice("q", "Claude-Sonnet-4", choices, from) != nil {
+		t.Fatalf("setting: %v %q", choices, from)
+	}
+	if err := CheckChoice("q", "gpt-9", choices, from); err == nil || err.Error() != `unknown model "gpt-9": available models are claude-sonnet-4 (the agent.models setting lists them)` {
+		t.Fatalf("setting, unknown: %v", err)
+	}
+	if err := Validate(Limits{Command: "q", Models: []string{"claude-sonnet-4"}}, Request{Prompt: "p", Model: "CLAUDE-SONNET-4"}); err != nil {
+		t.Fatalf("Validate takes what CheckChoice takes: %v", err)
+	}
+	// No setting and an agent that cannot be asked: any name is passed on.
+	choices, from = c.Choices(t.Context(), Limits{Command: "qkit-no-such-agent"})
+	if from != ModelsFromNone || CheckChoice("qkit-no-such-agent", "anything", choices, from) != nil {
+		t.Fatalf("none: %v %q", choices, from)
+	}
+}
