@@ -1,10 +1,11 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
@@ -68,17 +69,16 @@ func seedUsageError(format string, args ...any) error {
 	return output.WithCode(output.ExitUsage, usageError{fmt.Errorf(format, args...)})
 }
 
-// unknownOption extracts the option from pflag's "unknown flag: --x" and
-// "unknown shorthand flag: 'x' in -xyz" errors.
+// unknownOption is the option pflag did not know (--x, or -x from -xyz), from its typed error.
 func unknownOption(err error) (string, bool) {
-	msg := err.Error()
-	if opt, ok := strings.CutPrefix(msg, "unknown flag: "); ok {
-		return opt, true
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return "", false
 	}
-	if rest, ok := strings.CutPrefix(msg, "unknown shorthand flag: '"); ok && len(rest) > 0 {
-		return "-" + rest[:1], true
+	if ne.GetSpecifiedShortnames() != "" {
+		return "-" + ne.GetSpecifiedName(), true
 	}
-	return "", false
+	return "--" + ne.GetSpecifiedName(), true
 }
 
 // contextStore returns the store for a's configuration directory. Completion runs before the

@@ -47,7 +47,7 @@ func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string
 	if err == nil {
 		return output.ExitOK
 	}
-	err = classify(err)
+	err = classify(cmd, err)
 	if interrupted && output.Code(err) == output.ExitFailure {
 		err = output.WithCode(output.ExitInterrupted, err)
 	}
@@ -71,22 +71,55 @@ func isUsageProblem(err error) bool {
 	return errors.As(err, &u)
 }
 
-// classify turns cobra's plain-text errors for bad command lines into usage errors (exit 2).
-func classify(err error) error {
+// classify is the one place an error becomes a usage error by where it came from rather than by
+// its type: cobra's own errors for a command line it cannot place (an unknown command before any is
+// found). Every other usage error is typed where it is made: flag parsing (the root's
+// FlagErrorFunc), argument validators (usageArgs, on every command) and flag groups (checkFlags, in
+// the root's PersistentPreRunE).
+func classify(cmd *cobra.Command, err error) error {
 	var coded *output.Error
 	if errors.As(err, &coded) {
 		return err
 	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument",
-		"accepts ", "requires at least", "requires at most", "requires exactly", "flag needs an argument",
-		"bad flag syntax", "if any flags in the group", "none of the others can be",
-		"at least one of the flags", "invalid args", "required flag"} {
-		if strings.Contains(msg, p) {
-			return output.WithCode(output.ExitUsage, usageError{err})
-		}
+	if cmd == nil {
+		// Nothing was found to run: the command line itself is wrong.
+		return output.WithCode(output.ExitUsage, usageError{err})
 	}
 	return err
+}
+
+// usageArgs makes an argument validator's errors usage errors (exit 2, usage line printed).
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		err := v(c, args)
+		var coded *output.Error
+		if err != nil && !errors.As(err, &coded) {
+			return output.WithCode(output.ExitUsage, usageError{err})
+		}
+		return err
+	}
+}
+
+// typeArgErrors wraps every command's argument validator with usageArgs.
+func typeArgErrors(c *cobra.Command) {
+	if c.Args != nil {
+		c.Args = usageArgs(c.Args)
+	}
+	for _, sub := range c.Commands() {
+		typeArgErrors(sub)
+	}
+}
+
+// checkFlags runs cobra's required-flag and flag-group checks ahead of cobra (which runs them after
+// the pre-run hooks and returns them untyped), so they are usage errors.
+func checkFlags(c *cobra.Command) error {
+	if err := c.ValidateRequiredFlags(); err != nil {
+		return output.WithCode(output.ExitUsage, usageError{err})
+	}
+	if err := c.ValidateFlagGroups(); err != nil {
+		return output.WithCode(output.ExitUsage, usageError{err})
+	}
+	return nil
 }
 
 // rootOptions are the global flags.
@@ -126,6 +159,9 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if err := checkFlags(c); err != nil {
+				return err
+			}
 			catchInterrupts(c)
 			return loadApp(a, c, opts)
 		},
@@ -157,6 +193,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	addCompletionExamples(root)
 	requireKnownSubcommands(root)
 	completeNothingWithoutArgs(root)
+	typeArgErrors(root)
 	return root
 }
 
