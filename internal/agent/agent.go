@@ -71,6 +71,11 @@ type Limits struct {
 	Logger *slog.Logger
 	// Grace is how long the process group has between SIGTERM and SIGKILL; 0 means 2 seconds.
 	Grace time.Duration
+	// LoginProbeAfter is how long the agent may print nothing on stdout before qkit asks
+	// `<command> whoami` whether it waits for a login nobody can give (kiro-cli without a
+	// credential); a logged-out answer stops the run with a *LoginError. 0 means
+	// DefaultLoginProbeAfter; negative, never.
+	LoginProbeAfter time.Duration
 }
 
 // LimitsFromConfig reads the agent.* settings.

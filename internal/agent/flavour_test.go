@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,27 @@ func TestFlavourVerbose(t *testing.T) {
 	res, err := Run(t.Context(), l, Request{Prompt: "p", Verbose: true}, nil)
 	if err != nil || !strings.HasSuffix(res.Output, "verbose logging on stdout\nThe answer.") || strings.Contains(res.Output, "> ") {
 		t.Fatalf("%v %q", err, res.Output)
+	}
+}
+
+// A kiro-cli that waits for a login without saying so: after LoginProbeAfter of silence, whoami is
+// asked, and a logged-out answer stops the run. A logged-in agent that is merely slow goes on.
+func TestFlavourSilentLoginProbe(t *testing.T) {
+	l := flavour(t, "kiro", "FAKEQ_LOGGED_OUT=1", "FAKEQ_LOGIN_SILENT=1")
+	l.LoginProbeAfter = 100 * time.Millisecond
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	var le *LoginError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), `printed nothing for 100ms and agent.test whoami says "Not logged in"`) ||
+		!strings.Contains(err.Error(), "KIRO_API_KEY") || res.TimedOut {
+		t.Fatalf("%v %+v", err, res)
+	}
+	rec := filepath.Join(t.TempDir(), "argv")
+	l = flavour(t, "kiro", "FAKEQ_OUTPUT=slow answer", "FAKEQ_DELAY=300ms", "FAKEQ_RECORD="+rec)
+	l.LoginProbeAfter = 50 * time.Millisecond
+	if res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil); err != nil || res.Output != "slow answer" {
+		t.Fatalf("slow but logged in: %v %q", err, res.Output)
+	}
+	if data, _ := os.ReadFile(rec); !strings.Contains(string(data), `["whoami"]`) {
+		t.Fatalf("no whoami asked: %s", data)
 	}
 }

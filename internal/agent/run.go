@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -132,11 +133,31 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 			onEvent(e)
 		}
 	})
+	var printed atomic.Bool // the agent has written to stdout
 	stdoutDone := make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
-		readStdout(outR, l.RawOutput && !l.StripANSI, parser)
+		readStdout(outR, l.RawOutput && !l.StripANSI, parser, &printed)
 	}()
+	// An agent silent for a while may be waiting for a login nobody can give (kiro-cli's device
+	// login, if it says nothing): then, and only then, whoami is asked.
+	var probed atomic.Pointer[LoginError]
+	if after := l.LoginProbeAfter; after >= 0 {
+		if after == 0 {
+			after = DefaultLoginProbeAfter
+		}
+		probe := time.AfterFunc(after, func() {
+			if printed.Load() || loginCtx.Err() != nil {
+				return
+			}
+			var le *LoginError
+			if _, err := CheckLogin(loginCtx, l.Command, nil); errors.As(err, &le) && !printed.Load() {
+				probed.Store(le)
+				stopForLogin(errLoginFlow)
+			}
+		})
+		defer probe.Stop()
+	}
 	tail := &tailBuffer{max: stderrKeep}
 	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
 	stderrDone := make(chan struct{})
@@ -200,6 +221,10 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	}
 	if stopped && context.Cause(loginCtx) == errLoginFlow {
 		err := &LoginError{Command: l.Command, Detail: "it started a device login, which waits for a browser; qkit stopped it"}
+		if le := probed.Load(); le != nil {
+			_, said, _ := strings.Cut(le.Detail, ": ")
+			err.Detail = fmt.Sprintf("it printed nothing for %s and %s whoami says %q; qkit stopped it", after(l), commandName(l.Command), said)
+		}
 		log.Error("agent failed", "error", err)
 		return res, err
 	}
@@ -303,15 +328,27 @@ func (w *loginWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// DefaultLoginProbeAfter is how long an agent may print nothing before qkit asks whoami whether it
+// is waiting for a login (Limits.LoginProbeAfter).
+const DefaultLoginProbeAfter = 5 * time.Second
+
+func after(l Limits) time.Duration {
+	if l.LoginProbeAfter > 0 {
+		return l.LoginProbeAfter
+	}
+	return DefaultLoginProbeAfter
+}
+
 // readStdout feeds the agent's stdout to the parser, which reads it ANSI-stripped; keepANSI gives
-// a raw parser the text as printed.
-func readStdout(r io.Reader, keepANSI bool, p *textParser) {
+// a raw parser the text as printed. printed is set at the first byte.
+func readStdout(r io.Reader, keepANSI bool, p *textParser, printed *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	var clean []byte
 	var s stripper
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			printed.Store(true)
 			clean = s.Strip(clean[:0], buf[:n])
 			printed := clean
 			if keepANSI {

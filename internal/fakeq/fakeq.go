@@ -89,6 +89,9 @@
 //	FAKEQ_MODELS=a,b       the models the agent knows (default: the flavour's)
 //	FAKEQ_AGENTS=a,b       the agents the agent knows (default: any name)
 //	FAKEQ_WHOAMI=idc       whoami reports IAM Identity Center instead of Builder ID
+//	FAKEQ_DELAY=d          wait d before the first word of the reply (the model thinking)
+//	FAKEQ_LOGIN_SILENT=1   kiro's device login waits without printing its URL (the sources say only
+//	                       that it blocks)
 //
 // The unflavoured fake's own knobs (kept for the mechanics tests written before the flavours):
 //

@@ -265,7 +265,9 @@ func flavourChat(flavour string, args []string) int {
 		fmt.Fprintln(os.Stderr, "Authentication failed.")
 		return 0
 	case flavour == "kiro" && loggedOut && key == "":
-		fmt.Fprint(os.Stderr, DeviceLoginText)
+		if os.Getenv("FAKEQ_LOGIN_SILENT") == "" {
+			fmt.Fprint(os.Stderr, DeviceLoginText)
+		}
 		time.Sleep(time.Hour)
 		return 1
 	}
@@ -320,6 +322,7 @@ func flavourChat(flavour string, args []string) int {
 	}
 
 	fmt.Fprint(os.Stderr, welcome(flavour, model))
+	time.Sleep(envDuration("FAKEQ_DELAY")) // the model thinking before its first word
 	o := newOut(flavour)
 	defer o.w.Flush()
 	if c.verbose {
