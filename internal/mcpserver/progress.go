@@ -112,13 +112,11 @@ func NewProgress(ctx context.Context, d *Deps, req *mcp.CallToolRequest, heartbe
 				send(heartbeat(time.Since(start)))
 			}
 			// Next: the rest of the interval (an update waits for it, a heartbeat too).
-			wait := every
-			if !last.IsZero() {
-				wait = every - time.Since(last)
-			} else {
-				wait = every - time.Since(start)
+			from := last
+			if from.IsZero() {
+				from = start
 			}
-			timer.Reset(max(wait, time.Millisecond))
+			timer.Reset(max(every-time.Since(from), time.Millisecond))
 		}
 	}()
 	p.stop = func() { cancel(); <-done }
