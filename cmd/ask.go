@@ -255,17 +255,18 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	if err != nil {
 		return err
 	}
+	l := agent.LimitsFromConfig(a.Config)
+	// The flags go to the runner's limits, read as the settings they stand in for.
 	if opts.timeout != "" {
-		if err := a.Config.Override("agent.timeout", opts.timeout); err != nil {
+		if l.Timeout, err = config.AgentTimeout.Parse(opts.timeout); err != nil {
 			return output.UsageErrorf("invalid --timeout: %v", err)
 		}
 	}
 	if opts.maxSize != "" {
-		if err := a.Config.Override("agent.max_response_size", opts.maxSize); err != nil {
+		if l.MaxResponseSize, err = config.AgentMaxResponseSize.Parse(opts.maxSize); err != nil {
 			return output.UsageErrorf("invalid --max-response-size: %v", err)
 		}
 	}
-	l := agent.LimitsFromConfig(a.Config)
 	l.Logger = slog.New(belowWarn{a.Logger.Handler()})
 	r := agent.Request{
 		Prompt: prompt, Resume: opts.resume, Agent: opts.agentName, Model: opts.model,
@@ -282,7 +283,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		if err != nil {
 			return err
 		}
-		full, warnings, err := env.store.Prompt(env.profile, env.cwd, a.Config.Int("context.max_tokens"), prompt)
+		full, warnings, err := env.store.Prompt(env.profile, env.cwd, config.ContextMaxTokens.Get(a.Config), prompt)
 		if err != nil {
 			return err
 		}

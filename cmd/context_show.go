@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
 )
@@ -48,7 +49,7 @@ func runContextShow(a *app.App, opts *contextShowOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := env.store.Collect(env.profile, env.cwd, a.Config.Int("context.max_tokens"), contextfiles.ReportOptions{Expand: opts.expand})
+	rep, err := env.store.Collect(env.profile, env.cwd, config.ContextMaxTokens.Get(a.Config), contextfiles.ReportOptions{Expand: opts.expand})
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func runContextPrompt(a *app.App, opts *contextPromptOptions, msg string) error 
 	if err != nil {
 		return err
 	}
-	prompt, warnings, err := env.store.Prompt(env.profile, env.cwd, a.Config.Int("context.max_tokens"), msg)
+	prompt, warnings, err := env.store.Prompt(env.profile, env.cwd, config.ContextMaxTokens.Get(a.Config), msg)
 	if err != nil {
 		return err
 	}

@@ -35,8 +35,8 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 	}
 	opts := commands.Options{Now: a.Now, Logger: a.Logger}
 	if a.Config != nil {
-		opts.Trusted = a.Config.List("internal.trusted")
-		opts.MaxOutput = a.Config.Size("agent.max_response_size")
+		opts.Trusted = config.InternalTrusted.Get(a.Config)
+		opts.MaxOutput = config.AgentMaxResponseSize.Get(a.Config)
 		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
 	}
 	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)

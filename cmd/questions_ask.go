@@ -39,7 +39,7 @@ timed_out or abandoned and no answers.`,
   qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			limit := a.Config.Duration("questions.timeout")
+			limit := config.QuestionsTimeout.Get(a.Config)
 			if timeout != "" {
 				d, err := config.ParseDuration(timeout)
 				if err != nil {
@@ -73,7 +73,7 @@ timed_out or abandoned and no answers.`,
 				logger = a.Logger
 			}
 			res, sess, err := st.Ask(c.Context(), set, questions.AskOptions{
-				Source: "cli", Timeout: limit, Retention: a.Config.Duration("questions.retention"),
+				Source: "cli", Timeout: limit, Retention: config.QuestionsRetention.Get(a.Config),
 				Logger: logger, CancelReason: "qkit questions ask was interrupted",
 				Created: func(s *questions.Session) {
 					if a.IO.StderrTTY {

@@ -81,13 +81,13 @@ type Limits struct {
 // LimitsFromConfig reads the agent.* settings.
 func LimitsFromConfig(c *config.Config) Limits {
 	return Limits{
-		Command:         c.String("agent.command"),
-		Timeout:         c.Duration("agent.timeout"),
-		MaxResponseSize: c.Size("agent.max_response_size"),
-		StripANSI:       c.Bool("agent.strip_ansi"),
-		RawOutput:       c.Bool("agent.raw_output"),
-		DefaultModel:    c.String("agent.model"),
-		Models:          c.List("agent.models"),
+		Command:         config.AgentCommand.Get(c),
+		Timeout:         config.AgentTimeout.Get(c),
+		MaxResponseSize: config.AgentMaxResponseSize.Get(c),
+		StripANSI:       config.AgentStripANSI.Get(c),
+		RawOutput:       config.AgentRawOutput.Get(c),
+		DefaultModel:    config.AgentModel.Get(c),
+		Models:          config.AgentModels.Get(c),
 	}
 }
 

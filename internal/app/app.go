@@ -63,7 +63,7 @@ func (a *App) Load(opts config.LoadOptions, level string) error {
 	}
 	a.Config = cfg
 	if level == "" {
-		level = cfg.String("log.level")
+		level = config.LogLevel.Get(cfg)
 	}
 	lv, err := ParseLevel(level)
 	if err != nil {

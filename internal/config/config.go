@@ -56,7 +56,8 @@ type LoadOptions struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Config is the loaded configuration. It is immutable once loaded, except through Override.
+// Config is the loaded configuration. It is immutable once loaded: a flag that stands in for a
+// setting (ask --timeout) parses its value with the setting's handle and hands it on itself.
 type Config struct {
 	Paths Paths
 	File  string
@@ -216,19 +217,6 @@ func (c *Config) Get(name string) Value {
 	return v
 }
 
-// Override sets a key for this process only, as a flag does (source "flag").
-func (c *Config) Override(name, raw string) error {
-	k, ok := LookupKey(name)
-	if !ok {
-		return UnknownKeyError(name)
-	}
-	parsed, err := k.Parse(raw)
-	if err != nil {
-		return err
-	}
-	c.values[name] = Value{Key: k, Raw: raw, Parsed: parsed, Source: SourceFlag, Origin: "flag"}
-	return nil
-}
 
 // All returns every setting in the order of Keys.
 func (c *Config) All() []Value {
