@@ -108,7 +108,7 @@ func (p *textParser) decide(complete bool) {
 	line := p.pending
 	body := bytes.TrimRight(line, "\r\n")
 	trimmed := bytes.TrimLeft(body, " ")
-	if !complete && (len(bytes.TrimSpace(body)) == 0 || couldBeSpecial(trimmed, p.expectPrefix || p.tool != nil)) {
+	if !complete && len(line) < maxPending && (len(bytes.TrimSpace(body)) == 0 || couldBeSpecial(trimmed, p.expectPrefix || p.tool != nil)) {
 		return // wait for more of the line
 	}
 	p.pending = p.pending[:0]
@@ -144,6 +144,10 @@ func (p *textParser) decide(complete bool) {
 		p.endDropped()
 	}
 }
+
+// maxPending bounds how much of a line start is held back undecided: past it the line is decided
+// as it stands (memory stays flat whatever the agent prints, and the text flows on).
+const maxPending = 4096
 
 // maxDropped bounds how much of a dropped line is read for markers.
 const maxDropped = 4096

@@ -86,6 +86,20 @@ func TestTextParserStoppedAtTool(t *testing.T) {
 	}
 }
 
+// A line start is never held back without bound: a long line that could still be a log line (it
+// starts with a digit) streams once maxPending bytes are in.
+func TestTextParserLongLine(t *testing.T) {
+	var got strings.Builder
+	p := newTextParser(false, func(e Event) { got.WriteString(e.Text) })
+	chunk := []byte(strings.Repeat("7", 1000))
+	for range 10 {
+		p.Write(chunk)
+	}
+	if got.Len() < 10000-maxPending || len(p.pending) >= maxPending {
+		t.Fatalf("streamed %d bytes, %d held", got.Len(), len(p.pending))
+	}
+}
+
 // q's spinner on a stream timeout is the one other thing it writes to stdout: not the reply.
 func TestTextParserSpinner(t *testing.T) {
 	if reply, _, _ := parse("> part one\nDividing up the work...\npart two\n", 0, true); reply != "part one\npart two\n" {
@@ -127,6 +141,9 @@ func FuzzTextParser(f *testing.F) {
 	f.Add("> hi\n🛠️  Using tool: x (trusted)\n ⋮ \n> bye", 1)
 	f.Add("🛠", 2)
 	f.Fuzz(func(t *testing.T, out string, n int) {
+		if len(out) >= maxPending {
+			return // a line that long is decided before its end: splits may differ (TestTextParserLongLine)
+		}
 		n = 1 + abs(n)%64
 		r1, _, t1 := parse(out, 0, true)
 		r2, _, t2 := parse(out, n, true)
