@@ -150,3 +150,14 @@ func TestFlavourSilentLoginProbe(t *testing.T) {
 		t.Fatalf("no whoami asked: %s", data)
 	}
 }
+
+// An empty reply with nothing but the welcome text on stderr is a failure that shows the end of
+// stderr, not the whole welcome.
+func TestFlavourEmptyReply(t *testing.T) {
+	l := flavour(t, "kiro")
+	_, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "printed no reply: ") || strings.Contains(err.Error(), "Welcome") ||
+		!strings.HasSuffix(err.Error(), "▸ Credits: 0.12 • Time: 1s") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -283,9 +283,23 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case len(untrusted) > 0:
 		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true, Bare: bare(untrusted, r)}
 	case !replied && strings.TrimSpace(res.Stderr) != "":
-		return fmt.Errorf("%s printed no reply and reported an error%s", l.Command, stderrSuffix(res.Stderr))
+		// No reply and no known failure: the end of stderr is the best account there is (the
+		// welcome text it always prints comes first, and is left out).
+		return fmt.Errorf("%s printed no reply%s", l.Command, stderrSuffix(lastLines(res.Stderr, 3)))
 	}
 	return nil
+}
+
+// lastLines returns the last n non-blank lines of s, ANSI-stripped.
+func lastLines(s string, n int) string {
+	var st stripper
+	var lines []string
+	for line := range strings.Lines(string(st.Strip(nil, []byte(s)))) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // bare returns the MCP tools of tools that r trusted by their bare name.
