@@ -154,23 +154,25 @@ that has no --profile flag. With --create, a profile that does not exist yet is 
   qkit context switch default`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeProfileArg(a),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := contextStore(a)
-			if err != nil {
-				return err
-			}
-			created, err := s.Switch(args[0], opts.create)
-			if err != nil {
-				return err
-			}
-			if created {
-				a.Errorf("Created and switched to profile '%s'", args[0])
-			} else {
-				a.Errorf("Switched to profile '%s'", args[0])
-			}
-			return nil
-		},
+		RunE:              func(_ *cobra.Command, args []string) error { return runContextSwitch(a, opts, args[0]) },
 	}
 	c.Flags().BoolVarP(&opts.create, "create", "c", false, "create the profile if it does not exist")
 	return exposeChange(c)
+}
+
+func runContextSwitch(a *app.App, opts *contextSwitchOptions, name string) error {
+	s, err := contextStore(a)
+	if err != nil {
+		return err
+	}
+	created, err := s.Switch(name, opts.create)
+	if err != nil {
+		return err
+	}
+	if created {
+		a.Errorf("Created and switched to profile '%s'", name)
+	} else {
+		a.Errorf("Switched to profile '%s'", name)
+	}
+	return nil
 }

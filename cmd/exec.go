@@ -73,22 +73,7 @@ internal command's (3 when the change was declined, 2 when the request was refus
   qkit exec internal settings get agent.timeout
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
-		RunE: func(c *cobra.Command, args []string) error {
-			reg := execRegistry(a, opts, args)
-			err := runExecInternal(c.Context(), a, reg, opts, args)
-			var failed execFailure
-			if errors.As(err, &failed) {
-				// --json always prints its object, for a refused or unconfirmed request too; the
-				// message still goes to stderr and the exit code is the same.
-				err = failed.err
-				if jerr := output.JSON(a.IO.Out, execResultJSON{
-					CommandLine: failed.commandLine, Output: "", Error: err.Error(), ExitCode: output.Code(err),
-				}); jerr != nil {
-					return jerr
-				}
-			}
-			return err
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runExec(c.Context(), a, opts, args) },
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.flags, "flag", nil, "a flag of the internal command, as `NAME=VALUE` or NAME for a switch (repeatable)")
@@ -135,6 +120,23 @@ internal command's (3 when the change was declined, 2 when the request was refus
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	return interruptible(c)
+}
+
+// runExec is `qkit exec internal`: it builds the registry the request needs and runs it. With
+// --json it prints the result object for a refused or unconfirmed request too; the message still
+// goes to stderr and the exit code is the same.
+func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []string) error {
+	err := runExecInternal(ctx, a, execRegistry(a, opts, args), opts, args)
+	var failed execFailure
+	if errors.As(err, &failed) {
+		err = failed.err
+		if jerr := output.JSON(a.IO.Out, execResultJSON{
+			CommandLine: failed.commandLine, Output: "", Error: err.Error(), ExitCode: output.Code(err),
+		}); jerr != nil {
+			return jerr
+		}
+	}
+	return err
 }
 
 // execRegistry builds the registry a request needs. A request naming an exposed group needs only

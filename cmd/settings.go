@@ -77,8 +77,11 @@ func lookupKey(name string) (config.Key, error) {
 	return k, nil
 }
 
+// settingsListOptions are the flags of `settings list`.
+type settingsListOptions struct{ asJSON bool }
+
 func newSettingsListCmd(a *app.App) *cobra.Command {
-	var asJSON bool
+	opts := &settingsListOptions{}
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List every setting, its value and where the value came from",
@@ -89,32 +92,37 @@ array of {key, value, source, origin, default, type, description}.`,
 		Example: `  qkit settings list
   qkit settings list --json | jq -r '.[] | select(.source != "default") | .key'`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			all := a.Config.All()
-			if asJSON {
-				rows := make([]settingJSON, len(all))
-				for i, v := range all {
-					rows[i] = toSettingJSON(v)
-				}
-				return output.JSON(a.IO.Out, rows)
-			}
-			rows := make([][]string, len(all))
-			for i, v := range all {
-				src := string(v.Source)
-				if v.Source == config.SourceEnv {
-					src += " (" + v.Origin + ")"
-				}
-				rows[i] = []string{v.Key.Name, v.Display(), src}
-			}
-			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
-		},
+		RunE: func(*cobra.Command, []string) error { return runSettingsList(a, opts) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{key, value, source, origin, default, type, description}]")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{key, value, source, origin, default, type, description}]")
 	return exposeRead(c)
 }
 
+func runSettingsList(a *app.App, opts *settingsListOptions) error {
+	all := a.Config.All()
+	if opts.asJSON {
+		rows := make([]settingJSON, len(all))
+		for i, v := range all {
+			rows[i] = toSettingJSON(v)
+		}
+		return output.JSON(a.IO.Out, rows)
+	}
+	rows := make([][]string, len(all))
+	for i, v := range all {
+		src := string(v.Source)
+		if v.Source == config.SourceEnv {
+			src += " (" + v.Origin + ")"
+		}
+		rows[i] = []string{v.Key.Name, v.Display(), src}
+	}
+	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
+}
+
+// settingsGetOptions are the flags of `settings get`.
+type settingsGetOptions struct{ asJSON bool }
+
 func newSettingsGetCmd(a *app.App) *cobra.Command {
-	var asJSON bool
+	opts := &settingsGetOptions{}
 	c := &cobra.Command{
 		Use:   "get <key>",
 		Short: "Print one setting's value",
@@ -123,20 +131,22 @@ func newSettingsGetCmd(a *app.App) *cobra.Command {
   timeout=$(qkit settings get agent.timeout)`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeOneKey,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if _, err := lookupKey(args[0]); err != nil {
-				return err
-			}
-			v := a.Config.Get(args[0])
-			if asJSON {
-				return output.JSON(a.IO.Out, toSettingJSON(v))
-			}
-			_, err := fmt.Fprintln(a.IO.Out, v.Display())
-			return err
-		},
+		RunE:              func(_ *cobra.Command, args []string) error { return runSettingsGet(a, opts, args[0]) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print {key, value, source, origin, default, type, description}")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print {key, value, source, origin, default, type, description}")
 	return exposeRead(c)
+}
+
+func runSettingsGet(a *app.App, opts *settingsGetOptions, name string) error {
+	if _, err := lookupKey(name); err != nil {
+		return err
+	}
+	v := a.Config.Get(name)
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, toSettingJSON(v))
+	}
+	_, err := fmt.Fprintln(a.IO.Out, v.Display())
+	return err
 }
 
 func newSettingsSetCmd(a *app.App) *cobra.Command {
@@ -158,28 +168,33 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
-			k, err := lookupKey(args[0])
-			if err != nil {
-				return err
-			}
-			if _, err := k.Parse(args[1]); err != nil {
-				return output.WithCode(output.ExitUsage, err)
-			}
-			if err := a.Config.Set(k.Name, args[1]); err != nil {
-				return err
-			}
-			if cur := a.Config.Get(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
-				a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)
-			}
-			return nil
-		},
+		RunE: func(_ *cobra.Command, args []string) error { return runSettingsSet(a, args[0], args[1]) },
 	}
 	return annotate(exposeChange(c), annCreatesConfig, "true")
 }
 
+func runSettingsSet(a *app.App, name, value string) error {
+	k, err := lookupKey(name)
+	if err != nil {
+		return err
+	}
+	if _, err := k.Parse(value); err != nil {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	if err := a.Config.Set(k.Name, value); err != nil {
+		return err
+	}
+	if cur := a.Config.Get(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
+		a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)
+	}
+	return nil
+}
+
+// settingsResetOptions are the flags of `settings reset`.
+type settingsResetOptions struct{ all, yes bool }
+
 func newSettingsResetCmd(a *app.App) *cobra.Command {
-	var all, yes bool
+	opts := &settingsResetOptions{}
 	c := &cobra.Command{
 		Use:   "reset {<key>... | --all}",
 		Short: "Remove settings from config.yaml so their defaults apply",
@@ -188,33 +203,35 @@ asks first on a terminal; elsewhere it needs --yes.`,
 		Example: `  qkit settings reset agent.timeout
   qkit settings reset --all --yes`,
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if all {
+			if opts.all {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			return completeKeys(args)
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
-				return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})
-			}
-			for _, name := range args {
-				if _, err := lookupKey(name); err != nil {
-					return err
-				}
-			}
-			if all && !yes {
-				ok, err := a.Confirm("--yes", "Reset every setting in "+a.Config.File+"?")
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return output.Errorf(output.ExitRejected, "reset cancelled")
-				}
-			}
-			return a.Config.Reset(args...)
-		},
+		RunE: func(_ *cobra.Command, args []string) error { return runSettingsReset(a, opts, args) },
 	}
-	c.Flags().BoolVar(&all, "all", false, "reset every setting")
-	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	c.Flags().BoolVar(&opts.all, "all", false, "reset every setting")
+	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	return guardedFlags(exposeChange(c), "all")
+}
+
+func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string) error {
+	if opts.all == (len(names) > 0) {
+		return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})
+	}
+	for _, name := range names {
+		if _, err := lookupKey(name); err != nil {
+			return err
+		}
+	}
+	if opts.all && !opts.yes {
+		ok, err := a.Confirm("--yes", "Reset every setting in "+a.Config.File+"?")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return output.Errorf(output.ExitRejected, "reset cancelled")
+		}
+	}
+	return a.Config.Reset(names...)
 }

@@ -37,8 +37,11 @@ func buildVersion() app.VersionInfo {
 	return v
 }
 
+// versionOptions are the flags of `version`.
+type versionOptions struct{ asJSON bool }
+
 func newVersionCmd(a *app.App) *cobra.Command {
-	var asJSON bool
+	opts := &versionOptions{}
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print qkit's version, commit, build date and Go version",
@@ -47,27 +50,29 @@ func newVersionCmd(a *app.App) *cobra.Command {
   qkit version --json | jq -r .version`,
 		Args:    cobra.NoArgs,
 		GroupID: groupConfig,
-		RunE: func(*cobra.Command, []string) error {
-			if asJSON {
-				return output.JSON(a.IO.Out, a.Version)
-			}
-			v := a.Version
-			line := "qkit " + v.Version
-			if v.Commit != "" {
-				c := v.Commit
-				if len(c) > 12 {
-					c = c[:12]
-				}
-				line += " (commit " + c
-				if v.Date != "" {
-					line += ", built " + v.Date
-				}
-				line += ")"
-			}
-			_, err := fmt.Fprintf(a.IO.Out, "%s %s\n", line, v.Go)
-			return err
-		},
+		RunE:    func(*cobra.Command, []string) error { return runVersion(a, opts) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, date, go} as JSON")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print {version, commit, date, go} as JSON")
 	return exposeRead(c)
+}
+
+func runVersion(a *app.App, opts *versionOptions) error {
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, a.Version)
+	}
+	v := a.Version
+	line := "qkit " + v.Version
+	if v.Commit != "" {
+		c := v.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		line += " (commit " + c
+		if v.Date != "" {
+			line += ", built " + v.Date
+		}
+		line += ")"
+	}
+	_, err := fmt.Fprintf(a.IO.Out, "%s %s\n", line, v.Go)
+	return err
 }
