@@ -26,7 +26,7 @@ import (
 //   - CPU used by the server while a call waits for q (the peer: 0 ticks);
 //   - from the agent's first line to the client's first progress notification of a
 //     q-developer-agent call, median of 20 (the fake q 1.19.7 stamps the time just before it
-//     writes the line; before issue 10 nothing came for 5 s).
+//     writes the line; progress once waited 5 s for its first tick).
 func mcpSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "mcp")
 	if err := os.MkdirAll(home, 0o755); err != nil {
