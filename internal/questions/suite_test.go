@@ -439,17 +439,28 @@ func setClaimerTo(t *testing.T, s Store, id string, p Process) {
 func TestStoreWaitPendingWokenByNewSet(t *testing.T) {
 	eachStore(t, func(t *testing.T, b *backend) {
 		s, other := b.open(t, Options{}), b.open(t, Options{})
+		// The waiter skips a decoy set; its first look at the decoy means it is watching (both
+		// stores watch before they look), so the set created after that must wake it.
+		decoy := createIn(t, other)
+		looked := make(chan struct{})
+		var once sync.Once
 		done := make(chan *Session, 1)
 		go func() {
-			p, _ := s.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second})
+			p, _ := s.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second, Skip: func(id string) bool {
+				if id == decoy.ID {
+					once.Do(func() { close(looked) })
+					return true
+				}
+				return false
+			}})
 			done <- p
 		}()
-		time.Sleep(20 * time.Millisecond)
+		<-looked
 		sess := createIn(t, other)
 		if p := <-done; p == nil || p.ID != sess.ID {
 			t.Fatalf("got %v", p)
 		}
-		if _, err := s.WaitPending(context.Background(), WaitPendingOptions{Timeout: time.Second, Skip: func(id string) bool { return id == sess.ID }}); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := s.WaitPending(context.Background(), WaitPendingOptions{Timeout: time.Second, Skip: func(id string) bool { return id == sess.ID || id == decoy.ID }}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("skip: %v", err)
 		}
 	})
