@@ -65,6 +65,26 @@ func TestEndOfInputWaitsForAnswers(t *testing.T) {
 	<-done // the prompt (id 2) is not waited for
 }
 
+// TestEndOfInputWaitsForHooks: what a hook fired by an answer writes (a session's first updates)
+// belongs to that answer, so the end of input waits for the hook to return too.
+func TestEndOfInputWaitsForHooks(t *testing.T) {
+	p := acpLike(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}`+"\n"), io.Discard, time.Hour)
+	release := make(chan struct{})
+	p.AfterResponse(`"sessionId":"s1"`, func() { <-release })
+	done, _ := readAll(p)
+	for n, _ := p.unanswered(); n == 0; n, _ = p.unanswered() {
+		time.Sleep(time.Millisecond) // answer only a request the pipe has read
+	}
+	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}` + "\n"))
+	select {
+	case <-done:
+		t.Fatal("the end of stdin was not held while the answer's hook ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-done
+}
+
 func TestEndOfInputGivesUpAfterGrace(t *testing.T) {
 	p := acpLike(strings.NewReader(`{"jsonrpc":"2.0","id":"a","method":"session/new","params":{}}`+"\n"), io.Discard, time.Millisecond)
 	done, _ := readAll(p)

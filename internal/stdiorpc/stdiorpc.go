@@ -61,6 +61,7 @@ type Pipe struct {
 	open    map[string]openRequest // requests read and not answered, by canonical id
 	changed chan struct{}          // closed and replaced whenever open shrinks
 	hooks   map[string]func()      // run once a successful response containing the key is out
+	running int                    // hooks fired and not yet returned: the end of input waits for them
 
 	// reader state, touched only by Read (the SDK's one reading goroutine)
 	pending []byte
@@ -116,11 +117,12 @@ func (p *Pipe) Settled(ctx context.Context, method string) {
 	}
 }
 
-// unanswered is how many counted requests wait for an answer.
+// unanswered is how many counted requests wait for an answer, and how many hooks fired by an
+// answer still run (what a hook writes, such as a session's first updates, belongs to the answer).
 func (p *Pipe) unanswered() (int, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := 0
+	n := p.running
 	for _, r := range p.open {
 		n += r.n
 	}

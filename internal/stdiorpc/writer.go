@@ -39,12 +39,25 @@ func (p *Pipe) Write(b []byte) (int, error) {
 			delete(p.hooks, key)
 		}
 	}
+	p.running += len(fire)
 	p.mu.Unlock()
 	for _, f := range fire {
 		// The SDK may hold its write lock while we are here: a hook that writes must not run inline.
-		go f()
+		go func() {
+			defer p.hookDone()
+			f()
+		}()
 	}
 	return n, err
+}
+
+// hookDone counts a fired hook as returned and wakes the end-of-input drain.
+func (p *Pipe) hookDone() {
+	p.mu.Lock()
+	p.running--
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
 }
 
 // WriteRank writes whole notification lines a server encoded itself (never a response). rank
