@@ -320,7 +320,7 @@ func (s *FileStore) reconcile(sess *Session) (*Session, error) {
 		return sess, nil
 	}
 	return s.transitionWith(sess.ID, writeSettled, func(cur *Session) (*Answers, bool, error) {
-		if s.unsettled(cur) > 0 {
+		if s.settleDelay(cur, true) > 0 {
 			return nil, false, nil
 		}
 		if ans, write, done := adopt(cur, s.now); done {

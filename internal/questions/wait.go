@@ -130,7 +130,11 @@ const malformedDelay = time.Second
 // settled (adopted as the answer, or abandoning the session when malformed); 0 when it can be
 // settled now or there is nothing to settle. It goes by the file's modification time, so it works
 // the same with or without file events, and for list and show as well as for waits.
-func (s *FileStore) unsettled(sess *Session) time.Duration {
+func (s *FileStore) unsettled(sess *Session) time.Duration { return s.settleDelay(sess, false) }
+
+// settleDelay is unsettled; locked says the caller holds the set's lock (inside a transition), so
+// a held lock is its own and no change is in flight.
+func (s *FileStore) settleDelay(sess *Session, locked bool) time.Duration {
 	if !sess.answersPending() || sess.answersMod.IsZero() {
 		return 0
 	}
@@ -138,8 +142,12 @@ func (s *FileStore) unsettled(sess *Session) time.Duration {
 	if sess.answersBad {
 		delay = malformedDelay
 	} else if busy, known := beingWritten(s.path(sess.ID, AnswersFile)); known && !busy {
-		// Complete and closed: renamed into place (by Answer or by hand), or written in place and
-		// closed. Taken at once; an Answer still in flight holds the lock, which settling waits for.
+		// Complete and closed: renamed into place (by hand, or by an Answer about to write the
+		// status), or written in place and closed. Taken at once, unless a change holds the lock:
+		// then its status write (an event) ends the wait sooner than queueing behind the lock would.
+		if !locked && lockHeld(s.path(sess.ID, StatusFile)) {
+			return adoptDelay
+		}
 		return 0
 	}
 	age := s.now().Sub(sess.answersMod)

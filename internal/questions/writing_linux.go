@@ -27,3 +27,19 @@ func beingWritten(path string) (busy, known bool) {
 	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
 	return false, true
 }
+
+// lockHeld reports whether another change holds the set's lock at this moment (an Answer between
+// its answers.json and its status.json): the waiter then waits for that change's status event
+// instead of queueing behind the lock, which the writer keeps until its folder is synced.
+func lockHeld(statusPath string) bool {
+	fd, err := unix.Open(statusPath+".lock", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	_ = unix.Flock(fd, unix.LOCK_UN)
+	return false
+}

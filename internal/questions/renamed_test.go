@@ -1,0 +1,52 @@
+package questions
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Hand-renamed answers end the wait of an MCP-style Ask again and again while another store (a
+// page) follows the changes and lists the sets. (Once, settling checked the set's lock from inside
+// its own transition, saw it held, and never settled.)
+func TestRenamedAnswersWhileAPageWatches(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "questions")
+	a, _ := NewFileStore(dir, Options{})
+	b, _ := NewFileStore(dir, Options{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, _ := b.Changes(ctx)
+	go func() {
+		for range ch {
+			b.List()
+		}
+	}()
+	set := mustSet(t, langSet)
+	for i := 0; i < 10; i++ {
+		got := make(chan error, 1)
+		go func() { _, _, err := a.Ask(context.Background(), set, AskOptions{Source: "mcp", Detachable: true}); got <- err }()
+		p, err := b.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		tmp := filepath.Join(dir, p.ID, ".answers.tmp")
+		if err := os.WriteFile(tmp, []byte(handAnswers), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, p.ID, AnswersFile)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the renamed answer was never taken", i)
+		}
+	}
+}
