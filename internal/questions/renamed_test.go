@@ -27,7 +27,10 @@ func TestRenamedAnswersWhileAPageWatches(t *testing.T) {
 	set := mustSet(t, langSet)
 	for i := 0; i < 10; i++ {
 		got := make(chan error, 1)
-		go func() { _, _, err := a.Ask(context.Background(), set, AskOptions{Source: "mcp", Detachable: true}); got <- err }()
+		go func() {
+			_, _, err := a.Ask(context.Background(), set, AskOptions{Source: "mcp", Detachable: true})
+			got <- err
+		}()
 		p, err := b.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
