@@ -264,6 +264,9 @@ test('TypeScript stand-in: cancel mid-turn, and a load after a restart from an a
     }, { home });
     await serve({ ...tsAgent, TS_AGENT_CHUNKS: '1000', TS_AGENT_SLEEP: '20' }, async (agent, editor) => {
       await init(agent);
+      const list = await agent.request(m.agent.session.list, { cwd });
+      assert.deepEqual(list.sessions.map((s) => [s.sessionId, s.title]), [[id, 'remember pear']]);
+      assert.deepEqual((await agent.request(m.agent.session.list, { cwd: home })).sessions, [], 'the cwd filter');
       await agent.request(m.agent.session.load, { sessionId: id, cwd, mcpServers: [] });
       const replay = editor.updates.filter((u) => u.sessionId === id && u.update.sessionUpdate.endsWith('message_chunk'))
         .map((u) => `${u.update.sessionUpdate}:${u.update.content.text}`);
@@ -274,6 +277,27 @@ test('TypeScript stand-in: cancel mid-turn, and a load after a restart from an a
       assert.match(editor.text(id), /chunk 1 of --- CONVERSATION SO FAR ---/);
       await agent.notify(m.agent.session.cancel, { sessionId: id });
       assert.equal((await running).stopReason, 'cancelled');
+      await agent.request(m.agent.session.close, { sessionId: id });
+    }, { home });
+  } finally {
+    cleanup();
+  }
+});
+
+test('TypeScript stand-in: cancel mid-tool-call stops the tool; no process is left', async () => {
+  const { home, cleanup } = isolatedEnv();
+  try {
+    const pidFile = join(home, 'tool.pid');
+    await serve({ ...tsAgent, TS_AGENT_TOOLS: `echo $$ > ${pidFile}; exec sleep 60` }, async (agent, editor) => {
+      await init(agent);
+      editor.answer = ({ params }) => ({ outcome: { outcome: 'selected', optionId: params.options.find((o) => o.kind === 'allow_once').optionId } });
+      const { sessionId: id } = await agent.request(m.agent.session.new, { cwd: mkdtempSync(join(home, 'project-')), mcpServers: [] });
+      const running = agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'sleep' }] });
+      await editor.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+      await agent.notify(m.agent.session.cancel, { sessionId: id });
+      assert.equal((await running).stopReason, 'cancelled');
+      // The stand-in stopped its tool on the cancel: gone while qkit and the agent still run.
+      await gone(Number(readFileSync(pidFile, 'utf8')));
     }, { home });
   } finally {
     cleanup();

@@ -9,7 +9,8 @@
 //   - it does its file and shell work through fs/* and terminal/* whenever the client offers them,
 //   - usage comes as the standard usage_update, not kiro's _kiro.dev/metadata.
 // Environment:
-//   TS_AGENT_TOOLS   comma list of shell commands to run as tool calls (kind execute)
+//   TS_AGENT_TOOLS   comma list of shell commands to run as tool calls (kind execute); a
+//                    session/cancel stops the running one (SIGTERM) and ends the turn cancelled
 //   TS_AGENT_READ    a file (relative to the cwd) to read through fs/read_text_file
 //   TS_AGENT_WRITE   a file to write through fs/write_text_file ("written by the ts agent\n")
 //   TS_AGENT_RAN     append one line per tool call that actually ran
@@ -19,7 +20,7 @@
 //                    server of that name given in session/new, as a tool call (kind other)
 import { appendFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
@@ -41,6 +42,16 @@ const sessions = new Map(); // id -> { cwd, abort }
 const sleep = (ms, signal) => new Promise((resolve) => {
   const t = setTimeout(resolve, ms);
   signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+});
+
+// shell runs cmd with sh in cwd and resolves with its output once it exited; an abort of signal
+// stops it (SIGTERM) and resolves once it is gone, so a cancelled turn leaves no process behind.
+const shell = (cmd, cwd, signal) => new Promise((resolve, reject) => {
+  const child = spawn('sh', ['-c', cmd], { cwd, stdio: ['ignore', 'pipe', 'inherit'], signal });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d) => { out += d; });
+  child.on('error', (e) => { if (e.name !== 'AbortError') reject(e); });
+  child.on('close', () => resolve(out));
 });
 
 const app = acp.agent({ name: 'qkit-ts-stand-in' })
@@ -104,7 +115,12 @@ const app = acp.agent({ name: 'qkit-ts-stand-in' })
         output = (await client.request(m.client.terminal.output, { sessionId, terminalId: term.terminalId })).output;
         await client.request(m.client.terminal.release, { sessionId, terminalId: term.terminalId });
       } else {
-        output = execFileSync('sh', ['-c', cmd], { cwd: s.cwd, encoding: 'utf8' });
+        const run = await shell(cmd, s.cwd, signal);
+        if (signal.aborted) {
+          await update({ sessionUpdate: 'tool_call_update', toolCallId, status: 'failed', content: [{ type: 'content', content: { type: 'text', text: 'cancelled' } }] });
+          return { stopReason: 'cancelled' };
+        }
+        output = run;
       }
       if (env.TS_AGENT_RAN) appendFileSync(env.TS_AGENT_RAN, `${cmd}\n`);
       await update({ sessionUpdate: 'tool_call_update', toolCallId, status: 'completed', content: [{ type: 'content', content: { type: 'text', text: output } }] });

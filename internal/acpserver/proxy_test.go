@@ -430,14 +430,7 @@ func TestProxyTypeScriptStandIn(t *testing.T) {
 	h.tc.buffers = map[string]string{notes: "unsaved in the editor"}
 	h.initializeWith(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true}})
 	id := h.newSession(cwd)
-	h.tc.setAnswer(func(_ context.Context, r acp.RequestPermissionRequest) acp.RequestPermissionResponse {
-		for _, o := range r.Options {
-			if o.Kind == acp.PermissionOptionKindAllowOnce {
-				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(o.OptionId)}
-			}
-		}
-		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
-	})
+	h.tc.setAnswer(allowOnceByKind)
 	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
 	if r := <-h.tc.asked; r.SessionId != id {
 		t.Fatalf("asked for session %s", r.SessionId)
@@ -604,4 +597,102 @@ func TestProxyTypeScriptStandInBridge(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(cwd, "out.txt")); string(data) != "written by the ts agent\n" {
 		t.Fatalf("out.txt %q", data)
 	}
+}
+
+// allowOnceByKind answers a permission request with its allow_once option, whatever its id (the
+// TypeScript stand-in's ids are "yes"/"always"/"no").
+func allowOnceByKind(_ context.Context, r acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	for _, o := range r.Options {
+		if o.Kind == acp.PermissionOptionKindAllowOnce {
+			return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(o.OptionId)}
+		}
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+}
+
+// startTSProxy is an `acp serve` on the proxy path in front of the TypeScript stand-in.
+func startTSProxy(t *testing.T, script, db string) *harness {
+	t.Helper()
+	return startWith(t, db, func(o *Options) { o.Backend = acpclient.BackendACP; o.Limits.Command = script })
+}
+
+// TestProxyTypeScriptStandInLoadAfterRestart: list (titles, cwd filter), load after a restart and
+// close in front of the TypeScript stand-in, which cannot load sessions: qkit replays its own
+// transcript, a new agent session takes the old one's place and the next prompt carries the
+// conversation; a closed session is resumed and goes on.
+func TestProxyTypeScriptStandInLoadAfterRestart(t *testing.T) {
+	script := tsStandIn(t)
+	t.Setenv("KIRO_API_KEY", "test")
+	t.Setenv("TS_AGENT_CHUNKS", "1")
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	cwd := t.TempDir()
+	h := startTSProxy(t, script, db)
+	h.initialize()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "remember pear", acp.StopReasonEndTurn)
+	h.stop()
+
+	h = startTSProxy(t, script, db)
+	h.initialize()
+	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionId != id || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "remember pear" {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	other := t.TempDir()
+	if list, _ := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &other}); len(list.Sessions) != 0 {
+		t.Fatalf("cwd filter: %+v", list.Sessions)
+	}
+	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.tc.transcript(id); strings.Join(got, "|") != "user: remember pear|agent: chunk 1 of remember pear\n" {
+		t.Fatalf("replay %q", got)
+	}
+	h.mustPrompt(id, "which fruit?", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "chunk 1 of --- CONVERSATION SO FAR ---") || !strings.Contains(got, "which fruit?") {
+		t.Fatalf("the new agent session was not given the conversation: %q", got)
+	}
+	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("resume after close: %v", err)
+	}
+	h.mustPrompt(id, "and now?", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "and now?") {
+		t.Fatalf("reply after resume %q", got)
+	}
+}
+
+// TestProxyTypeScriptStandInCancelMidToolCall: session/cancel reaches the TypeScript stand-in while
+// its tool (a shell it started, approved once) runs; the stand-in stops the tool, the prompt
+// answers cancelled, and the tool's process is gone while qkit and the agent still run.
+func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
+	script := tsStandIn(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("KIRO_API_KEY", "test")
+	t.Setenv("TS_AGENT_TOOLS", "echo $$ > "+pidFile+"; exec sleep 60")
+	h := startTSProxy(t, script, "")
+	h.tc.setAnswer(allowOnceByKind)
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() {
+		r, _ := h.prompt(id, acp.TextBlock("sleep"))
+		done <- r
+	}()
+	h.tc.waitFor(t, "the tool to start", func() bool { return len(lines(pidFile)) > 0 })
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r != acp.StopReasonCancelled {
+			t.Fatalf("stop reason %q", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prompt did not end after session/cancel")
+	}
+	pid, _ := strconv.Atoi(lines(pidFile)[0])
+	waitGone(t, pid)
 }
