@@ -98,7 +98,8 @@ func TestQuestionsToolListed(t *testing.T) {
 	if an == nil || an.OpenWorldHint == nil || !*an.OpenWorldHint || an.ReadOnlyHint || !an.IdempotentHint {
 		t.Fatalf("annotations %+v", an)
 	}
-	if !strings.Contains(tool.Description, "Asks the user 1 to 4 multiple-choice questions") || tool.OutputSchema == nil {
+	if !strings.Contains(tool.Description, "Asks the user 1 to 4 multiple-choice questions") || tool.OutputSchema == nil ||
+		!strings.Contains(tool.Description, "call the tool again with\nthe same questions and that call collects the late answer") {
 		t.Fatalf("tool %+v", tool)
 	}
 	schema, _ := json.Marshal(tool.InputSchema)
