@@ -621,3 +621,24 @@ func TestSubagentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGate: an event that overtakes session/new's answer is held and passed on in order once
+// the session is known; a load's replay is dropped; another session's events reach the handler
+// with the run's session beside them.
+func TestRunGate(t *testing.T) {
+	var got []string
+	g := &runGate{handle: func(sessionID, sid string, ev agent.Event) {
+		got = append(got, sessionID+"/"+sid+":"+ev.Text)
+	}}
+	g.replaying(true)
+	g.event("s", agent.Event{Type: agent.EventMessage, Text: "history"})
+	g.replaying(false)
+	g.event("s", agent.Event{Type: agent.EventUsage, Text: "early"})
+	g.event("sub", agent.Event{Type: agent.EventUsage, Text: "sub"})
+	g.open("s")
+	g.event("s", agent.Event{Type: agent.EventMessage, Text: "late"})
+	want := []string{"s/s:early", "sub/s:sub", "s/s:late"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

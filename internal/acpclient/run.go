@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -133,18 +132,9 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 
 	reply := agent.NewReply(l.MaxResponseSize)
 	index := map[string]int{}
-	var mu sync.Mutex // onEvent runs on the reader and on permission requests, which may outlast the turn
-	// live is the run's session once the prompt is sent: nil while session/load replays history,
-	// which is not this run's reply.
-	var live atomic.Pointer[string]
-	onEvent := func(sessionID string, ev agent.Event) {
-		sid := live.Load()
-		if sid == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if sessionID != "" && sessionID != *sid {
+	// handle takes one event of the agent's into the run; gate calls it one event at a time.
+	handle := func(sessionID, sid string, ev agent.Event) {
+		if sessionID != "" && sessionID != sid {
 			// Another session of the agent's (kiro's subagents stream under their own): its
 			// credits are this run's cost, the rest is not this run's reply.
 			if ev.Type == agent.EventUsage {
@@ -181,14 +171,15 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 			o.OnEvent(ev)
 		}
 	}
+	live := &runGate{handle: handle}
 	conn, err := Start(runCtx, Options{
 		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
-		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: onEvent, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
+		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
 	})
 	var stopReason acp.StopReason
 	if err == nil {
 		res.Agent = agentName(conn.Info())
-		stopReason, err = session(runCtx, conn, o, dir, &res, &live)
+		stopReason, err = session(runCtx, conn, o, dir, &res, live)
 	}
 	// Only a run the deadline stopped timed out (Close may outlast it).
 	stoppedByCtx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
@@ -198,8 +189,8 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		res.ExitCode = conn.ExitCode()
 		res.Stderr = conn.Stderr()
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	live.mu.Lock() // permission requests may outlast the turn
+	defer live.mu.Unlock()
 	res.StopReason = string(stopReason)
 	res.Duration = time.Since(start)
 
@@ -218,9 +209,12 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 }
 
 // session opens or loads the session, then prompts.
-func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *atomic.Pointer[string]) (acp.StopReason, error) {
+func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *runGate) (acp.StopReason, error) {
 	if o.SessionID != "" {
-		if _, err := conn.LoadSession(ctx, o.SessionID, dir, nil); err != nil {
+		live.replaying(true)
+		_, err := conn.LoadSession(ctx, o.SessionID, dir, nil)
+		live.replaying(false)
+		if err != nil {
 			return "", err
 		}
 		res.SessionID = o.SessionID
@@ -231,8 +225,7 @@ func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Res
 		}
 		res.SessionID = string(s.SessionId)
 	}
-	id := res.SessionID
-	live.Store(&id)
+	live.open(res.SessionID)
 	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})
 }
 
@@ -280,3 +273,49 @@ func (p *pausableDeadline) resume() {
 }
 
 func (p *pausableDeadline) stop() { p.timer.Stop() }
+
+// runGate passes the agent's events to a run once it knows its session. Events that come before
+// (kiro's first _kiro.dev/metadata may overtake session/new's answer on its way to the caller)
+// are held and passed on, in order, when the session is known; those of a session/load's replay
+// are history, not this run's, and are dropped.
+type runGate struct {
+	mu      sync.Mutex
+	handle  func(sessionID, sid string, ev agent.Event)
+	sid     string
+	replay  bool
+	pending []heldEvent
+}
+
+type heldEvent struct {
+	sessionID string
+	ev        agent.Event
+}
+
+// event is the connection's OnEvent.
+func (g *runGate) event(sessionID string, ev agent.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.sid != "":
+		g.handle(sessionID, g.sid, ev)
+	case !g.replay:
+		g.pending = append(g.pending, heldEvent{sessionID, ev})
+	}
+}
+
+func (g *runGate) replaying(on bool) {
+	g.mu.Lock()
+	g.replay, g.pending = on, nil
+	g.mu.Unlock()
+}
+
+// open makes sid the run's session and passes on what was held for it.
+func (g *runGate) open(sid string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sid = sid
+	for _, h := range g.pending {
+		g.handle(h.sessionID, sid, h.ev)
+	}
+	g.pending = nil
+}
