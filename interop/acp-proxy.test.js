@@ -181,7 +181,8 @@ test('list, load after a restart (the agent replays its session) and close', asy
       ({ sessionId: id } = await agent.request(m.agent.session.new, { cwd, mcpServers: [] }));
       await agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'remember apple' }] });
     }, { home });
-    await serve({ FAKEQ_OUTPUT: 'second answer' }, async (agent, editor) => {
+    const terminated = join(home, 'terminated');
+    await serve({ FAKEQ_OUTPUT: 'second answer', FAKEQ_ACP_TERMINATED: terminated }, async (agent, editor) => {
       await init(agent);
       const list = await agent.request(m.agent.session.list, { cwd });
       assert.deepEqual(list.sessions.map((s) => [s.sessionId, s.title]), [[id, 'remember apple']]);
@@ -193,6 +194,8 @@ test('list, load after a restart (the agent replays its session) and close', asy
       assert.equal(p.stopReason, 'end_turn');
       assert.match(editor.text(id), /second answer/);
       await agent.request(m.agent.session.close, { sessionId: id });
+      // kiro was told to drop the session from its process (_kiro.dev/session/terminate).
+      assert.equal(readFileSync(terminated, 'utf8').trim().split('\n').length, 1);
     }, { home });
   } finally {
     cleanup();

@@ -189,7 +189,7 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	}
 	if err := a.opts.Store.Create(ctx, rec); err != nil {
 		if ps != nil {
-			a.proxy.close(rec.ID)
+			a.proxy.close(ctx, rec.ID)
 		}
 		return acp.NewSessionResponse{}, internalError(err)
 	}
@@ -483,7 +483,7 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	}
 	<-h.done
 	if a.proxy != nil {
-		a.proxy.close(id)
+		a.proxy.close(ctx, id)
 	}
 	return acp.CloseSessionResponse{}, nil
 }

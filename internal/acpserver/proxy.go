@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -602,19 +603,44 @@ func (p *proxy) isDead(c *acpclient.Conn) bool {
 	}
 }
 
-// close forgets the session and stops its bridged MCP servers. A turn still running was
-// cancelled by the session's actor.
-func (p *proxy) close(id string) {
+// kiroTerminate is kiro's request to drop a session from the running process ({sessionId}, an
+// empty answer); the session stays on disk and can be loaded again. Without it a long-lived
+// `kiro-cli acp` keeps every closed session in memory until it exits.
+const kiroTerminate = "_kiro.dev/session/terminate"
+
+// terminateWait bounds how long session/close waits for the agent to drop its session.
+const terminateWait = 5 * time.Second
+
+// close forgets the session, asks the agent to drop its side (kiro's session/terminate; an
+// agent without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
+// turn still running was cancelled by the session's actor. The agent is asked before close
+// returns, so a session/load or resume that follows finds the session dropped, not dropped
+// under it.
+func (p *proxy) close(ctx context.Context, id string) {
 	p.mu.Lock()
 	s := p.byID[id]
 	delete(p.byID, id)
+	var agentID string
+	var c *acpclient.Conn
 	if s != nil {
 		s.mu.Lock()
-		delete(p.byAgent, s.agentID)
+		agentID, c = s.agentID, s.conn
+		delete(p.byAgent, agentID)
 		s.mu.Unlock()
 	}
 	p.mu.Unlock()
-	if s != nil && s.bridge != nil {
+	if s == nil {
+		return
+	}
+	if c != nil && !p.isDead(c) && agentID != "" {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminateWait)
+		_, err := c.SDK().CallExtension(tctx, kiroTerminate, map[string]string{"sessionId": agentID})
+		cancel()
+		if err != nil {
+			p.a.opts.Logger.Debug("the agent did not drop its session", "session", id, "agent_session", agentID, "err", err)
+		}
+	}
+	if s.bridge != nil {
 		s.bridge.Close()
 	}
 }

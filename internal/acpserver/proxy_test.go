@@ -247,6 +247,8 @@ func must[T any](v T, err error) T {
 func TestProxyLoadAfterRestart(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("FAKEQ_OUTPUT", "first answer")
+	terminated := filepath.Join(t.TempDir(), "terminated")
+	t.Setenv("FAKEQ_ACP_TERMINATED", terminated)
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	h := startProxy(t, db)
 	h.initialize()
@@ -284,10 +286,18 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 	if _, err := h.conn.CloseSession(context.Background(), acp.CloseSessionRequest{SessionId: id}); err != nil {
 		t.Fatal(err)
 	}
+	// The agent was told to drop its session (kiro's _kiro.dev/session/terminate) before the
+	// close was answered; the session is still loadable.
+	if got := lines(terminated); len(got) != 1 || got[0] != before.AgentSession {
+		t.Fatalf("terminated %q, want [%s]", got, before.AgentSession)
+	}
 	if _, err := h.conn.ResumeSession(context.Background(), acp.ResumeSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("resume after close: %v", err)
 	}
 	h.mustPrompt(id, "and now?", acp.StopReasonEndTurn)
+	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
+		t.Fatalf("after close and resume the agent session is %s, want %s loaded again", after.AgentSession, before.AgentSession)
+	}
 }
 
 // TestProxyAgentDiesMidTurn: the turn ends with an error message, and the session goes on in a

@@ -32,9 +32,11 @@ package fakeq
 //	FAKEQ_FLAVOUR=q        as FAKEQ_ACP_BAD=exit: no released q has `acp`
 //	FAKEQ_LOGGED_OUT=1     initialize lists the kiro-login auth method; session/new fails -32000
 //	FAKEQ_GRANDCHILD=file  as for chat: a grandchild that sleeps a minute, its PID in file
+//	FAKEQ_ACP_TERMINATED=f append the session id of each _kiro.dev/session/terminate to f
 //
 // Sessions live in $HOME/.kiro/sessions/cli/<id>.jsonl, as kiro keeps them; session/load replays
-// them (user_message_chunk, agent_message_chunk) before it answers.
+// them (user_message_chunk, agent_message_chunk) before it answers. `_kiro.dev/session/terminate
+// {sessionId}` drops a session from the process (it stays on disk, loadable), as kiro does.
 
 import (
 	"bufio"
@@ -157,7 +159,10 @@ type acpSession struct {
 	mcp     []acp.McpServer // the client's MCP servers (mcp:SERVER/TOOL calls the HTTP ones)
 }
 
-var _ acp.AgentLoader = (*acpAgent)(nil)
+var (
+	_ acp.AgentLoader            = (*acpAgent)(nil)
+	_ acp.ExtensionMethodHandler = (*acpAgent)(nil)
+)
 
 func (a *acpAgent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.client = p.ClientCapabilities
@@ -465,6 +470,31 @@ func (a *acpAgent) Cancel(context.Context, acp.CancelNotification) error { retur
 
 func (a *acpAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	return acp.SetSessionModeResponse{}, nil
+}
+
+// HandleExtensionMethod answers kiro's _kiro.dev/session/terminate: the session leaves the
+// process (a prompt to it fails until it is loaded again); its file stays. Other extension
+// methods are unknown.
+func (a *acpAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+	if method != "_kiro.dev/session/terminate" {
+		return nil, acp.NewMethodNotFound(method)
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.SessionID == "" {
+		return nil, acp.NewInvalidParams(map[string]any{"details": "sessionId is required"})
+	}
+	a.mu.Lock()
+	delete(a.sessions, p.SessionID)
+	a.mu.Unlock()
+	if f := os.Getenv("FAKEQ_ACP_TERMINATED"); f != "" {
+		if out, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			_, _ = out.WriteString(p.SessionID + "\n")
+			_ = out.Close()
+		}
+	}
+	return map[string]any{}, nil
 }
 
 // The methods kiro's v2 engine leaves unhandled answer -32601.
