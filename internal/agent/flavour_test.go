@@ -86,6 +86,14 @@ func TestFlavourFailuresAfterPartialReply(t *testing.T) {
 			}
 		}
 	}
+	// An expired token before any reply (empty stdout, exit 0) is a login failure too.
+	for _, f := range flavours {
+		res, err := Run(t.Context(), flavour(t, f, "FAKEQ_FAIL=auth"), Request{Prompt: "p"}, nil)
+		var le *LoginError
+		if !errors.As(err, &le) || res.Output != "" || res.ExitCode != 0 {
+			t.Fatalf("%s auth, no reply: %v %+v", f, err, res)
+		}
+	}
 	// q's false approval error after a trusted tool is an ordinary failure.
 	l := flavour(t, "q", "FAKEQ_TOOLS=fs_read", "FAKEQ_FAIL=stream", "FAKEQ_OUTPUT=partial")
 	_, err := Run(t.Context(), l, Request{Prompt: "p", TrustAll: true}, nil)

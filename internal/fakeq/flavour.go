@@ -137,6 +137,9 @@ type out struct {
 	stamp    string
 	before   string
 	first    bool
+	// prefixed is set by prefix: the response's "> " goes out with its first line, so a response
+	// that never starts (an expired token) leaves stdout empty, as the real CLI does.
+	prefixed bool
 }
 
 func newOut(flavour string) *out {
@@ -153,8 +156,12 @@ func (o *out) paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-// prefix starts a response: q's green "> ", kiro's purple one (whose reset survives NO_COLOR).
-func (o *out) prefix() {
+// prefix starts a response: q's green "> ", kiro's purple one (whose reset survives NO_COLOR),
+// written before the response's first line.
+func (o *out) prefix() { o.prefixed = true }
+
+func (o *out) writePrefix() {
+	o.prefixed = false
 	switch {
 	case o.flavour == "kiro" && o.colour:
 		o.w.WriteString("\x1b[38;5;141m> \x1b[0m")
@@ -168,6 +175,9 @@ func (o *out) prefix() {
 // line writes one line of the reply (with its line break, if any).
 func (o *out) line(s string) {
 	before := time.Now()
+	if o.prefixed {
+		o.writePrefix()
+	}
 	body, nl := strings.CutSuffix(s, "\n")
 	o.w.WriteString(o.paint("1", body))
 	if nl {

@@ -68,6 +68,13 @@ func TestFlavourFailures(t *testing.T) {
 			}
 		}
 	}
+	// An expired token before any reply: exit 0, nothing at all on stdout (not even the "> ").
+	for _, f := range []string{"q", "kiro"} {
+		out, errOut, code := runFake(t, flavoured(f, "FAKEQ_FAIL=auth"), "chat", "--no-interactive", "hi")
+		if code != 0 || out != "" || !strings.Contains(strings.ToLower(errOut), "authentication") {
+			t.Fatalf("%s auth before any reply: %d %q %q", f, code, out, errOut)
+		}
+	}
 	// q's false approval error: a stream failure after a trusted tool.
 	_, errOut, code := runFake(t, flavoured("q", "FAKEQ_TOOLS=fs_read", "FAKEQ_FAIL=stream"), "chat", "--no-interactive", "-a", "hi")
 	if code != 1 || !strings.Contains(errOut, "having trouble responding") || !strings.Contains(errOut, ApprovalError) {
