@@ -642,3 +642,45 @@ func TestRunGate(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// kiro 1.26.2 streamed its reply as bare {"content":…,"type":"text"} lines, and 2.19.0 sends a
+// stream_stall_notice no ACP schema knows: the reply is still the reply.
+func TestKiroQuirks(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_BARE=1", "FAKEQ_ACP_STALL=1", "FAKEQ_OUTPUT=first\\nsecond\\n")
+	var ev events
+	o.OnEvent = ev.add
+	res, err := Run(t.Context(), o)
+	if err != nil || res.Output != "first\nsecond\n" || res.StopReason != "end_turn" {
+		t.Fatalf("err %v result %+v", err, res)
+	}
+	if got := ev.types(); !slices.Contains(got, agent.EventMessage) {
+		t.Errorf("events %v", got)
+	}
+}
+
+// The fake starts as kiro is launched (`--trust-tools a,b` as well as `=`), and answers
+// session/set_model with {} as kiro does.
+func TestFakeLaunchAndSetModel(t *testing.T) {
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:true", "FAKEQ_OUTPUT=ok\\n")
+	asked := false
+	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp", "--trust-tools", "read,shell"}, Grace: 500 * time.Millisecond,
+		Permission: func(context.Context, PermissionRequest) (Decision, error) {
+			asked = true
+			return Decision{Cancelled: true}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSession(t.Context(), o.Request.Dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SDK().UnstableSetSessionModel(t.Context(), acp.UnstableSetSessionModelRequest{SessionId: s.SessionId, ModelId: "claude-sonnet-4.5"}); err != nil {
+		t.Errorf("session/set_model: %v", err)
+	}
+	reason, err := c.Prompt(t.Context(), string(s.SessionId), []acp.ContentBlock{acp.TextBlock("hi")})
+	if err != nil || reason != acp.StopReasonEndTurn || asked {
+		t.Errorf("stop %q err %v asked %v: --trust-tools read,shell should cover shell", reason, err, asked)
+	}
+}

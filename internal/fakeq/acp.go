@@ -2,8 +2,9 @@ package fakeq
 
 // `q acp`: the fake as an ACP agent on stdio, imitating `kiro-cli acp` (v2, the Rust engine),
 // built on acp-go-sdk's agent side. Flags:
-// --agent A, --model M, -a/--trust-all-tools, --trust-tools=a,b (tool names: shell, read, write,
-// or an MCP tool's server/tool). Environment:
+// --agent A, --model M, -a/--trust-all-tools, --trust-tools=a,b or --trust-tools a,b (tool names:
+// shell, read, write, or an MCP tool's server/tool). session/set_model answers {} and, as kiro's
+// does, changes nothing when the agent was started with --model. Environment:
 //
 //	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
 //	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk (FAKEQ_BYTES:
@@ -23,6 +24,10 @@ package fakeq
 //	                       reports to the turn as a "Summarizing" tool call
 //	FAKEQ_ACP_V3=1         behave as kiro's V3 engine: file I/O through fs/* and shell through
 //	                       terminal/* when the client advertises them
+//	FAKEQ_ACP_BARE=1       the reply as kiro 1.26.2 streamed it: bare {"content":"…","type":"text"}
+//	                       lines instead of agent_message_chunk updates
+//	FAKEQ_ACP_STALL=1      a stream_stall_notice update (kiro 2.19.0; no ACP schema has it) before
+//	                       the reply
 //	FAKEQ_ACP_MODEL_ERROR=m the prompt fails with JSON-RPC -32603 and message m
 //	FAKEQ_ACP_LOAD=how     loading an unknown session: error (default, -32603), hang, or exit
 //	FAKEQ_ACP_BAD=how      a bad agent: text (prints a banner, not JSON), exit (exits 2 at once,
@@ -136,6 +141,9 @@ func parseACPFlags(args []string) acpFlags {
 			f.trustAll = true
 		case strings.HasPrefix(a, "--trust-tools="):
 			f.trust = append(f.trust, strings.Split(strings.TrimPrefix(a, "--trust-tools="), ",")...)
+		case a == "--trust-tools" && i+1 < len(args):
+			i++
+			f.trust = append(f.trust, strings.Split(args[i], ",")...)
 		}
 	}
 	return f
@@ -157,12 +165,28 @@ type acpSession struct {
 	ready   chan struct{}   // closed once the notifications that follow session/new are out
 	trusted map[string]bool // tools allowed "always" in this session
 	mcp     []acp.McpServer // the client's MCP servers (mcp:SERVER/TOOL calls the HTTP ones)
+	model   string          // set by session/set_model; "" is the agent's
 }
 
 var (
 	_ acp.AgentLoader            = (*acpAgent)(nil)
 	_ acp.ExtensionMethodHandler = (*acpAgent)(nil)
+	// The SDK dispatches session/set_model to an agent with this one method.
+	_ interface {
+		UnstableSetSessionModel(context.Context, acp.UnstableSetSessionModelRequest) (acp.UnstableSetSessionModelResponse, error)
+	} = (*acpAgent)(nil)
 )
+
+// UnstableSetSessionModel is kiro's raw-dispatched session/set_model: it answers {}, and is a
+// silent no-op for an agent started with --model.
+func (a *acpAgent) UnstableSetSessionModel(_ context.Context, p acp.UnstableSetSessionModelRequest) (acp.UnstableSetSessionModelResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.sessions[string(p.SessionId)]; s != nil && a.flags.model == "" {
+		s.model = string(p.ModelId)
+	}
+	return acp.UnstableSetSessionModelResponse{}, nil
+}
 
 func (a *acpAgent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.client = p.ClientCapabilities
@@ -335,6 +359,10 @@ func (t *acpTurn) send(u acp.SessionUpdate) {
 }
 
 func (t *acpTurn) run(prompt string) acp.StopReason {
+	if os.Getenv("FAKEQ_ACP_STALL") != "" {
+		t.raw(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{
+			"sessionId": t.s.id, "update": map[string]any{"sessionUpdate": "stream_stall_notice", "message": "the model is slow to answer"}}})
+	}
 	if s := os.Getenv("FAKEQ_ACP_THOUGHT"); s != "" {
 		t.send(acp.UpdateAgentThoughtText(unescape(s)))
 	}
@@ -380,6 +408,12 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 	return acp.StopReasonEndTurn
 }
 
+// raw writes one line the SDK cannot encode (an old or newer kiro's), in order with the rest.
+func (t *acpTurn) raw(v any) {
+	line, _ := json.Marshal(v)
+	_, _ = t.a.out.Write(append(line, '\n'))
+}
+
 // subagent streams as kiro's subagents do, under a session of its own, and reports its result to
 // the turn as a "Summarizing" tool call.
 func (t *acpTurn) subagent() {
@@ -397,7 +431,11 @@ func (t *acpTurn) subagent() {
 // chunk sends one piece of the reply, stamping the first as chat does.
 func (t *acpTurn) chunk(s string) {
 	before := time.Now()
-	t.send(acp.UpdateAgentMessageText(s))
+	if os.Getenv("FAKEQ_ACP_BARE") != "" {
+		t.raw(map[string]any{"content": s, "type": "text"})
+	} else {
+		t.send(acp.UpdateAgentMessageText(s))
+	}
 	if t.reply.Len() < 1<<20 {
 		t.reply.WriteString(s)
 	}
