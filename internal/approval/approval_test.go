@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,4 +143,37 @@ func TestQuestion(t *testing.T) {
 			t.Errorf("%v %q: %s", c.sel, c.other, got)
 		}
 	}
+}
+
+// FuzzDecide feeds Decide what an agent may send (any title, kind and options) against any
+// patterns: it never panics, picks only one of the agent's options, never allows a denied tool,
+// and reads a person's free-text answer without panicking.
+func FuzzDecide(f *testing.F) {
+	f.Add("Running: ls", "execute", "", "allow_once,allow_always,reject_once", "shell", "", "ask", "yes")
+	f.Add("github/create_issue", "other", "@github/*", "yes:allow_once,no:reject_once", "", "@github/*", "deny", "")
+	f.Add("", "", "[", "", "*", "", "fail", "allow")
+	f.Fuzz(func(t *testing.T, title, kind, trust, opts, deny, also, mode, other string) {
+		var options []agent.PermissionOption
+		for i, o := range strings.Split(opts, ",") {
+			id, k, found := strings.Cut(o, ":")
+			if !found {
+				k = id
+			}
+			options = append(options, agent.PermissionOption{ID: id + strings.Repeat("'", i), Kind: k})
+		}
+		tool := agent.ToolCall{ID: "t", Title: title, Kind: kind}
+		p := &Policy{Trust: []string{trust, also}, Deny: []string{deny}, OnPermission: mode,
+			Asker: &asker{answers: []string{answerOf(nil, other)}}}
+		d, err := p.Decide(context.Background(), acpclient.PermissionRequest{SessionID: "s", Tool: tool, Options: options})
+		if err != nil || d.Cancelled {
+			return
+		}
+		i := slices.IndexFunc(options, func(o agent.PermissionOption) bool { return o.ID == d.OptionID })
+		if i < 0 {
+			t.Fatalf("picked %q, not one of %+v", d.OptionID, options)
+		}
+		if Matches(p.Deny, tool) && strings.HasPrefix(options[i].Kind, "allow") {
+			t.Fatalf("allowed a denied tool: %+v with %q", tool, deny)
+		}
+	})
 }
