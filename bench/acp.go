@@ -50,18 +50,9 @@ func acpSuite(b *bench) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lat []time.Duration
-	for i := 0; i < 30; i++ {
-		s.c.reset()
-		if _, err := s.prompt(ctx, id, "hi"); err != nil {
-			return nil, err
-		}
-		data, err := os.ReadFile(stamp)
-		if err != nil {
-			return nil, err
-		}
-		ns, _ := strconv.ParseInt(string(data), 10, 64)
-		lat = append(lat, s.c.firstChunk().Sub(time.Unix(0, ns)))
+	lat, err := s.chunkLatencies(ctx, id, stamp, 30)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := s.close(); err != nil {
 		return nil, err
@@ -149,28 +140,9 @@ func acpSuite(b *bench) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cancels []time.Duration
-	for i := 0; i < 20; i++ {
-		s.c.reset()
-		done := make(chan error, 1)
-		go func() {
-			stop, err := s.prompt(ctx, id, "go on")
-			if err == nil && stop != acp.StopReasonCancelled {
-				err = fmt.Errorf("cancelled prompt answered %s", stop)
-			}
-			done <- err
-		}()
-		if err := s.c.waitChunk(30 * time.Second); err != nil {
-			return nil, err
-		}
-		start := time.Now()
-		if err := s.conn.Cancel(ctx, acp.CancelNotification{SessionId: id}); err != nil {
-			return nil, err
-		}
-		if err := <-done; err != nil {
-			return nil, err
-		}
-		cancels = append(cancels, time.Since(start))
+	cancels, err := s.cancelLatencies(ctx, id, 20)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := s.close(); err != nil {
 		return nil, err
@@ -274,7 +246,12 @@ type acpServer struct {
 func startACP(b *bench, home string, extra ...string) (*acpServer, error) {
 	// The text path unless extra says otherwise (the fake q speaks ACP too, and agent.backend is
 	// auto by default).
-	cmd, in, out, errb, err := b.startServe(home, append([]string{"QKIT_ACP_ENABLED=true", "QKIT_AGENT_BACKEND=chat"}, extra...), "acp")
+	return connectSDK(b.startServe(home, append([]string{"QKIT_ACP_ENABLED=true", "QKIT_AGENT_BACKEND=chat"}, extra...), "acp"))
+}
+
+// connectSDK puts the Go SDK's client on a started ACP agent's pipes and initializes it; the
+// arguments are startPiped's results.
+func connectSDK(cmd *exec.Cmd, in io.WriteCloser, out io.ReadCloser, errb *strings.Builder, err error) (*acpServer, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +264,55 @@ func startACP(b *bench, home string, extra ...string) (*acpServer, error) {
 		return nil, fmt.Errorf("initialize: %v: %s", err, errb.String())
 	}
 	return s, nil
+}
+
+// chunkLatencies prompts session id n times; each figure runs from the stamp the agent wrote just
+// before its first chunk (FAKEQ_BEFORE_STAMP=stamp) to the client receiving that chunk.
+func (s *acpServer) chunkLatencies(ctx context.Context, id acp.SessionId, stamp string, n int) ([]time.Duration, error) {
+	var lat []time.Duration
+	for range n {
+		s.c.reset()
+		if _, err := s.prompt(ctx, id, "hi"); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(stamp)
+		if err != nil {
+			return nil, err
+		}
+		ns, _ := strconv.ParseInt(string(data), 10, 64)
+		lat = append(lat, s.c.firstChunk().Sub(time.Unix(0, ns)))
+	}
+	return lat, nil
+}
+
+// cancelLatencies starts n prompts of session id in turn (the agent streaming without end) and
+// cancels each once its first chunk arrived; each figure runs from session/cancel to the
+// cancelled response.
+func (s *acpServer) cancelLatencies(ctx context.Context, id acp.SessionId, n int) ([]time.Duration, error) {
+	var cancels []time.Duration
+	for range n {
+		s.c.reset()
+		done := make(chan error, 1)
+		go func() {
+			stop, err := s.prompt(ctx, id, "go on")
+			if err == nil && stop != acp.StopReasonCancelled {
+				err = fmt.Errorf("cancelled prompt answered %s", stop)
+			}
+			done <- err
+		}()
+		if err := s.c.waitChunk(30 * time.Second); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		if err := s.conn.Cancel(ctx, acp.CancelNotification{SessionId: id}); err != nil {
+			return nil, err
+		}
+		if err := <-done; err != nil {
+			return nil, err
+		}
+		cancels = append(cancels, time.Since(start))
+	}
+	return cancels, nil
 }
 
 func (s *acpServer) newSession(ctx context.Context, cwd string) (acp.SessionId, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,18 +40,13 @@ func agentSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	direct, ask, version := meds[0], meds[1], meds[2]
-	latency, err := streamLatency(b, home, 30)
+	latency, err := streamLatency(b, home, 30, "FAKEQ_FLAVOUR=q")
 	if err != nil {
 		return nil, err
 	}
-	c := exec.Command(b.qkit, "ask", "--no-context", "hello")
-	c.Env, c.Dir = b.env(home, "FAKEQ_FLAVOUR=q", "FAKEQ_BYTES=200000000"), home
-	c.Stdout = io.Discard
-	var errb strings.Builder
-	c.Stderr = &errb
-	rss, err := peakRSS(c)
+	rss, _, err := askPeakRSS(b, home, "FAKEQ_FLAVOUR=q", "FAKEQ_BYTES=200000000")
 	if err != nil {
-		return nil, fmt.Errorf("200 MB run: %v: %s", err, errb.String())
+		return nil, fmt.Errorf("200 MB run: %v", err)
 	}
 	return []figure{
 		info("agent: fake q direct median", ms(direct), "ms"),
@@ -63,15 +59,16 @@ func agentSuite(b *bench) ([]figure, error) {
 	}, nil
 }
 
-// streamLatency runs qkit ask with q printing a line, then pausing: the fake writes the time it
-// flushed the first line to a file, and the time the line reached qkit's stdout is taken here.
-func streamLatency(b *bench, home string, n int) (time.Duration, error) {
+// streamLatency runs qkit ask (with the extra environment env, which picks the backend and the
+// fake's flavour) with the agent sending one line or chunk, then pausing: the fake writes the time
+// it sent the first one to a file, and the time the text reached qkit's stdout is taken here.
+func streamLatency(b *bench, home string, n int, env ...string) (time.Duration, error) {
 	stamp := filepath.Join(home, "first-stamp")
 	var lat []time.Duration
 	for i := 0; i < n; i++ {
 		_ = os.Remove(stamp)
 		c := exec.Command(b.qkit, "ask", "--no-context", "hello")
-		c.Env = b.env(home, "FAKEQ_FLAVOUR=q", "FAKEQ_LINES=2", "FAKEQ_INTERVAL=30ms", "FAKEQ_FIRST_STAMP="+stamp)
+		c.Env = b.env(home, slices.Concat(env, []string{"FAKEQ_LINES=2", "FAKEQ_INTERVAL=30ms", "FAKEQ_FIRST_STAMP=" + stamp})...)
 		c.Dir = home
 		out, err := c.StdoutPipe()
 		if err != nil {
@@ -101,4 +98,20 @@ func streamLatency(b *bench, home string, n int) (time.Duration, error) {
 		lat = append(lat, arrived.Sub(time.Unix(0, ns)))
 	}
 	return median(lat), nil
+}
+
+// askPeakRSS runs `qkit ask --no-context hello` with env (the fake streaming a lot) and returns
+// the peak RSS of qkit and its children, and how long the run took.
+func askPeakRSS(b *bench, home string, env ...string) (int64, time.Duration, error) {
+	c := exec.Command(b.qkit, "ask", "--no-context", "hello")
+	c.Env, c.Dir = b.env(home, env...), home
+	c.Stdout = io.Discard
+	var errb strings.Builder
+	c.Stderr = &errb
+	start := time.Now()
+	rss, err := peakRSS(c)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%v: %s", err, errb.String())
+	}
+	return rss, time.Since(start), nil
 }

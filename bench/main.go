@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -169,6 +170,11 @@ func peakRSS(c *exec.Cmd) (int64, error) {
 func (b *bench) startServe(home string, env []string, server string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *strings.Builder, error) {
 	cmd := exec.Command(b.qkit, server, "serve")
 	cmd.Env, cmd.Dir = b.env(home, env...), home
+	return startPiped(cmd)
+}
+
+// startPiped starts cmd with its stdin and stdout as pipes; stderr is collected for error messages.
+func startPiped(cmd *exec.Cmd) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *strings.Builder, error) {
 	errb := &strings.Builder{}
 	cmd.Stderr = errb
 	in, err := cmd.StdinPipe()
@@ -183,6 +189,21 @@ func (b *bench) startServe(home string, env []string, server string) (*exec.Cmd,
 		return nil, nil, nil, nil, err
 	}
 	return cmd, in, out, errb, nil
+}
+
+// procStatus is a size field of /proc/pid/status (VmRSS, VmHWM, …), in bytes.
+func procStatus(pid int, field string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // runOut runs argv once and returns its stdout; a failure carries its stderr.

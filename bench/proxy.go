@@ -7,15 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
-
-	acp "github.com/coder/acp-go-sdk"
 )
 
 // proxySuite measures `qkit acp serve` on the proxy path (agent.backend acp) in front of the fake's
@@ -39,18 +35,9 @@ func proxySuite(b *bench) ([]figure, error) {
 		if err != nil {
 			return 0, err
 		}
-		var lat []time.Duration
-		for range 30 {
-			s.c.reset()
-			if _, err := s.prompt(ctx, id, "hi"); err != nil {
-				return 0, err
-			}
-			data, err := os.ReadFile(stamp)
-			if err != nil {
-				return 0, err
-			}
-			ns, _ := strconv.ParseInt(string(data), 10, 64)
-			lat = append(lat, s.c.firstChunk().Sub(time.Unix(0, ns)))
+		lat, err := s.chunkLatencies(ctx, id, stamp, 30)
+		if err != nil {
+			return 0, err
 		}
 		_, err = s.close()
 		return median(lat), err
@@ -88,28 +75,9 @@ func proxySuite(b *bench) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cancels []time.Duration
-	for range 20 {
-		s.c.reset()
-		done := make(chan error, 1)
-		go func() {
-			stop, err := s.prompt(ctx, id, "go on")
-			if err == nil && stop != acp.StopReasonCancelled {
-				err = fmt.Errorf("cancelled prompt answered %s", stop)
-			}
-			done <- err
-		}()
-		if err := s.c.waitChunk(30 * time.Second); err != nil {
-			return nil, err
-		}
-		start := time.Now()
-		if err := s.conn.Cancel(ctx, acp.CancelNotification{SessionId: id}); err != nil {
-			return nil, err
-		}
-		if err := <-done; err != nil {
-			return nil, err
-		}
-		cancels = append(cancels, time.Since(start))
+	cancels, err := s.cancelLatencies(ctx, id, 20)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := s.close(); err != nil {
 		return nil, err
@@ -129,28 +97,7 @@ func proxySuite(b *bench) ([]figure, error) {
 func startAgentDirect(b *bench, home string, extra ...string) (*acpServer, error) {
 	cmd := exec.Command(filepath.Join(b.fakeq, "q"), "acp")
 	cmd.Env, cmd.Dir = b.env(home, extra...), home
-	errb := &strings.Builder{}
-	cmd.Stderr = errb
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &benchClient{chunk: make(chan struct{}, 1)}
-	s := &acpServer{cmd: cmd, conn: acp.NewClientSideConnection(c, in, out), c: c, errb: errb}
-	s.conn.SetLogger(slog.New(slog.DiscardHandler))
-	if _, err := s.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("initialize: %v: %s", err, errb.String())
-	}
-	return s, nil
+	return connectSDK(startPiped(cmd))
 }
 
 // proxyStream runs sessions prompts at once on a proxied `acp serve`, each streaming size bytes,
@@ -257,16 +204,4 @@ func proxyStream(b *bench, home, cwd string, sessions, size int) (int64, error) 
 }
 
 // vmHWM is the peak resident set of process pid alone (Linux's VmHWM), in bytes.
-func vmHWM(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
-}
+func vmHWM(pid int) (int64, error) { return procStatus(pid, "VmHWM") }

@@ -194,19 +194,7 @@ func pendingLoad(ctx context.Context, b *bench, home string, env []string, n int
 }
 
 // vmRSS is the resident set of pid now, in bytes.
-func vmRSS(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
-}
+func vmRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS") }
 
 // startNATSServer builds the official NATS server from the module cache (the version go.mod pins for
 // the tests) and runs it on a free loopback port with JetStream in the scratch folder.
