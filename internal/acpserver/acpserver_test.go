@@ -319,6 +319,27 @@ func startWith(t *testing.T, db string, change func(*Options)) *harness {
 }
 
 // stop disconnects the client and waits for the server to finish (every turn cancelled).
+// rawServe runs Serve on pipes, with a store of its own, for the tests that talk raw JSON-RPC (the
+// SDK's client cannot send what they send): the server's stdin, a scanner of its stdout, and a
+// channel closed once Serve returned. The test's end closes stdin and waits for it.
+func rawServe(t *testing.T) (io.WriteCloser, *bufio.Scanner, <-chan struct{}) {
+	t.Helper()
+	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2sR, c2sW := io.Pipe()
+	s2cR, s2cW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), testOptions(store), c2sR, s2cW)
+		s2cW.Close()
+	}()
+	t.Cleanup(func() { c2sW.Close(); <-done; store.Close() })
+	return c2sW, bufio.NewScanner(s2cR), done
+}
+
 func (h *harness) stop() {
 	select {
 	case <-h.done:
@@ -610,33 +631,14 @@ func TestAgentFailureIsRefusal(t *testing.T) {
 func TestTimeoutEndsTheTurn(t *testing.T) {
 	t.Setenv("FAKEQ_OUTPUT", "partial answer\n")
 	t.Setenv("FAKEQ_SLEEP", "30s")
-	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
-	if err != nil {
-		t.Fatal(err)
+	h := startWith(t, "", func(o *Options) { o.Limits.Timeout = time.Second })
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	resp, err := h.prompt(id, acp.TextBlock("slow"))
+	if err != nil || resp != acp.StopReasonEndTurn {
+		t.Fatalf("timed-out prompt: %v %v", resp, err)
 	}
-	defer store.Close()
-	opts := testOptions(store)
-	opts.Limits.Timeout = time.Second
-	c2sR, c2sW := io.Pipe()
-	s2cR, s2cW := io.Pipe()
-	done := make(chan struct{})
-	go func() { defer close(done); _ = Serve(context.Background(), opts, c2sR, s2cW); s2cW.Close() }()
-	tc := newTestClient()
-	conn := acp.NewClientSideConnection(tc, c2sW, s2cR)
-	defer func() { c2sW.Close(); <-done }()
-	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("slow")}})
-	if err != nil || resp.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("timed-out prompt: %v %v", resp.StopReason, err)
-	}
-	got := tc.agentText(s.SessionId)
+	got := h.tc.agentText(id)
 	if !strings.HasPrefix(got, "partial answer\n") || !strings.Contains(strings.ToLower(got), "timed out") {
 		t.Fatalf("reply %q lacks the partial output or the timeout notice", got)
 	}
@@ -1163,21 +1165,7 @@ func TestInternalErrors(t *testing.T) {
 
 // TestMalformedParams talks raw JSON-RPC: the SDK's client cannot send ill-typed params.
 func TestMalformedParams(t *testing.T) {
-	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c2sR, c2sW := io.Pipe()
-	s2cR, s2cW := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(context.Background(), testOptions(store), c2sR, s2cW)
-		s2cW.Close()
-	}()
-	defer func() { c2sW.Close(); <-done }()
-	lines := bufio.NewScanner(s2cR)
+	c2sW, lines, _ := rawServe(t)
 	call := func(msg string) map[string]any {
 		t.Helper()
 		if _, err := io.WriteString(c2sW, msg+"\n"); err != nil {
@@ -1241,20 +1229,7 @@ func TestMalformedParams(t *testing.T) {
 // on: each gets a JSON-RPC error that is valid JSON, with the request's id where
 // it can be read, and the session carries on. A line just under the limit is read.
 func TestMalformedLines(t *testing.T) {
-	store, err := sessions.Open(context.Background(), filepath.Join(t.TempDir(), "qkit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c2sR, c2sW := io.Pipe()
-	s2cR, s2cW := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(context.Background(), testOptions(store), c2sR, s2cW)
-		s2cW.Close()
-	}()
-	lines := bufio.NewScanner(s2cR)
+	c2sW, lines, done := rawServe(t)
 	lines.Buffer(nil, 1<<20)
 	call := func(msg string) map[string]any {
 		t.Helper()

@@ -351,6 +351,16 @@ func TestProxyCancelMidToolCall(t *testing.T) {
 	h := startProxy(t, "")
 	h.initialize()
 	id := h.newSession(t.TempDir())
+	pid := cancelMidToolCall(t, h, id, pidFile)
+	h.stop()
+	waitGone(t, pid)
+}
+
+// cancelMidToolCall prompts session id, whose agent runs a tool that writes its PID to pidFile and
+// sleeps; once the tool runs it sends session/cancel, checks that the prompt answers cancelled,
+// and returns the tool's PID.
+func cancelMidToolCall(t *testing.T, h *harness, id acp.SessionId, pidFile string) int {
+	t.Helper()
 	done := make(chan acp.StopReason, 1)
 	go func() {
 		r, _ := h.prompt(id, acp.TextBlock("sleep"))
@@ -369,8 +379,7 @@ func TestProxyCancelMidToolCall(t *testing.T) {
 		t.Fatal("the prompt did not end after session/cancel")
 	}
 	pid, _ := strconv.Atoi(lines(pidFile)[0])
-	h.stop()
-	waitGone(t, pid)
+	return pid
 }
 
 // syncBuf collects log lines written from several goroutines.
@@ -686,23 +695,6 @@ func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
 	h.tc.setAnswer(allowOnceByKind)
 	h.initialize()
 	id := h.newSession(t.TempDir())
-	done := make(chan acp.StopReason, 1)
-	go func() {
-		r, _ := h.prompt(id, acp.TextBlock("sleep"))
-		done <- r
-	}()
-	h.tc.waitFor(t, "the tool to start", func() bool { return len(lines(pidFile)) > 0 })
-	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case r := <-done:
-		if r != acp.StopReasonCancelled {
-			t.Fatalf("stop reason %q", r)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the prompt did not end after session/cancel")
-	}
-	pid, _ := strconv.Atoi(lines(pidFile)[0])
+	pid := cancelMidToolCall(t, h, id, pidFile)
 	waitGone(t, pid)
 }

@@ -284,17 +284,7 @@ func (s *NATSStore) decode(id string, e jetstream.KeyValueEntry) *Session {
 			problems = append(problems, "completed without answers")
 		}
 	}
-	sess.Status.SessionID = id
-	if sess.Request != nil {
-		sess.Status.CallID = sess.Request.CallID
-		sess.Status.TotalQuestions = len(sess.Request.Questions)
-		if sess.Status.CreatedAt.IsZero() {
-			sess.Status.CreatedAt = sess.Request.CreatedAt
-		}
-	}
-	if sess.Status.CreatedAt.IsZero() {
-		sess.Status.CreatedAt = e.Created().UTC()
-	}
+	sess.fillStatus(id, e.Created().UTC())
 	if len(problems) > 0 {
 		sess.Problem = strings.Join(problems, "; ")
 		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = Abandoned, nil, sess.Problem

@@ -26,22 +26,8 @@ func (s *NATSStore) touch(id string) error {
 func (s *NATSStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error) {
 	sb := s.watch(id)
 	defer s.unwatch(sb)
-	var deadline <-chan time.Time
-	if opts.Timeout > 0 {
-		t := time.NewTimer(opts.Timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var progress <-chan time.Time
-	if opts.Progress != nil {
-		every := opts.ProgressEvery
-		if every <= 0 {
-			every = 10 * time.Second
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		progress = t.C
-	}
+	deadline, progress, stop := waitClocks(opts)
+	defer stop()
 	var refresh <-chan time.Time
 	if s.ttl > 0 {
 		t := time.NewTicker(max(s.ttl/3, 10*time.Millisecond))
@@ -96,17 +82,7 @@ func (s *NATSStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 		}
 		select {
 		case <-ctx.Done():
-			reason := opts.CancelReason
-			if reason == "" {
-				reason = "the caller cancelled the wait"
-			}
-			end, what := s.Abandon, "abandoned"
-			if opts.Detach {
-				end, what = s.Detach, "detached"
-			}
-			if _, err := end(id, reason); err != nil {
-				s.logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
-			}
+			endCancelledWait(s, s.logger, id, opts)
 			return nil, ctx.Err()
 		case <-deadline:
 			expired = true

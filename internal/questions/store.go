@@ -426,17 +426,7 @@ func (s *FileStore) read(id string) (*Session, error) {
 		problems = append(problems, fmt.Sprintf("%s: unknown status %q", StatusFile, sess.Status.Status))
 		sess.Status.Status = Pending
 	}
-	sess.Status.SessionID = id
-	if sess.Request != nil {
-		sess.Status.CallID = sess.Request.CallID
-		sess.Status.TotalQuestions = len(sess.Request.Questions)
-		if sess.Status.CreatedAt.IsZero() {
-			sess.Status.CreatedAt = sess.Request.CreatedAt
-		}
-	}
-	if sess.Status.CreatedAt.IsZero() {
-		sess.Status.CreatedAt = dirInfo.ModTime().UTC() // nothing better on record
-	}
+	sess.fillStatus(id, dirInfo.ModTime().UTC()) // the folder's time: nothing better on record
 	var ans Answers
 	switch err := readJSON(s.path(id, AnswersFile), &ans); {
 	case errors.Is(err, fs.ErrNotExist):

@@ -3,6 +3,7 @@ package questions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -104,3 +105,64 @@ func NATSConfigFrom(cfg *config.Config) NATSConfig {
 
 // Location is the folder that holds the sessions.
 func (s *FileStore) Location() string { return s.dir }
+
+// waitClocks are the channels of a Wait's deadline (opts.Timeout) and progress reports
+// (opts.ProgressEvery, 10 s by default), each nil when not asked for; stop releases them. Both
+// stores' Wait use them.
+func waitClocks(opts WaitOptions) (deadline, progress <-chan time.Time, stop func()) {
+	var timer *time.Timer
+	var ticker *time.Ticker
+	if opts.Timeout > 0 {
+		timer = time.NewTimer(opts.Timeout)
+		deadline = timer.C
+	}
+	if opts.Progress != nil {
+		every := opts.ProgressEvery
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		ticker = time.NewTicker(every)
+		progress = ticker.C
+	}
+	return deadline, progress, func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}
+}
+
+// endCancelledWait ends set id of st after its waiter's caller went away: abandoned, or detached
+// (answerable by a repeated call) with opts.Detach, with opts.CancelReason. Both stores' Wait use
+// it.
+func endCancelledWait(st Store, logger *slog.Logger, id string, opts WaitOptions) {
+	reason := opts.CancelReason
+	if reason == "" {
+		reason = "the caller cancelled the wait"
+	}
+	end, what := st.Abandon, "abandoned"
+	if opts.Detach {
+		end, what = st.Detach, "detached"
+	}
+	if _, err := end(id, reason); err != nil {
+		logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
+	}
+}
+
+// fillStatus completes a set's status as both stores read it: its id, and from its request the
+// call id, the number of questions and the time it was asked (created when neither says).
+func (sess *Session) fillStatus(id string, created time.Time) {
+	sess.Status.SessionID = id
+	if sess.Request != nil {
+		sess.Status.CallID = sess.Request.CallID
+		sess.Status.TotalQuestions = len(sess.Request.Questions)
+		if sess.Status.CreatedAt.IsZero() {
+			sess.Status.CreatedAt = sess.Request.CreatedAt
+		}
+	}
+	if sess.Status.CreatedAt.IsZero() {
+		sess.Status.CreatedAt = created
+	}
+}

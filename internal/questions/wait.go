@@ -53,22 +53,8 @@ func (s *FileStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 	defer s.unwatch(sb)
 	pollT := time.NewTicker(poll)
 	defer pollT.Stop()
-	var deadline <-chan time.Time
-	if opts.Timeout > 0 {
-		t := time.NewTimer(opts.Timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var progress <-chan time.Time
-	if opts.Progress != nil {
-		every := opts.ProgressEvery
-		if every <= 0 {
-			every = 10 * time.Second
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		progress = t.C
-	}
+	deadline, progress, stop := waitClocks(opts)
+	defer stop()
 	start := time.Now()
 	// An answers.json beside an open status is settled only once it has been quiet for a moment
 	// (see unsettled); this timer re-reads the session when that moment has passed.
@@ -85,17 +71,7 @@ func (s *FileStore) Wait(ctx context.Context, id string, opts WaitOptions) (*Ses
 		}
 		select {
 		case <-ctx.Done():
-			reason := opts.CancelReason
-			if reason == "" {
-				reason = "the caller cancelled the wait"
-			}
-			end, what := s.Abandon, "abandoned"
-			if opts.Detach {
-				end, what = s.Detach, "detached"
-			}
-			if _, err := end(id, reason); err != nil {
-				s.logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
-			}
+			endCancelledWait(s, s.logger, id, opts)
 			return nil, ctx.Err()
 		case <-deadline:
 			if _, err := s.expire(id, opts.Timeout); err != nil {
