@@ -147,9 +147,6 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 		text = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
 	}
 
-	var mu sync.Mutex
-	var tools []agent.ToolCall
-	index := map[string]int{}
 	onEvent := func(ev agent.Event) {
 		if stream != nil {
 			stream.Event(ev)
@@ -159,16 +156,8 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 			if text != nil {
 				text.chunk([]byte(ev.Text))
 			}
-		case agent.EventToolCall, agent.EventToolCallUpdate:
-			mu.Lock()
-			if i, ok := index[ev.Tool.ID]; ok {
-				tools[i] = mergeToolCall(tools[i], *ev.Tool)
-			} else {
-				index[ev.Tool.ID] = len(tools)
-				tools = append(tools, *ev.Tool)
-			}
-			mu.Unlock()
-			if ev.Type == agent.EventToolCall && a.IO.StderrTTY && format == formatText {
+		case agent.EventToolCall:
+			if a.IO.StderrTTY && format == formatText {
 				fmt.Fprintf(a.IO.ErrOut, "qkit: tool: %s\n", approval.Label(*ev.Tool))
 			}
 		}
@@ -260,9 +249,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	refusedMu.Lock()
 	res.RefusedPaths = slices.Clone(refused)
 	refusedMu.Unlock()
-	mu.Lock()
-	res.Tools = streamjson.Summaries(tools)
-	mu.Unlock()
+	res.Tools = streamjson.Summaries(agentRes.Tools)
 	if len(res.Denied) > 0 {
 		a.Warnf("refused: %s", joinQuoted(res.Denied))
 	}
@@ -356,24 +343,6 @@ func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy,
 		p.OnPermission = approval.Fail
 	}
 	return p, nil
-}
-
-func mergeToolCall(old, upd agent.ToolCall) agent.ToolCall {
-	if upd.Title != "" {
-		old.Title = upd.Title
-	}
-	if upd.Name != "" {
-		old.Name = upd.Name
-	}
-	if upd.Kind != "" {
-		old.Kind = upd.Kind
-	}
-	if upd.Status != "" {
-		old.Status = upd.Status
-	}
-	old.Denied = old.Denied || upd.Denied
-	old.Trusted = old.Trusted || upd.Trusted
-	return old
 }
 
 func joinQuoted(s []string) string {

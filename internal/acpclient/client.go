@@ -38,7 +38,7 @@ func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissi
 	sid := string(req.SessionId)
 	tool := *toolUpdate(req.ToolCall)
 	c.mu.Lock()
-	tool = mergeTool(c.tools[tool.ID], tool)
+	tool = c.tools[tool.ID].Merge(tool)
 	c.mu.Unlock()
 	opts := make([]agent.PermissionOption, 0, len(req.Options))
 	for _, o := range req.Options {

@@ -110,7 +110,7 @@ func (c *Conn) update(sessionID string, u acp.SessionUpdate) {
 	}
 	if ev.Tool != nil {
 		c.mu.Lock()
-		merged := mergeTool(c.tools[ev.Tool.ID], *ev.Tool)
+		merged := c.tools[ev.Tool.ID].Merge(*ev.Tool)
 		c.tools[ev.Tool.ID] = merged
 		c.mu.Unlock()
 		ev.Tool = &merged
@@ -224,40 +224,6 @@ func kiroOutput(rawOutput any) []string {
 		}
 	}
 	return out
-}
-
-// mergeTool lays what an update says over what was known of the call.
-func mergeTool(old, upd agent.ToolCall) agent.ToolCall {
-	if old.ID == "" {
-		return upd
-	}
-	if upd.Title != "" {
-		old.Title = upd.Title
-	}
-	if upd.Name != "" {
-		old.Name = upd.Name
-	}
-	if upd.Kind != "" {
-		old.Kind = upd.Kind
-	}
-	if upd.Status != "" {
-		old.Status = upd.Status
-	}
-	if len(upd.Locations) > 0 {
-		old.Locations = upd.Locations
-	}
-	if len(upd.Diffs) > 0 {
-		old.Diffs = upd.Diffs
-	}
-	if len(upd.Input) > 0 {
-		old.Input = upd.Input
-	}
-	if upd.Output != "" {
-		old.Output = upd.Output
-	}
-	old.Denied = old.Denied || upd.Denied
-	old.Trusted = old.Trusted || upd.Trusted
-	return old
 }
 
 func blockText(b acp.ContentBlock) string {

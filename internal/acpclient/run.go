@@ -40,8 +40,8 @@ type RunOptions struct {
 }
 
 // Result is what a run produced: the text runner's Result (Output with the same truncation and
-// timeout notices, ExitCode of the agent process, its Stderr, Duration, Argv) and the turn's
-// ACP facts.
+// timeout notices, ExitCode of the agent process, its Stderr, Duration, Argv, and Tools: the turn's
+// tool calls in the order they started, as they ended) and the turn's ACP facts.
 type Result struct {
 	agent.Result
 	// SessionID is the agent's session (to load it again later).
@@ -51,8 +51,6 @@ type Result struct {
 	StopReason string
 	// Usage adds up what the agent reported (credits; the last context percentage and duration).
 	Usage agent.Usage
-	// Tools are the tool calls of the turn, in the order they started, as they ended.
-	Tools []agent.ToolCall
 	// Agent is the agent's name and version from initialize.
 	Agent string
 }
@@ -157,7 +155,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 			res.Usage.OutputTokens += ev.Usage.OutputTokens
 		case agent.EventToolCall, agent.EventToolCallUpdate:
 			if i, ok := index[ev.Tool.ID]; ok {
-				res.Tools[i] = mergeTool(res.Tools[i], *ev.Tool)
+				res.Tools[i] = res.Tools[i].Merge(*ev.Tool)
 			} else {
 				index[ev.Tool.ID] = len(res.Tools)
 				res.Tools = append(res.Tools, *ev.Tool)

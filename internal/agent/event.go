@@ -89,6 +89,45 @@ func (t ToolCall) TrustName() string {
 	return t.Name
 }
 
+// Merge lays what an update says of a call over what was known of it: the fields the update sets
+// replace the old ones, and Trusted and Denied, once set, stay set. A zero t (nothing known yet)
+// gives upd.
+func (t ToolCall) Merge(upd ToolCall) ToolCall {
+	if t.ID == "" {
+		return upd
+	}
+	if upd.Title != "" {
+		t.Title = upd.Title
+	}
+	if upd.Name != "" {
+		t.Name = upd.Name
+	}
+	if upd.Server != "" {
+		t.Server = upd.Server
+	}
+	if upd.Kind != "" {
+		t.Kind = upd.Kind
+	}
+	if upd.Status != "" {
+		t.Status = upd.Status
+	}
+	if len(upd.Locations) > 0 {
+		t.Locations = upd.Locations
+	}
+	if len(upd.Diffs) > 0 {
+		t.Diffs = upd.Diffs
+	}
+	if len(upd.Input) > 0 {
+		t.Input = upd.Input
+	}
+	if upd.Output != "" {
+		t.Output = upd.Output
+	}
+	t.Denied = t.Denied || upd.Denied
+	t.Trusted = t.Trusted || upd.Trusted
+	return t
+}
+
 // Location is a file (and optionally a line) a tool call touches.
 type Location struct {
 	Path string `json:"path"`
