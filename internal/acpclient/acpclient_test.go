@@ -684,3 +684,23 @@ func TestFakeLaunchAndSetModel(t *testing.T) {
 		t.Errorf("stop %q err %v asked %v: --trust-tools read,shell should cover shell", reason, err, asked)
 	}
 }
+
+// Without Files or Terminals, the agent's fs/* and terminal/* requests get method-not-found.
+func TestNoHandlersMethodNotFound(t *testing.T) {
+	cl := &client{c: &Conn{}}
+	_, err := cl.ReadTextFile(t.Context(), acp.ReadTextFileRequest{SessionId: "s", Path: "/x"})
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32601 {
+		t.Errorf("fs/read_text_file: %v", err)
+	}
+	if _, err := cl.ReleaseTerminal(t.Context(), acp.ReleaseTerminalRequest{SessionId: "s", TerminalId: "t"}); !errors.As(err, &re) || re.Code != -32601 {
+		t.Errorf("terminal/release: %v", err)
+	}
+	// With a handler, the request reaches it.
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("hello"), 0o600))
+	cl.c.o.Files = &DirFiles{Root: root}
+	if r, err := cl.ReadTextFile(t.Context(), acp.ReadTextFileRequest{SessionId: "s", Path: filepath.Join(root, "a.txt")}); err != nil || r.Content != "hello" {
+		t.Errorf("with DirFiles: %q %v", r.Content, err)
+	}
+}

@@ -128,51 +128,40 @@ func toolLabel(t agent.ToolCall) string {
 	return "tool call " + t.ID
 }
 
-func (cl *client) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	if cl.c.o.Files == nil {
-		return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+// serve answers one fs/* or terminal/* request with handler h (Options.Files or Terminals), or
+// -32601 when the caller gave none.
+func serve[H, Q, R any](ctx context.Context, h H, method string, f func(H, context.Context, Q) (R, error), req Q) (R, error) {
+	if any(h) == nil {
+		var zero R
+		return zero, acp.NewMethodNotFound(method)
 	}
-	return cl.c.o.Files.ReadTextFile(ctx, req)
+	return f(h, ctx, req)
+}
+
+func (cl *client) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return serve(ctx, cl.c.o.Files, acp.ClientMethodFsReadTextFile, Files.ReadTextFile, req)
 }
 
 func (cl *client) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	if cl.c.o.Files == nil {
-		return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
-	}
-	return cl.c.o.Files.WriteTextFile(ctx, req)
+	return serve(ctx, cl.c.o.Files, acp.ClientMethodFsWriteTextFile, Files.WriteTextFile, req)
 }
 
 func (cl *client) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	if cl.c.o.Terminals == nil {
-		return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
-	}
-	return cl.c.o.Terminals.CreateTerminal(ctx, req)
+	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalCreate, Terminals.CreateTerminal, req)
 }
 
 func (cl *client) TerminalOutput(ctx context.Context, req acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	if cl.c.o.Terminals == nil {
-		return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
-	}
-	return cl.c.o.Terminals.TerminalOutput(ctx, req)
+	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalOutput, Terminals.TerminalOutput, req)
 }
 
 func (cl *client) WaitForTerminalExit(ctx context.Context, req acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	if cl.c.o.Terminals == nil {
-		return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
-	}
-	return cl.c.o.Terminals.WaitForTerminalExit(ctx, req)
+	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalWaitForExit, Terminals.WaitForTerminalExit, req)
 }
 
 func (cl *client) KillTerminal(ctx context.Context, req acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	if cl.c.o.Terminals == nil {
-		return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
-	}
-	return cl.c.o.Terminals.KillTerminal(ctx, req)
+	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalKill, Terminals.KillTerminal, req)
 }
 
 func (cl *client) ReleaseTerminal(ctx context.Context, req acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	if cl.c.o.Terminals == nil {
-		return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
-	}
-	return cl.c.o.Terminals.ReleaseTerminal(ctx, req)
+	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalRelease, Terminals.ReleaseTerminal, req)
 }
