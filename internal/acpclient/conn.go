@@ -122,7 +122,7 @@ type Conn struct {
 
 	stdin  io.WriteCloser
 	stdout *os.File
-	stderr *tailBuffer
+	stderr *agent.TailBuffer
 
 	// life ends the SDK calls in flight when the connection is closed.
 	life     context.Context
@@ -156,7 +156,7 @@ const stderrKeep = 64 << 10
 func Start(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{
 		o: o, log: o.Logger, argv: append([]string{o.Command}, o.Args...),
-		stderr: &tailBuffer{max: stderrKeep},
+		stderr: agent.NewTailBuffer(stderrKeep),
 		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
 		dead: make(chan struct{}), turns: map[string]*turn{}, tools: map[string]agent.ToolCall{},
 	}
@@ -273,9 +273,9 @@ func (c *Conn) exitReason() error {
 		case <-c.errDone:
 		case <-time.After(exitDrain):
 		}
-		return fmt.Errorf("%s exited with status %d%s", c.o.Command, c.cmd.ProcessState.ExitCode(), stderrSuffix(c.stderr.String()))
+		return fmt.Errorf("%s exited with status %d%s", c.o.Command, c.cmd.ProcessState.ExitCode(), agent.StderrSuffix(c.stderr.String()))
 	case <-t.C:
-		return fmt.Errorf("%s closed its stdout%s", c.o.Command, stderrSuffix(c.stderr.String()))
+		return fmt.Errorf("%s closed its stdout%s", c.o.Command, agent.StderrSuffix(c.stderr.String()))
 	}
 }
 
@@ -456,38 +456,4 @@ func (c *Conn) Close() {
 		<-c.errDone
 		c.log.Info("ACP agent stopped", "exit_code", c.ExitCode())
 	})
-}
-
-func stderrSuffix(stderr string) string {
-	s := strings.TrimSpace(stderr)
-	if s == "" {
-		return ""
-	}
-	return ": " + s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) > t.max {
-		return string(t.buf[len(t.buf)-t.max:])
-	}
-	return string(t.buf)
 }

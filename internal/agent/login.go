@@ -3,11 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 )
@@ -81,28 +77,15 @@ func CheckLogin(ctx context.Context, command string, env func(string) (string, b
 	if v, _ := env("AMAZON_Q_SIGV4"); v != "" && v != "0" && !strings.EqualFold(v, "false") {
 		return Login{LoggedIn: true, Method: "SigV4"}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, whoamiTimeout)
-	defer cancel()
-	c := exec.CommandContext(ctx, command, "whoami")
-	c.Stdin = nil
-	var out, errOut strings.Builder
-	c.Stdout, c.Stderr = &out, &errOut
-	c.WaitDelay = time.Second
-	err := c.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return Login{}, &MissingCommandError{Command: command}
-	case ctx.Err() != nil:
-		return Login{}, fmt.Errorf("%s whoami did not answer within %s", commandName(command), whoamiTimeout)
-	case err != nil && !errors.As(err, &ee):
-		return Login{}, fmt.Errorf("agent command %q (agent.command) could not start: %w", command, err)
+	out, errOut, code, err := query(ctx, command, "whoami", whoamiTimeout, "whoami")
+	if err != nil {
+		return Login{}, err
 	}
-	login := ParseWhoami(out.String(), c.ProcessState.ExitCode())
+	login := ParseWhoami(out, code)
 	if !login.LoggedIn {
-		detail := strings.TrimSpace(out.String())
+		detail := strings.TrimSpace(out)
 		if detail == "" {
-			detail = strings.TrimSpace(errOut.String())
+			detail = strings.TrimSpace(errOut)
 		}
 		first, _, _ := strings.Cut(detail, "\n")
 		return login, &LoginError{Command: command, Detail: commandName(command) + " whoami: " + strings.TrimSpace(first)}

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -114,28 +112,16 @@ const listTimeout = 15 * time.Second
 // agent without the flag (it exits with a usage error, or prints no list) gives
 // ErrCannotListModels; a missing binary *MissingCommandError.
 func ListModels(ctx context.Context, command string) (ModelList, error) {
-	ctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	c := exec.CommandContext(ctx, command, "chat", "--list-models", "--format", "json")
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	c.WaitDelay = time.Second
-	err := c.Run()
-	var ee *exec.ExitError
+	out, errOut, code, err := query(ctx, command, "chat --list-models", listTimeout, "chat", "--list-models", "--format", "json")
 	switch {
-	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return ModelList{}, &MissingCommandError{Command: command}
-	case ctx.Err() != nil:
-		return ModelList{}, fmt.Errorf("%s chat --list-models did not answer within %s", commandName(command), listTimeout)
-	case errors.As(err, &ee):
-		if ee.ExitCode() == 2 || strings.Contains(errOut.String(), "--list-models") {
-			return ModelList{}, ErrCannotListModels
-		}
-		return ModelList{}, fmt.Errorf("%s chat --list-models failed (exit status %d)%s", commandName(command), ee.ExitCode(), stderrSuffix(errOut.String()))
 	case err != nil:
-		return ModelList{}, fmt.Errorf("agent command %q (agent.command) could not start: %w", command, err)
+		return ModelList{}, err
+	case code == 2 || code != 0 && strings.Contains(errOut, "--list-models"):
+		return ModelList{}, ErrCannotListModels
+	case code != 0:
+		return ModelList{}, fmt.Errorf("%s chat --list-models failed (exit status %d)%s", commandName(command), code, StderrSuffix(errOut))
 	}
-	list, err := ParseModels(out.Bytes())
+	list, err := ParseModels([]byte(out))
 	if err != nil {
 		return ModelList{}, ErrCannotListModels
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -158,7 +159,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		})
 		defer probe.Stop()
 	}
-	tail := &tailBuffer{max: stderrKeep}
+	tail := NewTailBuffer(stderrKeep)
 	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -214,7 +215,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	}
 	res.Notice = notice.String()
 	res.Output = string(body) + res.Notice
-	log.Info("agent finished", "exit_code", res.ExitCode, "output_bytes", kept.total, "stderr_bytes", tail.total, "duration", res.Duration)
+	log.Info("agent finished", "exit_code", res.ExitCode, "output_bytes", kept.total, "stderr_bytes", tail.Total(), "duration", res.Duration)
 
 	if stopped && ctx.Err() != nil {
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
@@ -277,7 +278,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case report.NotLoggedIn || report.AuthFailed:
 		return &LoginError{Command: l.Command, Detail: report.Summary()}
 	case exited:
-		return fmt.Errorf("%s exited with status %d%s", l.Command, res.ExitCode, stderrSuffix(res.Stderr))
+		return fmt.Errorf("%s exited with status %d%s", l.Command, res.ExitCode, StderrSuffix(res.Stderr))
 	case len(report.Errors) > 0:
 		return &ReplyError{Command: l.Command, Message: report.Summary(), Partial: replied}
 	case len(untrusted) > 0:
@@ -285,7 +286,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case !replied && strings.TrimSpace(res.Stderr) != "":
 		// No reply and no known failure: the end of stderr is the best account there is (the
 		// welcome text it always prints comes first, and is left out).
-		return fmt.Errorf("%s printed no reply%s", l.Command, stderrSuffix(lastLines(res.Stderr, 3)))
+		return fmt.Errorf("%s printed no reply%s", l.Command, StderrSuffix(lastLines(res.Stderr, 3)))
 	}
 	return nil
 }
@@ -433,7 +434,33 @@ func startError(command string, err error) error {
 	return fmt.Errorf("agent command %q (agent.command) could not start: %w", command, err)
 }
 
-func stderrSuffix(stderr string) string {
+// query runs `command args...` for one of the agent's quick answers (whoami, the model list),
+// within timeout: its stdout, stderr and exit code. err is set only when it gave no answer: a
+// missing command (*MissingCommandError), one that could not start, or no answer in time (what
+// names the question in that message).
+func query(ctx context.Context, command, what string, timeout time.Duration, args ...string) (stdout, stderr string, code int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, command, args...)
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
+	c.WaitDelay = time.Second
+	err = c.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return "", "", -1, &MissingCommandError{Command: command}
+	case ctx.Err() != nil:
+		return "", "", -1, fmt.Errorf("%s %s did not answer within %s", commandName(command), what, timeout)
+	case err != nil && !errors.As(err, &ee):
+		return "", "", -1, startError(command, err)
+	}
+	return out.String(), errOut.String(), c.ProcessState.ExitCode(), nil
+}
+
+// StderrSuffix is ": " and the agent's stderr, trimmed, for the end of an error message; "" when
+// it printed nothing.
+func StderrSuffix(stderr string) string {
 	s := strings.TrimSpace(stderr)
 	if s == "" {
 		return ""
@@ -441,14 +468,21 @@ func stderrSuffix(stderr string) string {
 	return ": " + s
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// TailBuffer keeps the last max bytes written to it (the agent's stderr) and counts them all. It
+// is safe for concurrent use.
+type TailBuffer struct {
+	mu    sync.Mutex
 	max   int
 	buf   []byte
 	total int64
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.total += int64(len(p))
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > 2*t.max {
@@ -457,9 +491,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+// String is what is kept.
+func (t *TailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.buf) > t.max {
 		return string(t.buf[len(t.buf)-t.max:])
 	}
 	return string(t.buf)
+}
+
+// Total is the size of everything written.
+func (t *TailBuffer) Total() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total
 }
