@@ -19,32 +19,22 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
-	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
 
-// TestMain lets the test binary act as the agent: runs with FAKEQ_AS_Q=1 are the fake (`q acp`).
-func TestMain(m *testing.M) {
-	if os.Getenv("FAKEQ_AS_Q") == "1" {
-		os.Exit(fakeq.Main())
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets the test binary act as the agent (`q acp`; fakeqtest.Use).
+func TestMain(m *testing.M) { fakeqtest.Main(m) }
 
 // fake sets the fake's environment, with HOME in a temporary directory (kiro keeps sessions
 // there), and returns run options that start it in dir.
 func fake(t *testing.T, env ...string) RunOptions {
 	t.Helper()
-	t.Setenv("FAKEQ_AS_Q", "1")
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race fake would take a second to exit
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
 	return RunOptions{
-		Limits:  agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
+		Limits:  agent.Limits{Command: fakeqtest.Use(t, env...), Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
 		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
 	}
 }

@@ -20,27 +20,18 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/proctest"
 )
 
-// TestMain lets the test binary act as q: runs with FAKEQ_AS_Q=1 are the fake.
-func TestMain(m *testing.M) {
-	if os.Getenv("FAKEQ_AS_Q") == "1" {
-		os.Exit(fakeq.Main())
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets the test binary act as the agent (fakeqtest.Use).
+func TestMain(m *testing.M) { fakeqtest.Main(m) }
 
 // fake sets env for the fake q (through the environment the agent inherits) and returns limits
 // that run it.
 func fake(t *testing.T, env ...string) Limits {
 	t.Helper()
-	t.Setenv("FAKEQ_AS_Q", "1")
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	return Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, StripANSI: true, Grace: 500 * time.Millisecond}
+	return Limits{Command: fakeqtest.Use(t, env...), Timeout: time.Minute, MaxResponseSize: 2 << 20, StripANSI: true, Grace: 500 * time.Millisecond}
 }
 
 func recorded(t *testing.T, file string) []string {

@@ -7,15 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 // flavour sets up the fake as q or kiro-cli (FAKEQ_FLAVOUR) with env on top.
 func flavour(t *testing.T, f string, env ...string) Limits {
 	t.Helper()
-	for _, k := range []string{"FAKEQ_TOOLS", "FAKEQ_FAIL", "FAKEQ_AGENTS", "FAKEQ_LOGGED_OUT", "KIRO_API_KEY", "AMAZON_Q_SIGV4", "FAKEQ_OUTPUT", "NO_COLOR"} {
-		t.Setenv(k, "")
-	}
-	return fake(t, append([]string{"FAKEQ_FLAVOUR=" + f}, env...)...)
+	l := fake(t)
+	l.Command = fakeqtest.Flavour(t, f, env...)
+	return l
 }
 
 var flavours = []string{"q", "kiro"}

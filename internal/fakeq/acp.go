@@ -470,36 +470,9 @@ func (t *acpTurn) answer(prompt string) bool {
 	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" && !emit(prompt+"\n") {
 		return false
 	}
-	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
-		for _, line := range strings.SplitAfter(unescape(s), "\n") {
-			if line != "" && !emit(line) {
-				return false
-			}
-		}
-	}
-	if n, _ := strconv.Atoi(os.Getenv("FAKEQ_LINES")); n > 0 {
-		for i := 1; i <= n; i++ {
-			if !emit("line " + strconv.Itoa(i) + "\n") {
-				return false
-			}
-		}
-	}
-	if n, _ := strconv.ParseInt(os.Getenv("FAKEQ_BYTES"), 10, 64); n > 0 {
-		// 12 lines a chunk (1008 bytes): 200 MB in small pieces without making the fake, rather
-		// than the client, what a benchmark measures.
-		line := strings.Repeat(strings.Repeat("y", 83)+"\n", 12)
-		for n > 0 {
-			c := line
-			if int64(len(c)) > n {
-				c = c[:n]
-			}
-			if !emit(c) {
-				return false
-			}
-			n -= int64(len(c))
-		}
-	}
-	return true
+	// FAKEQ_BYTES 12 lines a chunk (1008 bytes): 200 MB in small pieces without making the fake,
+	// rather than the client, what a benchmark measures.
+	return emitKnobs(12, emit)
 }
 
 // Cancel has nothing to do: the SDK has cancelled the prompt's context already (the "hang" mode

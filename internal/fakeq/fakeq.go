@@ -281,29 +281,7 @@ func chat(args []string) int {
 			emit(strings.TrimSpace(string(in)) + "\n")
 		}
 	}
-	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
-		for _, line := range strings.SplitAfter(unescape(s), "\n") {
-			if line != "" {
-				emit(line)
-			}
-		}
-	}
-	if n, _ := strconv.Atoi(os.Getenv("FAKEQ_LINES")); n > 0 {
-		for i := 1; i <= n; i++ {
-			emit("line " + strconv.Itoa(i) + "\n")
-		}
-	}
-	if n, _ := strconv.ParseInt(os.Getenv("FAKEQ_BYTES"), 10, 64); n > 0 {
-		line := strings.Repeat("y", 83) + "\n"
-		for n > 0 {
-			chunk := line
-			if int64(len(chunk)) > n {
-				chunk = chunk[:n]
-			}
-			emit(chunk)
-			n -= int64(len(chunk))
-		}
-	}
+	emitKnobs(1, func(s string) bool { emit(s); return true })
 	return 0
 }
 

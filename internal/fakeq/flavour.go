@@ -370,7 +370,7 @@ func flavourChat(flavour string, args []string) int {
 	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" {
 		o.line(prompt + "\n")
 	}
-	emitKnobs(o.line)
+	emitKnobs(1, func(s string) bool { o.line(s); return true })
 	o.w.Flush()
 	if s := os.Getenv("FAKEQ_STDERR"); s != "" {
 		fmt.Fprint(os.Stderr, unescape(s))
@@ -409,31 +409,38 @@ func flavourChat(flavour string, args []string) int {
 	return n
 }
 
-// emitKnobs prints the reply the output knobs ask for, one line at a time.
-func emitKnobs(emit func(string)) {
+// emitKnobs sends the reply the output knobs ask for, FAKEQ_OUTPUT's lines, FAKEQ_LINES and
+// FAKEQ_BYTES (as 84-byte lines, perChunk of them to an emit), until emit returns false; it
+// reports whether everything went out.
+func emitKnobs(perChunk int, emit func(string) bool) bool {
 	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
 		for _, line := range strings.SplitAfter(unescape(s), "\n") {
-			if line != "" {
-				emit(line)
+			if line != "" && !emit(line) {
+				return false
 			}
 		}
 	}
 	if n, _ := strconv.Atoi(os.Getenv("FAKEQ_LINES")); n > 0 {
 		for i := 1; i <= n; i++ {
-			emit("line " + strconv.Itoa(i) + "\n")
+			if !emit("line " + strconv.Itoa(i) + "\n") {
+				return false
+			}
 		}
 	}
 	if n, _ := strconv.ParseInt(os.Getenv("FAKEQ_BYTES"), 10, 64); n > 0 {
-		line := strings.Repeat("y", 83) + "\n"
+		chunk := strings.Repeat(strings.Repeat("y", 83)+"\n", perChunk)
 		for n > 0 {
-			chunk := line
-			if int64(len(chunk)) > n {
-				chunk = chunk[:n]
+			c := chunk
+			if int64(len(c)) > n {
+				c = c[:n]
 			}
-			emit(chunk)
-			n -= int64(len(chunk))
+			if !emit(c) {
+				return false
+			}
+			n -= int64(len(c))
 		}
 	}
+	return true
 }
 
 func name(flavour string) string {

@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
@@ -18,16 +18,7 @@ import (
 // collects the progress notifications the client receives.
 func flavourServer(t *testing.T, flavour string, every time.Duration, fakeEnv ...string) (*mcp.ClientSession, func() []string) {
 	t.Helper()
-	t.Setenv("FAKEQ_AS_Q", "1")
-	for _, k := range []string{"FAKEQ_TOOLS", "FAKEQ_FAIL", "FAKEQ_AGENTS", "FAKEQ_LOGGED_OUT", "KIRO_API_KEY", "FAKEQ_OUTPUT", "FAKEQ_LINES", "FAKEQ_INTERVAL", "FAKEQ_SLEEP"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("FAKEQ_FLAVOUR", flavour)
-	for _, kv := range fakeEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": fakeqtest.Flavour(t, flavour, fakeEnv...)})
 	var mu sync.Mutex
 	var msgs []string
 	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: every}, &mcp.ClientOptions{

@@ -14,29 +14,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
 
-// TestMain lets the test binary act as q: runs with FAKEQ_AS_Q=1 are the fake.
-func TestMain(m *testing.M) {
-	if os.Getenv("FAKEQ_AS_Q") == "1" {
-		os.Exit(fakeq.Main())
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets the test binary act as the agent (fakeqtest.Use).
+func TestMain(m *testing.M) { fakeqtest.Main(m) }
 
 // qServer connects to a server whose agent.command is the fake q, with the tool enabled unless
 // env says otherwise. fakeEnv configures the fake (it inherits the test's environment).
 func qServer(t *testing.T, env map[string]string, fakeEnv ...string) (*mcp.ClientSession, *mcpserver.Deps) {
 	t.Helper()
-	t.Setenv("FAKEQ_AS_Q", "1")
-	for _, kv := range fakeEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]}
+	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": fakeqtest.Use(t, fakeEnv...)}
 	for k, v := range env {
 		vars[k] = v
 	}

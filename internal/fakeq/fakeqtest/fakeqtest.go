@@ -1,0 +1,50 @@
+// Package fakeqtest lets a package's test binary act as the stand-in agent (internal/fakeq): the
+// tests start os.Args[0] as the agent command, and in that child Main runs the fake instead of the
+// tests.
+package fakeqtest
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/qkit-cli/qkit/internal/fakeq"
+)
+
+// asAgent marks a run of the test binary that is the fake agent.
+const asAgent = "FAKEQ_AS_Q"
+
+// Main is a TestMain: the fake agent in a run Use started, the tests otherwise.
+func Main(m *testing.M) {
+	if os.Getenv(asAgent) == "1" {
+		os.Exit(fakeq.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// Use makes the agent commands t starts be the fake, with env ("KEY=VALUE", the fake's knobs) set
+// for them (and for t: they are restored when it ends), and returns the command: the test binary.
+func Use(t testing.TB, env ...string) string {
+	t.Helper()
+	t.Setenv(asAgent, "1")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return os.Args[0]
+}
+
+// Flavour is Use for the fake acting as flavour (q or kiro), with none of the caller's knobs,
+// login variables or NO_COLOR left over to change what it does.
+func Flavour(t testing.TB, flavour string, env ...string) string {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FAKEQ_") {
+			t.Setenv(k, "")
+		}
+	}
+	for _, k := range []string{"KIRO_API_KEY", "AMAZON_Q_SIGV4", "NO_COLOR"} {
+		t.Setenv(k, "")
+	}
+	return Use(t, append([]string{"FAKEQ_FLAVOUR=" + flavour}, env...)...)
+}
