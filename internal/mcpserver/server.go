@@ -23,7 +23,7 @@
 //
 // Tool failures are results with isError set, never protocol errors: return an error from a
 // mcp.ToolHandlerFor, or a result built with [ErrorResult]. Long calls report progress with
-// [StartProgress] when the client sent a progress token. Nothing may write to stdout: it carries
+// [NewProgress] (a no-op unless the client sent a progress token). Nothing may write to stdout: it carries
 // the protocol; log through Deps.App.Logger (stderr).
 //
 // # Testing a tool
