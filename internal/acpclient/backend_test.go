@@ -1,0 +1,106 @@
+package acpclient
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
+)
+
+// starts counts the agent's runs that FAKEQ_RECORD saw.
+func starts(t *testing.T, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+// agent.backend=auto probes an agent binary once, then uses what it learned without starting
+// anything; --refresh-backend and a changed binary probe again.
+func TestChooseBackendLearnsOnce(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "argv")
+	self := fakeqtest.Use(t, "FAKEQ_RECORD="+record)
+	// The agent command is a script, so the test can change "the binary" without touching its own.
+	command := filepath.Join(dir, "kiro-cli")
+	must(t, os.WriteFile(command, []byte("#!/bin/sh\nexec "+self+" \"$@\"\n"), 0o755))
+	cache := filepath.Join(dir, "state", "agent-backend.json")
+	choose := func(refresh bool) BackendChoice {
+		t.Helper()
+		c, err := ChooseBackend(t.Context(), BackendAuto, command, cache, refresh, discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	if c := choose(false); c.Backend != BackendACP || !c.Probed || starts(t, record) != 1 {
+		t.Fatalf("first: %+v, %d starts", c, starts(t, record))
+	}
+	for range 3 {
+		if c := choose(false); c.Backend != BackendACP || c.Probed || !strings.HasPrefix(c.Reason, "learned ") {
+			t.Fatalf("learned: %+v", c)
+		}
+	}
+	if n := starts(t, record); n != 1 {
+		t.Fatalf("the learned backend started the agent: %d starts", n)
+	}
+
+	// --refresh-backend probes again: now the agent has no ACP, and chat is learned.
+	t.Setenv("FAKEQ_ACP_BAD", "exit")
+	if c := choose(true); c.Backend != BackendChat || !c.Probed || starts(t, record) != 2 {
+		t.Fatalf("refresh: %+v, %d starts", c, starts(t, record))
+	}
+	if c := choose(false); c.Backend != BackendChat || c.Probed || starts(t, record) != 2 {
+		t.Fatalf("learned chat: %+v", c)
+	}
+
+	// An upgraded binary (another size or time) is probed again.
+	t.Setenv("FAKEQ_ACP_BAD", "")
+	must(t, os.WriteFile(command, []byte("#!/bin/sh\n# upgraded\nexec "+self+" \"$@\"\n"), 0o755))
+	later := time.Now().Add(time.Minute)
+	must(t, os.Chtimes(command, later, later))
+	if c := choose(false); c.Backend != BackendACP || !c.Probed || starts(t, record) != 3 {
+		t.Fatalf("upgraded: %+v, %d starts", c, starts(t, record))
+	}
+
+	// acp and chat are taken as they are; a missing binary is chat, and nothing is learned of it.
+	for _, s := range []string{BackendACP, BackendChat} {
+		if c, err := ChooseBackend(t.Context(), s, command, cache, false, nil); err != nil || c.Backend != s || c.Probed {
+			t.Errorf("%s: %+v %v", s, c, err)
+		}
+	}
+	if c, err := ChooseBackend(t.Context(), BackendAuto, filepath.Join(dir, "missing"), cache, false, nil); err != nil || c.Backend != BackendChat || c.Probed {
+		t.Errorf("missing: %+v %v", c, err)
+	}
+	if _, err := ChooseBackend(t.Context(), "soap", command, cache, false, nil); err == nil {
+		t.Error("agent.backend=soap accepted")
+	}
+	if n := starts(t, record); n != 3 {
+		t.Errorf("%d starts, want 3", n)
+	}
+}
+
+// BenchmarkChooseBackendLearned is what agent.backend=auto costs each run once the backend is
+// learned: find the binary, stat it, read the cache.
+func BenchmarkChooseBackendLearned(b *testing.B) {
+	dir := b.TempDir()
+	self := fakeqtest.Use(b)
+	cache := filepath.Join(dir, "agent-backend.json")
+	if c, err := ChooseBackend(b.Context(), BackendAuto, self, cache, false, nil); err != nil || !c.Probed {
+		b.Fatalf("%+v %v", c, err)
+	}
+	for b.Loop() {
+		if c, err := ChooseBackend(b.Context(), BackendAuto, self, cache, false, nil); err != nil || c.Probed {
+			b.Fatalf("%+v %v", c, err)
+		}
+	}
+}
