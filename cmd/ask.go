@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/kballard/go-shellquote"
 	"github.com/spf13/cobra"
@@ -339,24 +338,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	if res.Truncated {
 		a.Warnf("response truncated: the agent printed %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", res.OriginalSize, len(res.Body()))
 	}
-	switch {
-	case runErr != nil && c.Context().Err() != nil:
-		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
-	case runErr != nil:
-		return output.Errorf(output.ExitFailure, "agent failed: %s", askFailure(runErr))
-	case res.TimedOut:
-		return output.Errorf(output.ExitTimeout, "timed out after %s (--timeout, AGENT_TIMEOUT); the partial output was printed", l.Timeout.Round(time.Millisecond))
-	}
-	return nil
-}
-
-// askFailure words a failed run for ask's flags.
-func askFailure(err error) string {
-	var ut *agent.UntrustedToolError
-	if !errors.As(err, &ut) {
-		return err.Error()
-	}
-	return err.Error() + "; " + ut.Hint(agent.CLITrustFlags)
+	return askOutcome(c, a, opts, l, res, runErr)
 }
 
 // readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no

@@ -298,7 +298,7 @@ type askEventsJSON struct {
 	RefusedPaths []string                 `json:"refused_paths,omitempty"`
 }
 
-// askOutcome maps a run's end to ask's error and exit code.
+// askOutcome maps a run's end to ask's error and exit code, on every backend and format.
 func askOutcome(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, res agent.Result, runErr error) error {
 	var needs *approval.NeedsPermissionError
 	switch {
@@ -307,12 +307,12 @@ func askOutcome(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, 
 	case errors.As(runErr, &needs):
 		return output.Errorf(output.ExitFailure, "%v", needs)
 	case runErr != nil:
+		// Only a tool the agent did not trust gets the hint: q's approval error after a stream
+		// failure is an ordinary failure (the runner says why), not a reason to trust more.
 		msg := "agent failed: " + runErr.Error()
 		var ut *agent.UntrustedToolError
 		if errors.As(runErr, &ut) {
 			msg += "; " + ut.Hint(agent.CLITrustFlags)
-		} else if agent.ApprovalRequired(res.Stderr) {
-			msg += "; " + agent.TrustHint(nil, agent.CLITrustFlags)
 		}
 		return output.Errorf(output.ExitFailure, "%s", msg)
 	case res.TimedOut:
