@@ -140,7 +140,7 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if backend == acpclient.BackendAuto {
 		// Learned once per agent binary (ask keeps the same file); an agent that does not speak
 		// ACP gets the text path.
-		choice, err := acpclient.ChooseBackend(ctx, backend, limits.Command, filepath.Join(a.Config.Paths.State, "agent-backend.json"), false, a.Logger)
+		choice, err := acpclient.ChooseBackend(ctx, backend, limits.Command, acpclient.BackendCacheFile(a.Config.Paths.State), false, a.Logger)
 		if err != nil {
 			return err
 		}

@@ -120,8 +120,7 @@ func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limit
 	if opts.events.session != "" && setting == acpclient.BackendChat {
 		return acpclient.BackendChoice{}, output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
 	}
-	cache := filepath.Join(a.Config.Paths.State, "agent-backend.json")
-	choice, err := acpclient.ChooseBackend(ctx, setting, l.Command, cache, opts.events.refreshBackend, l.Logger)
+	choice, err := acpclient.ChooseBackend(ctx, setting, l.Command, acpclient.BackendCacheFile(a.Config.Paths.State), opts.events.refreshBackend, l.Logger)
 	if err != nil {
 		return choice, err
 	}

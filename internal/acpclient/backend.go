@@ -21,6 +21,10 @@ const (
 	BackendChat = "chat" // `<agent.command> chat --no-interactive`, the text runner
 )
 
+// BackendCacheFile is where ChooseBackend keeps what it learned, in qkit's state directory: one
+// file for every front end (ask, acp serve), so an agent is probed once for all of them.
+func BackendCacheFile(stateDir string) string { return filepath.Join(stateDir, "agent-backend.json") }
+
 // ProbeTimeout bounds the initialize of a probe: an agent that has not answered by then is taken
 // as not speaking ACP (q 1.19.7 exits at once; kiro answers within a second).
 const ProbeTimeout = 10 * time.Second

@@ -32,7 +32,7 @@ func TestChooseBackendLearnsOnce(t *testing.T) {
 	// The agent command is a script, so the test can change "the binary" without touching its own.
 	command := filepath.Join(dir, "kiro-cli")
 	must(t, os.WriteFile(command, []byte("#!/bin/sh\nexec "+self+" \"$@\"\n"), 0o755))
-	cache := filepath.Join(dir, "state", "agent-backend.json")
+	cache := BackendCacheFile(filepath.Join(dir, "state"))
 	choose := func(refresh bool) BackendChoice {
 		t.Helper()
 		c, err := ChooseBackend(t.Context(), BackendAuto, command, cache, refresh, discard())
