@@ -140,18 +140,11 @@ func completeSessions(a *app.App, all bool) func(*cobra.Command, []string, strin
 		var out []string
 		for _, s := range sessions {
 			if all || s.Status.Status.Open() {
-				out = append(out, s.ID+"\t"+string(s.Status.Status)+": "+firstHeader(s))
+				out = append(out, s.ID+"\t"+string(s.Status.Status)+": "+s.Header())
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-}
-
-func firstHeader(s *questions.Session) string {
-	if qs := s.Set().Questions; len(qs) > 0 {
-		return qs[0].Header
-	}
-	return ""
 }
 
 // sessionJSON is one question set in list --json. Every key is always present (empty string, or
@@ -185,10 +178,11 @@ func toSessionJSON(a *app.App, s *questions.Session) sessionJSON {
 		ID: s.ID, ShortID: s.ShortID(), CallID: s.Status.CallID, Status: s.Status.Status,
 		CreatedAt: s.Status.CreatedAt, UpdatedAt: s.Status.UpdatedAt,
 		AgeSeconds: int64(a.Now().Sub(s.Status.CreatedAt).Seconds()), QuestionCount: len(s.Set().Questions),
-		Header: firstHeader(s), RejectionReason: s.Status.RejectionReason, Reason: s.Status.Reason,
+		Header: s.Header(), RejectionReason: s.Status.RejectionReason, Reason: s.Status.Reason,
+		Source: s.Source(),
 	}
 	if s.Request != nil {
-		j.Source, j.ExpiresAt = s.Request.Source, s.Request.ExpiresAt
+		j.ExpiresAt = s.Request.ExpiresAt
 	}
 	return j
 }
@@ -204,19 +198,6 @@ func toSessionDetail(a *app.App, s *questions.Session) sessionDetailJSON {
 	return j
 }
 
-// age prints a duration the short way tables do: 45s, 12m, 3h, 2d.
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
 // printSession writes one session in full, for people.
 func printSession(w io.Writer, a *app.App, s *questions.Session) {
 	fmt.Fprintf(w, "Question set %s\n", s.ID)
@@ -225,11 +206,11 @@ func printSession(w io.Writer, a *app.App, s *questions.Session) {
 		fmt.Fprintf(w, " (%s)", s.Status.Reason)
 	}
 	fmt.Fprintln(w)
-	from := "unknown"
-	if s.Request != nil {
-		from = s.Request.Source
+	from := s.Source()
+	if from == "" {
+		from = "unknown"
 	}
-	fmt.Fprintf(w, "Asked:   %s ago by %s (call %s)\n", age(a.Now().Sub(s.Status.CreatedAt)), from, s.Status.CallID)
+	fmt.Fprintf(w, "Asked:   %s ago by %s (call %s)\n", s.Age(a.Now()), from, s.Status.CallID)
 	if s.Status.Status == questions.Rejected {
 		reason := s.Status.RejectionReason
 		if reason == "" {

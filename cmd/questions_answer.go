@@ -46,8 +46,8 @@ marked abandoned here, never silently deleted.`,
 					continue
 				}
 				out = append(out, toSessionJSON(a, s))
-				rows = append(rows, []string{s.ShortID(), age(a.Now().Sub(s.Status.CreatedAt)), string(s.Status.Status),
-					fmt.Sprint(len(s.Set().Questions)), firstHeader(s)})
+				rows = append(rows, []string{s.ShortID(), s.Age(a.Now()), string(s.Status.Status),
+					fmt.Sprint(len(s.Set().Questions)), s.Header()})
 			}
 			if asJSON {
 				return output.JSON(a.IO.Out, out)

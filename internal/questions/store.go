@@ -124,6 +124,37 @@ func (s *Session) Set() *QuestionSet {
 // ShortID is the first 8 characters of the id, as shown in tables.
 func (s *Session) ShortID() string { return s.ID[:8] }
 
+// Header is the first question's header, which names the set in lists ("" without questions).
+func (s *Session) Header() string {
+	if qs := s.Set().Questions; len(qs) > 0 {
+		return qs[0].Header
+	}
+	return ""
+}
+
+// Source is who asked the set (mcp, cli, acp), or "" when request.json is unreadable.
+func (s *Session) Source() string {
+	if s.Request == nil {
+		return ""
+	}
+	return s.Request.Source
+}
+
+// Age is how long before now the set was asked, the short way lists and the page show it: 45s,
+// 12m, 3h, 2d.
+func (s *Session) Age(now time.Time) string {
+	d := now.Sub(s.Status.CreatedAt)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
 // Errors of the store. Callers map them to exit codes with errors.Is / errors.As.
 var (
 	// ErrNotFound: no session has that id or prefix.

@@ -2,7 +2,6 @@ package questionsweb
 
 import (
 	"embed"
-	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -43,11 +42,8 @@ type optionView struct{ Name, Type, Label, Description string }
 func (s *Server) view(sess *questions.Session) setView {
 	v := setView{
 		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Token: s.token,
-		Age:     age(s.now().Sub(sess.Status.CreatedAt)),
+		Source: sess.Source(), Age: sess.Age(s.now()),
 		Version: string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
-	}
-	if sess.Request != nil {
-		v.Source = sess.Request.Source
 	}
 	switch sess.Status.Status {
 	case questions.Detached:
@@ -68,19 +64,6 @@ func (s *Server) view(sess *questions.Session) setView {
 		v.Questions = append(v.Questions, qv)
 	}
 	return v
-}
-
-// age prints a duration the short way: 45s, 12m, 3h, 2d.
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // asset serves one embedded file; it holds no secret, so it needs no token.
