@@ -3,9 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"maps"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -27,40 +23,12 @@ var formProtocols = []string{"2025-11-25", "2026-07-28"}
 // the store the other ways answer through.
 func formServer(t *testing.T, version string, env map[string]string, form func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
 	t.Helper()
-	vars := map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "20ms"}
-	maps.Copy(vars, env)
-	a := mcptest.NewApp(t, vars)
-	logs := &syncBuffer{}
-	a.Logger = app.NewLogger(logs, slog.LevelDebug)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
-	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	a, st, logs := questionsApp(t, env)
 	var opts *mcp.ClientOptions
 	if form != nil {
 		opts = &mcp.ClientOptions{ElicitationHandler: form}
 	}
-	ct, sst := mcp.NewInMemoryTransports()
-	ss, err := mcpserver.NewServer(&mcpserver.Deps{App: a}).Connect(t.Context(), sst, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "form-test", Version: "test"}, opts).
-		Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
-	if got := cs.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("negotiated %s, want %s", got, version)
-	}
-	return cs, st, logs
+	return mcptest.ConnectVersion(t, &mcpserver.Deps{App: a}, opts, version), st, logs
 }
 
 func askLang(t *testing.T, cs *mcp.ClientSession) (*mcp.CallToolResult, string) {

@@ -39,6 +39,14 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // store the human side uses, and the server's log.
 func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
 	t.Helper()
+	a, st, logs := questionsApp(t, env)
+	return mcptest.ConnectWith(t, &mcpserver.Deps{App: a}, opts), st, logs
+}
+
+// questionsApp is a server's app with the given settings (progress every 20 ms unless set), the
+// store the human side answers through, and the server's log, printed when the test fails.
+func questionsApp(t *testing.T, env map[string]string) (*app.App, *questions.FileStore, *syncBuffer) {
+	t.Helper()
 	vars := map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "20ms"}
 	maps.Copy(vars, env)
 	a := mcptest.NewApp(t, vars)
@@ -49,13 +57,12 @@ func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOption
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	d := &mcpserver.Deps{App: a, ProgressEvery: 20 * time.Millisecond}
 	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return mcptest.ConnectWith(t, d, opts), st, logs
+	return a, st, logs
 }
 
 var langArgs = map[string]any{"questions": []any{

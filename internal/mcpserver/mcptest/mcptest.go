@@ -54,16 +54,30 @@ func Connect(t testing.TB, d *mcpserver.Deps) *mcp.ClientSession {
 // ElicitationHandler with its capability).
 func ConnectWith(t testing.TB, d *mcpserver.Deps, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return ConnectVersion(t, d, opts, "")
+}
+
+// ConnectVersion is ConnectWith on the given protocol version ("": the SDK's latest), which the
+// server must agree to.
+func ConnectVersion(t testing.TB, d *mcpserver.Deps, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := mcpserver.NewServer(d).Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatalf("mcptest: server connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest", Version: "test"}, opts).Connect(t.Context(), ct, nil)
+	var sopts *mcp.ClientSessionOptions
+	if version != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest", Version: "test"}, opts).Connect(t.Context(), ct, sopts)
 	if err != nil {
 		t.Fatalf("mcptest: client connect: %v", err)
 	}
 	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("mcptest: negotiated %s, want %s", got, version)
+	}
 	return cs
 }
 
