@@ -27,15 +27,18 @@ func TestRenamedAnswersWhileAPageWatches(t *testing.T) {
 	set := mustSet(t, langSet)
 	for i := 0; i < 10; i++ {
 		got := make(chan error, 1)
+		waiting := make(chan struct{})
+		tick := onceWaiting(func() { close(waiting) })
 		go func() {
-			_, _, err := a.Ask(context.Background(), set, AskOptions{Source: "mcp", Detachable: true})
+			_, _, err := a.Ask(context.Background(), set, AskOptions{Source: "mcp", Detachable: true,
+				ProgressEvery: time.Millisecond, Progress: func(d time.Duration, _ *Session) { tick(d) }})
 			got <- err
 		}()
 		p, err := b.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(30 * time.Millisecond)
+		<-waiting // the asker watches its set before the answer lands
 		tmp := filepath.Join(dir, p.ID, ".answers.tmp")
 		if err := os.WriteFile(tmp, []byte(handAnswers), 0o600); err != nil {
 			t.Fatal(err)

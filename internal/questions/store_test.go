@@ -92,20 +92,16 @@ func TestMalformedFilesAbandonTheSession(t *testing.T) {
 	}
 	// A hand-written answers.json that is valid completes the session (as another tool would).
 	sess = create(t, s)
-	go func() {
-		time.Sleep(20 * time.Millisecond)
+	write := onceWaiting(func() {
 		writeFile(t, filepath.Join(s.Dir(), sess.ID, AnswersFile), `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`)
-	}()
-	if got, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 5 * time.Second}); err != nil || got.Status.Status != Completed {
+	})
+	if got, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 5 * time.Second, ProgressEvery: time.Millisecond, Progress: write}); err != nil || got.Status.Status != Completed {
 		t.Fatalf("%+v %v", got, err)
 	}
 	// A truncated answers.json abandons it, and the waiter gets an error, not a crash.
 	sess = create(t, s)
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		writeFile(t, filepath.Join(s.Dir(), sess.ID, AnswersFile), `{"answers":[{"questionIn`)
-	}()
-	_, err = s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 5 * time.Second})
+	write = onceWaiting(func() { writeFile(t, filepath.Join(s.Dir(), sess.ID, AnswersFile), `{"answers":[{"questionIn`) })
+	_, err = s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 5 * time.Second, ProgressEvery: time.Millisecond, Progress: write})
 	var ended *EndedError
 	if !errors.As(err, &ended) || ended.Status != Abandoned || !strings.Contains(ended.Reason, "answers.json is malformed") {
 		t.Fatalf("got %v", err)

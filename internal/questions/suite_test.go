@@ -274,8 +274,10 @@ func TestStoreRejectTimeoutCancel(t *testing.T) {
 
 		sess = createIn(t, s)
 		ctx, cancel := context.WithCancel(context.Background())
-		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-		if _, err := s.Wait(ctx, sess.ID, WaitOptions{CancelReason: "cancelled by the client"}); !errors.Is(err, context.Canceled) {
+		defer cancel()
+		// Cancelled while it waits (its first tick), not before it starts.
+		if _, err := s.Wait(ctx, sess.ID, WaitOptions{CancelReason: "cancelled by the client",
+			ProgressEvery: time.Millisecond, Progress: onceWaiting(cancel)}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v", err)
 		}
 		if st, _ := s.Get(sess.ID); st.Status.Status != Abandoned || st.Status.Reason != "cancelled by the client" {
@@ -472,14 +474,12 @@ func TestStoreGoneWhileWaiting(t *testing.T) {
 	eachStore(t, func(t *testing.T, b *backend) {
 		s := b.open(t, Options{})
 		sess := createIn(t, s)
-		removed := make(chan struct{})
-		go func() {
-			defer close(removed)
-			time.Sleep(30 * time.Millisecond)
-			b.remove(t, sess.ID)
-		}()
-		_, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 10 * time.Second})
-		<-removed
+		removed := false
+		_, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 10 * time.Second,
+			ProgressEvery: time.Millisecond, Progress: onceWaiting(func() { b.remove(t, sess.ID); removed = true })})
+		if !removed {
+			t.Fatalf("the wait ended before the set was removed: %v", err)
+		}
 		if !errors.Is(err, ErrNotFound) {
 			t.Fatalf("got %v", err)
 		}
@@ -643,12 +643,23 @@ func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 		t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
 		me := Self()
 		setClaimerTo(t, s, sess.ID, Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot})
+		// A decoy asked later is listed after the claimed set: once the waiter has looked at it,
+		// it has passed over the claimed set too.
+		decoy := createIn(t, s)
+		looked := make(chan struct{})
+		var once sync.Once
 		done := make(chan *Session, 1)
 		go func() {
-			p, _ := other.WaitPending(context.Background(), WaitPendingOptions{Timeout: 30 * time.Second})
+			p, _ := other.WaitPending(context.Background(), WaitPendingOptions{Timeout: 30 * time.Second, Skip: func(id string) bool {
+				if id == decoy.ID {
+					once.Do(func() { close(looked) })
+					return true
+				}
+				return false
+			}})
 			done <- p
 		}()
-		time.Sleep(100 * time.Millisecond)
+		<-looked
 		select {
 		case p := <-done:
 			t.Fatalf("offered while the claim's terminal lives: %+v", p)
@@ -660,4 +671,11 @@ func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 			t.Fatalf("got %v", p)
 		}
 	})
+}
+
+// onceWaiting is a wait's Progress callback that runs fn on the first tick only: by then the wait
+// has read the set and watches it, so what fn does happens during the wait, not before it.
+func onceWaiting(fn func()) func(time.Duration) {
+	var once sync.Once
+	return func(time.Duration) { once.Do(fn) }
 }
