@@ -236,7 +236,11 @@ func TestModelErrorAndLogin(t *testing.T) {
 	}
 	o = fake(t, "FAKEQ_LOGGED_OUT=1")
 	_, err = Run(t.Context(), o)
-	if err == nil || !strings.Contains(err.Error(), "needs a login: Run 'kiro-cli login' in terminal") {
+	// The same failure as the text runner's (with its advice: KIRO_API_KEY for headless runs), and
+	// still the agent's error for whoever reads the code.
+	var le *agent.LoginError
+	if !errors.As(err, &le) || !errors.As(err, &ae) || ae.Code != CodeAuthRequired ||
+		!strings.Contains(err.Error(), "needs a login: Run 'kiro-cli login' in terminal") || !strings.Contains(err.Error(), "KIRO_API_KEY") {
 		t.Errorf("logged out: %v", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
 )
 
 // turn is a prompt in flight.
@@ -68,14 +70,16 @@ func (c *Conn) LoadSession(ctx context.Context, id, cwd string, mcp []acp.McpSer
 func (c *Conn) sessionError(what string, err error) error {
 	var ae *AgentError
 	if errors.As(err, &ae) && ae.Code == CodeAuthRequired {
-		msg := "the agent needs a login"
+		// The text runner's login failure too, with the same advice (kiro-cli login, or
+		// KIRO_API_KEY for headless runs), and what the agent itself says to do.
+		login := &agent.LoginError{Command: c.o.Command, Detail: "the agent needs a login"}
 		for _, m := range c.init.AuthMethods {
 			if m.Agent != nil && m.Agent.Description != nil {
-				msg += ": " + *m.Agent.Description
+				login.Detail += ": " + *m.Agent.Description
 				break
 			}
 		}
-		return fmt.Errorf("%s: %s (%w)", what, msg, err)
+		return fmt.Errorf("%s: %w (%w)", what, login, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
