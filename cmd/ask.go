@@ -17,6 +17,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
 )
@@ -295,6 +296,9 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		if askDryRunACP(a, opts) {
 			return printDryRunACP(a, opts, acpclient.Argv(l, r), r.Prompt)
 		}
+		if err := askChatTrust(opts, &r); err != nil {
+			return err
+		}
 		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt, agent.PromptOnStdin(r))
 	}
 	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
@@ -307,9 +311,16 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
 	// the agent's process group running; instead the failed write stops the run.
 	signal.Ignore(syscall.SIGPIPE)
-	if backend, err := askBackend(c.Context(), a, opts, l); err != nil {
+	backend, err := askBackend(c.Context(), a, opts, l)
+	if err != nil {
 		return err
-	} else if backend.Backend == acpclient.BackendACP || opts.events.outputFormat == formatStreamJSON {
+	}
+	if backend.Backend == acpclient.BackendChat {
+		if err := askChatTrust(opts, &r); err != nil {
+			return err
+		}
+	}
+	if backend.Backend == acpclient.BackendACP || opts.events.outputFormat == formatStreamJSON {
 		return runAskEvents(c, a, opts, l, r, backend.Backend)
 	}
 	ctx, cancel := context.WithCancel(c.Context())
@@ -339,6 +350,17 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		a.Warnf("response truncated: the agent printed %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", res.OriginalSize, len(res.Body()))
 	}
 	return askOutcome(c, a, opts, l, res, runErr)
+}
+
+// askChatTrust keeps --deny-tools on the chat backend, which cannot be asked: the denied tools
+// are not trusted (the agent then refuses them, or fails), and --yolo with --deny-tools is refused.
+func askChatTrust(opts *askOptions, r *agent.Request) error {
+	trust, err := approval.ChatTrust(r.TrustAll, r.TrustTools, opts.events.denyTools)
+	if err != nil {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	r.TrustTools = trust
+	return nil
 }
 
 // readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no

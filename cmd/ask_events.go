@@ -62,7 +62,9 @@ run, or reject); the wait for that answer does not count toward --timeout (quest
 bounds it). On a terminal the default is to ask there. Tools are named by the agent's name,
 their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
 The agent's file and terminal requests are served inside the working directory only; a path
-outside it is refused and reported (refused_paths).`
+outside it is refused and reported (refused_paths). The chat backend cannot be asked: there
+--deny-tools leaves the tools it names out of --trust-tools, so the agent refuses them (and the
+run fails naming them), and --deny-tools with --yolo is refused (exit 2).`
 
 func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	c.Long += askEventsHelp
@@ -71,7 +73,7 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
   qkit ask --backend acp --on-permission ask "Fix the failing test"   # approve in: qkit questions wait`
 	f := c.Flags()
 	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT` of what is printed: text (the reply as it arrives), json (one object at the end, as --json), stream-json (one JSON object per line as things happen, then a result)")
-	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` whenever the agent asks (ACP backend; wins over --yolo and --trust-tools)")
+	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` (wins over --yolo and --trust-tools): on the ACP backend whenever the agent asks; on chat they are left out of --trust-tools (not with --yolo)")
 	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend): fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
 	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")

@@ -8,6 +8,7 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -246,3 +247,47 @@ func label(t agent.ToolCall) string {
 
 // Label names a tool call for a person.
 func Label(t agent.ToolCall) string { return label(t) }
+
+// ErrDenyWithTrustAll is --deny-tools with --yolo on the text backend: `chat --no-interactive`
+// can trust every tool or a list of them, not every tool but some.
+var ErrDenyWithTrustAll = errors.New("--deny-tools cannot be kept with --yolo on the chat backend " +
+	"(chat --no-interactive trusts every tool or the ones listed, never all but some): " +
+	"list the tools to trust with --trust-tools instead, or use --backend acp")
+
+// ChatTrust applies deny patterns (--deny-tools, see Matches) to what the text backend is told to
+// trust. That backend cannot be asked: a tool it does not trust is refused (kiro-cli) or fails the
+// run (q), so dropping the denied names from trust is what denies them. A denial wins, as in
+// Decide; with trustAll it cannot be kept, and ChatTrust returns ErrDenyWithTrustAll.
+func ChatTrust(trustAll bool, trust, deny []string) ([]string, error) {
+	if !slices.ContainsFunc(deny, func(d string) bool { return strings.Trim(d, ", ") != "" }) {
+		return trust, nil
+	}
+	if trustAll {
+		return nil, ErrDenyWithTrustAll
+	}
+	var kept []string
+	for _, list := range trust {
+		for _, name := range strings.Split(list, ",") {
+			if name = strings.TrimSpace(name); name != "" && !Matches(deny, trustNameTool(name)) {
+				kept = append(kept, name)
+			}
+		}
+	}
+	return kept, nil
+}
+
+// trustNameTool is the tool a --trust-tools name stands for ("@server/tool" is an MCP tool), with
+// the ACP kind its name is usual for (shell: execute), so a kind in --deny-tools covers it too.
+func trustNameTool(name string) agent.ToolCall {
+	if rest, ok := strings.CutPrefix(name, "@"); ok {
+		server, tool, _ := strings.Cut(rest, "/")
+		return agent.ToolCall{Name: tool, Server: server}
+	}
+	t := agent.ToolCall{Name: name}
+	for _, kind := range []string{"execute", "edit", "read", "search", "fetch"} {
+		if slices.Contains(kindNames[kind], name) {
+			t.Kind = kind
+		}
+	}
+	return t
+}

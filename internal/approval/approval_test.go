@@ -177,3 +177,29 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+func TestChatTrust(t *testing.T) {
+	cases := []struct {
+		trust, deny, want []string
+	}{
+		{[]string{"shell,read"}, nil, []string{"shell,read"}},             // no deny: as given
+		{[]string{"shell,read"}, []string{" , "}, []string{"shell,read"}}, // an empty deny list
+		{[]string{"shell, read", "write"}, []string{"shell"}, []string{"read", "write"}},
+		{[]string{"execute_bash,fs_read"}, []string{"execute"}, []string{"fs_read"}}, // a kind covers its names
+		{[]string{"@git/status,@git/log,@gh/pr"}, []string{"@git/s*"}, []string{"@git/log", "@gh/pr"}},
+		{[]string{"@git/status,@gh/pr"}, []string{"@git"}, []string{"@gh/pr"}},
+		{[]string{"shell"}, []string{"SHELL"}, nil},
+	}
+	for _, c := range cases {
+		got, err := ChatTrust(false, c.trust, c.deny)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("trust %q deny %q: %q %v, want %q", c.trust, c.deny, got, err, c.want)
+		}
+	}
+	if _, err := ChatTrust(true, nil, []string{"shell"}); !errors.Is(err, ErrDenyWithTrustAll) {
+		t.Errorf("--yolo with --deny-tools: %v", err)
+	}
+	if got, err := ChatTrust(true, nil, nil); err != nil || got != nil {
+		t.Errorf("--yolo alone: %q %v", got, err)
+	}
+}
