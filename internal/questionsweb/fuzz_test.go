@@ -3,6 +3,7 @@ package questionsweb
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,51 @@ func FuzzAnswerForm(f *testing.F) {
 			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzAccess sends requests with arbitrary Host, cookie, bearer and ?token= values: without the
+// token they are refused (never the page, never the secret), and a Host that is not a loopback name
+// is refused on a loopback address whatever it carries.
+func FuzzAccess(f *testing.F) {
+	f.Add("127.0.0.1:8080", "", "", "")
+	f.Add("localhost", "qkit_questions_0=abc", "Bearer ", "wrong")
+	f.Add("[::1]:1", "", "Bearer x", "")
+	f.Add("evil.example:80", "", "", "")
+	f.Add("127.0.0.1.evil.example", "qkit_questions_0=", "bearer", "%00")
+	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	srv, err := New(st, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv.loopback, srv.cookie = true, "qkit_questions_0"
+	f.Fuzz(func(t *testing.T, host, cookie, auth, token string) {
+		target := "/?token=" + url.QueryEscape(token)
+		if token == "" {
+			target = "/"
+		}
+		req := httptest.NewRequest("GET", target, nil)
+		req.Host = host
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if strings.Contains(rec.Body.String(), srv.Token()) || strings.Contains(rec.Header().Get("Location"), srv.Token()) {
+			t.Fatalf("the token leaked: %d %q", rec.Code, rec.Body)
+		}
+		if !loopbackHost(host) {
+			if rec.Code != http.StatusMisdirectedRequest {
+				t.Fatalf("Host %q: %d", host, rec.Code)
+			}
+			return
+		}
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("without the token (host %q cookie %q auth %q token %q): %d", host, cookie, auth, token, rec.Code)
 		}
 	})
 }

@@ -376,3 +376,39 @@ func TestWebAnswerEndsTheWait(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// A form over the size limit, a set that is gone, and a set that timed out: each refusal says what
+// happened, and nothing is recorded.
+func TestRefusalsSayWhatHappened(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	sess := f.ask(t)
+	big := f.answerForm("q0_other", strings.Repeat("x", maxForm))
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", big, nil); r.code != 400 || !strings.Contains(r.Msg, "The form could not be read") {
+		t.Fatalf("oversized form: %+v", r)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending || got.Answers != nil {
+		t.Fatalf("oversized form changed the set: %+v", got.Status)
+	}
+
+	expired := f.ask(t)
+	if _, err := f.st.Wait(context.Background(), expired.ID, questions.WaitOptions{Timeout: time.Millisecond}); err == nil {
+		t.Fatal("the wait did not time out")
+	}
+	if r := post(t, c, f.base+"sets/"+expired.ID+"/answer", f.answerForm(), nil); r.code != 409 || !strings.Contains(r.Msg, "already closed (it timed out); the first answer counts") {
+		t.Fatalf("timed-out set: %+v", r)
+	}
+
+	if err := os.RemoveAll(filepath.Join(f.st.Dir(), sess.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"answer", "reject"} {
+		form := f.answerForm()
+		if action == "reject" {
+			form = url.Values{"csrf": {f.srv.Token()}}
+		}
+		if r := post(t, c, f.base+"sets/"+sess.ID+"/"+action, form, nil); r.code != 404 || r.Msg != "This question set no longer exists." {
+			t.Fatalf("%s of a removed set: %+v", action, r)
+		}
+	}
+}
