@@ -12,8 +12,10 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
+type questionsListOptions struct{ all, asJSON bool }
+
 func newQuestionsListCmd(a *app.App) *cobra.Command {
-	var all, asJSON bool
+	opts := &questionsListOptions{}
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List pending question sets",
@@ -29,43 +31,47 @@ marked abandoned here, never silently deleted.`,
   qkit questions list --all
   qkit questions list --json | jq -r '.[0].id'`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			st, err := openQuestions(a)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			sessions, err := st.List()
-			if err != nil {
-				return err
-			}
-			rows := [][]string{}
-			out := []sessionJSON{}
-			for _, s := range sessions {
-				if !all && !s.Status.Status.Open() {
-					continue
-				}
-				out = append(out, toSessionJSON(a, s))
-				rows = append(rows, []string{s.ShortID(), s.Age(a.Now()), string(s.Status.Status),
-					fmt.Sprint(len(s.Set().Questions)), s.Header()})
-			}
-			if asJSON {
-				return output.JSON(a.IO.Out, out)
-			}
-			if len(rows) == 0 && a.IO.StdoutTTY {
-				fmt.Fprintln(a.IO.ErrOut, "No question set is pending.")
-				return nil
-			}
-			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
-		},
+		RunE: func(*cobra.Command, []string) error { return runQuestionsList(a, opts) },
 	}
-	c.Flags().BoolVar(&all, "all", false, "include answered, rejected, timed-out and abandoned sets")
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds, questionCount, header, rejectionReason, reason}]")
+	c.Flags().BoolVar(&opts.all, "all", false, "include answered, rejected, timed-out and abandoned sets")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds, questionCount, header, rejectionReason, reason}]")
 	return exposeRead(c)
 }
 
+func runQuestionsList(a *app.App, opts *questionsListOptions) error {
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sessions, err := st.List()
+	if err != nil {
+		return err
+	}
+	rows := [][]string{}
+	out := []sessionJSON{}
+	for _, s := range sessions {
+		if !opts.all && !s.Status.Status.Open() {
+			continue
+		}
+		out = append(out, toSessionJSON(a, s))
+		rows = append(rows, []string{s.ShortID(), s.Age(a.Now()), string(s.Status.Status),
+			fmt.Sprint(len(s.Set().Questions)), s.Header()})
+	}
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, out)
+	}
+	if len(rows) == 0 && a.IO.StdoutTTY {
+		fmt.Fprintln(a.IO.ErrOut, "No question set is pending.")
+		return nil
+	}
+	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
+}
+
+type questionsShowOptions struct{ asJSON bool }
+
 func newQuestionsShowCmd(a *app.App) *cobra.Command {
-	var asJSON bool
+	opts := &questionsShowOptions{}
 	c := &cobra.Command{
 		Use:   "show [ID]",
 		Short: "Show one question set in full, with its answers",
@@ -76,18 +82,20 @@ the only pending set is shown.`,
   qkit questions show --json | jq '.questions[].header'`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, true),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return withSession(a, args, func(_ questions.Store, s *questions.Session) error {
-				if asJSON {
-					return output.JSON(a.IO.Out, toSessionDetail(a, s))
-				}
-				printSession(a.IO.Out, a, s)
-				return nil
-			})
-		},
+		RunE:              func(_ *cobra.Command, args []string) error { return runQuestionsShow(a, opts, args) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: the list fields plus questions and answers [{questionIndex, header, question, selected, other}]")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: the list fields plus questions and answers [{questionIndex, header, question, selected, other}]")
 	return exposeRead(c)
+}
+
+func runQuestionsShow(a *app.App, opts *questionsShowOptions, args []string) error {
+	return withSession(a, args, func(_ questions.Store, s *questions.Session) error {
+		if opts.asJSON {
+			return output.JSON(a.IO.Out, toSessionDetail(a, s))
+		}
+		printSession(a.IO.Out, a, s)
+		return nil
+	})
 }
 
 type answerOptions struct {
@@ -215,9 +223,13 @@ func answerInteractively(a *app.App, st questions.Store, p prompt.Prompter, s *q
 	return reportDone(a, done, asJSON)
 }
 
+type questionsRejectOptions struct {
+	reason string
+	asJSON bool
+}
+
 func newQuestionsRejectCmd(a *app.App) *cobra.Command {
-	var reason string
-	var asJSON bool
+	opts := &questionsRejectOptions{}
 	c := &cobra.Command{
 		Use:   "reject [ID]",
 		Short: "Reject a pending question set",
@@ -227,19 +239,21 @@ one is given. A set that is no longer pending exits 4.`,
   qkit questions reject 1a2b --reason "Ask me after the release"`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, false),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return withSession(a, args, func(st questions.Store, s *questions.Session) error {
-				done, err := st.Reject(s.ID, reason, "")
-				if err != nil {
-					return questionsErr(err)
-				}
-				return reportDone(a, done, asJSON)
-			})
-		},
+		RunE:              func(_ *cobra.Command, args []string) error { return runQuestionsReject(a, opts, args) },
 	}
-	c.Flags().StringVar(&reason, "reason", "", "tell the assistant why, as `TEXT`")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the rejected set as JSON (as show --json)")
+	c.Flags().StringVar(&opts.reason, "reason", "", "tell the assistant why, as `TEXT`")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print the rejected set as JSON (as show --json)")
 	return interruptible(c)
+}
+
+func runQuestionsReject(a *app.App, opts *questionsRejectOptions, args []string) error {
+	return withSession(a, args, func(st questions.Store, s *questions.Session) error {
+		done, err := st.Reject(s.ID, opts.reason, "")
+		if err != nil {
+			return questionsErr(err)
+		}
+		return reportDone(a, done, opts.asJSON)
+	})
 }
 
 // completeAnswerSpecs completes --answer with N=LABEL for every option of the set named by the

@@ -14,9 +14,13 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
+type questionsAskOptions struct {
+	file, timeout string
+	asJSON        bool
+}
+
 func newQuestionsAskCmd(a *app.App) *cobra.Command {
-	var file, timeout string
-	var asJSON bool
+	opts := &questionsAskOptions{}
 	c := &cobra.Command{
 		Use:   "ask",
 		Short: "Pose a question set from a script and wait for the answers",
@@ -38,80 +42,83 @@ timed_out or abandoned and no answers.`,
 		Example: `  qkit questions ask --file questions.json
   qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			limit := config.QuestionsTimeout.Get(a.Config)
-			if timeout != "" {
-				d, err := config.ParseDuration(timeout)
-				if err != nil {
-					return output.UsageErrorf("invalid --timeout %q: %v", timeout, err)
-				}
-				limit = d
-			}
-			if file == "" {
-				if a.IO.StdinTTY {
-					return output.UsageErrorf("no question set: pass --file F, or pipe the JSON on stdin (--file -)")
-				}
-				file = "-"
-			}
-			data, err := readInput(a, file)
-			if err != nil {
-				return err
-			}
-			set, err := questions.ParseQuestionSet(data)
-			if err != nil {
-				return output.WithCode(output.ExitUsage, err)
-			}
-			st, err := openQuestions(a)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			// The session log lines are for servers; a script sees the error itself, so they
-			// appear here only when asked for with --log-level info or debug.
-			var logger *slog.Logger
-			if a.Logger.Enabled(c.Context(), slog.LevelInfo) {
-				logger = a.Logger
-			}
-			res, sess, err := st.Ask(c.Context(), set, questions.AskOptions{
-				Source: "cli", Timeout: limit, Retention: config.QuestionsRetention.Get(a.Config),
-				Logger: logger, CancelReason: "qkit questions ask was interrupted",
-				Created: func(s *questions.Session) {
-					if a.IO.StderrTTY {
-						fmt.Fprintf(a.IO.ErrOut, "Waiting for an answer to question set %s (qkit questions wait, or qkit questions answer %s)…\n", s.ShortID(), s.ShortID())
-					}
-				},
-			})
-			if err != nil && asJSON && sess != nil {
-				// --json always prints its object: a set that timed out or was abandoned is
-				// one with that status and no answers (the message still goes to stderr).
-				if jerr := output.JSON(a.IO.Out, endedResult(sess, err)); jerr != nil {
-					return jerr
-				}
-			}
-			if errors.Is(err, context.Canceled) && sess != nil {
-				return output.WithCode(output.ExitInterrupted, fmt.Errorf("interrupted: question set %s marked abandoned", sess.ID))
-			}
-			if err != nil {
-				return questionsErr(err)
-			}
-			if asJSON {
-				err = output.JSON(a.IO.Out, res)
-			} else {
-				_, err = fmt.Fprintln(a.IO.Out, res.Text())
-			}
-			if err != nil {
-				return err
-			}
-			if res.Status == questions.Rejected {
-				return output.Errorf(output.ExitRejected, "question set %s was rejected", res.SessionID)
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runQuestionsAsk(c.Context(), a, opts) },
 	}
-	c.Flags().StringVar(&file, "file", "", "read the question set from `F` (- for stdin)")
-	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (0 = never): exit 124 (default: questions.timeout)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print {sessionId, callId, status, answers, rejectionReason}")
+	c.Flags().StringVar(&opts.file, "file", "", "read the question set from `F` (- for stdin)")
+	c.Flags().StringVar(&opts.timeout, "timeout", "", "give up after `D` (0 = never): exit 124 (default: questions.timeout)")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print {sessionId, callId, status, answers, rejectionReason}")
 	return interruptible(c)
+}
+
+func runQuestionsAsk(ctx context.Context, a *app.App, opts *questionsAskOptions) error {
+	limit := config.QuestionsTimeout.Get(a.Config)
+	if opts.timeout != "" {
+		d, err := config.ParseDuration(opts.timeout)
+		if err != nil {
+			return output.UsageErrorf("invalid --timeout %q: %v", opts.timeout, err)
+		}
+		limit = d
+	}
+	file := opts.file
+	if file == "" {
+		if a.IO.StdinTTY {
+			return output.UsageErrorf("no question set: pass --file F, or pipe the JSON on stdin (--file -)")
+		}
+		file = "-"
+	}
+	data, err := readInput(a, file)
+	if err != nil {
+		return err
+	}
+	set, err := questions.ParseQuestionSet(data)
+	if err != nil {
+		return output.WithCode(output.ExitUsage, err)
+	}
+	st, err := openQuestions(a)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// The session log lines are for servers; a script sees the error itself, so they
+	// appear here only when asked for with --log-level info or debug.
+	var logger *slog.Logger
+	if a.Logger.Enabled(ctx, slog.LevelInfo) {
+		logger = a.Logger
+	}
+	res, sess, err := st.Ask(ctx, set, questions.AskOptions{
+		Source: "cli", Timeout: limit, Retention: config.QuestionsRetention.Get(a.Config),
+		Logger: logger, CancelReason: "qkit questions ask was interrupted",
+		Created: func(s *questions.Session) {
+			if a.IO.StderrTTY {
+				fmt.Fprintf(a.IO.ErrOut, "Waiting for an answer to question set %s (qkit questions wait, or qkit questions answer %s)…\n", s.ShortID(), s.ShortID())
+			}
+		},
+	})
+	if err != nil && opts.asJSON && sess != nil {
+		// --json always prints its object: a set that timed out or was abandoned is
+		// one with that status and no answers (the message still goes to stderr).
+		if jerr := output.JSON(a.IO.Out, endedResult(sess, err)); jerr != nil {
+			return jerr
+		}
+	}
+	if errors.Is(err, context.Canceled) && sess != nil {
+		return output.WithCode(output.ExitInterrupted, fmt.Errorf("interrupted: question set %s marked abandoned", sess.ID))
+	}
+	if err != nil {
+		return questionsErr(err)
+	}
+	if opts.asJSON {
+		err = output.JSON(a.IO.Out, res)
+	} else {
+		_, err = fmt.Fprintln(a.IO.Out, res.Text())
+	}
+	if err != nil {
+		return err
+	}
+	if res.Status == questions.Rejected {
+		return output.Errorf(output.ExitRejected, "question set %s was rejected", res.SessionID)
+	}
+	return nil
 }
 
 // endedResult is the result of a set that ended without answers: timed out, or abandoned when
