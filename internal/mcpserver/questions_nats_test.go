@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
@@ -32,16 +32,11 @@ func TestQuestionsToolOverNATS(t *testing.T) {
 		t.Fatalf("without a server: %v %v", textOf(res), err)
 	}
 
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "nats"), NoLog: true, NoSigs: true})
+	srv, err := natstest.Start(server.Options{Port: port, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
+	t.Cleanup(srv.Stop)
 	person, err := questions.NewNATSStore(questions.NATSConfig{URL: url, Installation: "default"}, questions.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/qkit-cli/qkit/internal/natstest"
 )
 
 // A server in operator mode (decentralised JWT auth) lets in a store with questions.nats_creds naming
@@ -44,16 +45,11 @@ func TestNATSWithACredentialsFile(t *testing.T) {
 	resolver := &server.MemAccResolver{}
 	must(resolver.Store(spub, sjwt))
 	must(resolver.Store(apub, ajwt))
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "nats"), NoLog: true, NoSigs: true,
+	srv, err := natstest.Start(server.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
 		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: spub})
 	must(err)
-	go srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	url := srv.ClientURL()
+	t.Cleanup(srv.Stop)
+	url := srv.URL()
 
 	ukp, err := nkeys.CreateUser()
 	must(err)

@@ -334,7 +334,7 @@ func TestNATSTimeoutWhileTheServerIsAway(t *testing.T) {
 	if !errors.As(err, &ended) || ended.Status != TimedOut || !strings.Contains(ended.Reason, "could not be marked timed_out") {
 		t.Fatalf("got %v", err)
 	}
-	srv.start()
+	srv.up()
 	other := openNATS(t, srv, "away", Options{})
 	if got, err := other.Get(sess.ID); err != nil || !got.Status.Status.Open() {
 		t.Fatalf("%+v %v", got, err)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/qkit-cli/qkit/internal/natstest"
 )
 
 // pki is a throw-away CA with a server certificate for 127.0.0.1 and a client certificate, as files.
@@ -83,19 +85,15 @@ func TestNATSOverTLSWithClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: filepath.Join(t.TempDir(), "nats"), NoLog: true, NoSigs: true, TLSVerify: true, TLSTimeout: 5,
+	srv, err := natstest.Start(server.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
+		TLSVerify: true, TLSTimeout: 5,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: p.pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded NATS server did not start")
-	}
-	url := "tls://127.0.0.1:" + strconv.Itoa(srv.Addr().(*net.TCPAddr).Port)
+	t.Cleanup(srv.Stop)
+	url := "tls://127.0.0.1:" + strconv.Itoa(srv.Port())
 
 	st, err := NewNATSStore(NATSConfig{URL: url, Installation: "tls", TLSCA: p.ca, TLSCert: p.clientCert, TLSKey: p.clientKey}, Options{})
 	if err != nil {

@@ -1,69 +1,52 @@
 package questions
 
 import (
-	"net"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/qkit-cli/qkit/internal/natstest"
 )
 
 // natsServer is a real NATS server with JetStream, embedded in the test process; its data lives in a
 // temporary folder, so a restart on the same port keeps the buckets.
 type natsServer struct {
-	t    *testing.T
-	dir  string
-	port int
-	js   bool
-	srv  *server.Server
+	t *testing.T
+	*natstest.Server
 }
 
 func startNATS(t *testing.T) *natsServer { return startNATSWith(t, true) }
 
 func startNATSWith(t *testing.T, jetStream bool) *natsServer {
 	t.Helper()
-	n := &natsServer{t: t, dir: filepath.Join(t.TempDir(), "nats"), port: -1, js: jetStream}
-	n.start()
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: n.port, JetStream: n.js, StoreDir: n.dir,
-		NoLog: true, NoSigs: true, MaxPayload: 1 << 20,
-	})
+	srv, err := natstest.Start(server.Options{JetStream: jetStream, StoreDir: filepath.Join(t.TempDir(), "nats"), MaxPayload: 1 << 20})
 	if err != nil {
-		n.t.Fatal(err)
+		t.Fatal(err)
 	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		n.t.Fatal("the embedded NATS server did not start")
-	}
-	n.srv = srv
-	n.port = srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(srv.Stop)
+	return &natsServer{t: t, Server: srv}
 }
 
 // stop shuts the server down (idempotent).
-func (n *natsServer) stop() {
-	if n.srv != nil {
-		n.srv.Shutdown()
-		n.srv.WaitForShutdown()
-		n.srv = nil
+func (n *natsServer) stop() { n.Stop() }
+
+// up starts the stopped server again on the same port with the same data.
+func (n *natsServer) up() {
+	n.t.Helper()
+	if err := n.Up(); err != nil {
+		n.t.Fatal(err)
 	}
 }
 
 // restart stops the server and starts it again on the same port with the same data.
 func (n *natsServer) restart() {
 	n.t.Helper()
-	n.stop()
-	n.start()
+	if err := n.Restart(); err != nil {
+		n.t.Fatal(err)
+	}
 }
-
-func (n *natsServer) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
 
 // openNATS opens a store on the server's bucket for installation; each call is another "machine".
 func openNATS(t *testing.T, n *natsServer, installation string, opts Options) *NATSStore {
