@@ -40,6 +40,7 @@ type proxy struct {
 	byAgent  map[string]*proxySession
 	byID     map[string]*proxySession
 	early    map[string][]earlyNote // notifications for agent sessions not registered yet
+	closed   map[string]bool        // agent sessions closed here: what they still send is dropped
 }
 
 // earlyNote is a notification that came before its session was registered (the updates kiro
@@ -85,7 +86,7 @@ const transcriptKeep = 256 << 10
 
 func newProxy(a *adapter) *proxy {
 	return &proxy{a: a, bridge: mcpbridge.New(a.opts.Logger), byAgent: map[string]*proxySession{},
-		byID: map[string]*proxySession{}, early: map[string][]earlyNote{}}
+		byID: map[string]*proxySession{}, early: map[string][]earlyNote{}, closed: map[string]bool{}}
 }
 
 // errNotACP marks the agent not speaking ACP.
@@ -219,6 +220,7 @@ func (p *proxy) register(s *proxySession) {
 	s.mu.Unlock()
 	p.byAgent[agentID] = s
 	p.byID[s.id] = s
+	delete(p.closed, agentID)
 	early := p.early[agentID]
 	delete(p.early, agentID)
 	p.mu.Unlock()
@@ -245,7 +247,7 @@ func (p *proxy) notify(method string, params json.RawMessage) {
 	p.mu.Lock()
 	s := p.byAgent[agentID]
 	if s == nil {
-		if agentID != "" && len(p.early[agentID]) < maxEarly {
+		if agentID != "" && !p.closed[agentID] && len(p.early[agentID]) < maxEarly {
 			p.early[agentID] = append(p.early[agentID], earlyNote{method, bytes.Clone(params)})
 		}
 		p.mu.Unlock()
@@ -627,6 +629,10 @@ func (p *proxy) close(ctx context.Context, id string) {
 		agentID, c = s.agentID, s.conn
 		delete(p.byAgent, agentID)
 		s.mu.Unlock()
+		// What the agent still sends for it would otherwise wait in early for a session that is
+		// not coming.
+		delete(p.early, agentID)
+		p.closed[agentID] = true
 	}
 	p.mu.Unlock()
 	if s == nil {

@@ -698,3 +698,38 @@ func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
 	pid := cancelMidToolCall(t, h, id, pidFile)
 	waitGone(t, pid)
 }
+
+// TestProxyDropsNotificationsOfAClosedSession: what an agent still sends for a session closed in
+// this connection is dropped, not kept in the early queue for the server's life; a session that
+// is loaded again takes its notifications as before.
+func TestProxyDropsNotificationsOfAClosedSession(t *testing.T) {
+	p := newProxy(&adapter{opts: Options{Logger: slog.New(slog.DiscardHandler)}})
+	s := &proxySession{id: "qkit-1", agentID: "agent-1"}
+	p.register(s)
+	p.close(context.Background(), "qkit-1")
+	note := []byte(`{"sessionId":"agent-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"late"}}}`)
+	p.notify(acp.ClientMethodSessionUpdate, note)
+	p.mu.Lock()
+	kept := len(p.early["agent-1"])
+	p.mu.Unlock()
+	if kept != 0 {
+		t.Fatalf("%d notifications of a closed session kept", kept)
+	}
+	// A session not registered yet (the updates that follow session/new) still has them kept.
+	p.notify(acp.ClientMethodSessionUpdate, []byte(`{"sessionId":"agent-2","update":{}}`))
+	p.mu.Lock()
+	kept = len(p.early["agent-2"])
+	p.mu.Unlock()
+	if kept != 1 {
+		t.Fatalf("an early notification of a new session: %d kept, want 1", kept)
+	}
+	// Loaded again, the closed one is delivered once more (held until the editor knows it).
+	p.register(s)
+	p.notify(acp.ClientMethodSessionUpdate, note)
+	s.mu.Lock()
+	queued := len(s.queued)
+	s.mu.Unlock()
+	if queued != 1 {
+		t.Fatalf("after a load: %d notifications queued, want 1", queued)
+	}
+}
