@@ -133,15 +133,19 @@ func (h *hub) close() {
 	<-h.done
 }
 
-func (s *FileStore) watch(dir string) (*sub, time.Duration) {
+// useHub returns the store's hub, started on first use; each use is ended by one unwatch.
+func (s *FileStore) useHub() *hub {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.hub == nil {
 		s.hub = newHub()
 	}
-	h := s.hub
 	s.users++
-	s.mu.Unlock()
-	sb, watching := h.subscribe(dir)
+	return s.hub
+}
+
+func (s *FileStore) watch(dir string) (*sub, time.Duration) {
+	sb, watching := s.useHub().subscribe(dir)
 	poll := s.poll
 	if poll <= 0 {
 		poll = time.Minute
@@ -154,14 +158,7 @@ func (s *FileStore) watch(dir string) (*sub, time.Duration) {
 
 // watchInto is watch waking c (see FileStore.Changes).
 func (s *FileStore) watchInto(dir string, c chan struct{}) *sub {
-	s.mu.Lock()
-	if s.hub == nil {
-		s.hub = newHub()
-	}
-	h := s.hub
-	s.users++
-	s.mu.Unlock()
-	sb, _ := h.subscribeTo(dir, c)
+	sb, _ := s.useHub().subscribeTo(dir, c)
 	return sb
 }
 
