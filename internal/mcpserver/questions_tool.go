@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
@@ -197,7 +198,7 @@ func (h *questionsHandler) call(ctx context.Context, req *mcp.CallToolRequest) (
 	if err != nil {
 		return ErrorResult(err.Error()), nil
 	}
-	mode, err := questionsVia(h.d.App.Config.String("questions.via"), req)
+	mode, err := questionsVia(config.QuestionsVia.Get(h.d.App.Config), req)
 	if err != nil {
 		return ErrorResult(err.Error()), nil
 	}
@@ -250,13 +251,13 @@ func (h *questionsHandler) askOptions(ctx context.Context, req *mcp.CallToolRequ
 	keep.inForm = inForm
 	opts := questions.AskOptions{
 		Source:        "mcp",
-		Timeout:       cfg.Duration("questions.timeout"),
-		Retention:     cfg.Duration("questions.retention"),
+		Timeout:       config.QuestionsTimeout.Get(cfg),
+		Retention:     config.QuestionsRetention.Get(cfg),
 		Logger:        h.d.App.Logger.With("tool", questionsName),
 		CancelReason:  "the assistant's call ended",
 		Detachable:    true,
 		Created:       keep.created,
-		ProgressEvery: cfg.Duration("questions.progress_interval"),
+		ProgressEvery: config.QuestionsProgress.Get(cfg),
 	}
 	if opts.ProgressEvery > 0 { // 0: only the first notification
 		opts.Progress = keep.progress
