@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/qkit-cli/qkit/internal/app"
-	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
@@ -56,34 +53,12 @@ the server stopped.`,
 	return interruptible(c)
 }
 
-// checkServeAddr refuses an address that is not HOST:PORT with an IP (or localhost), and a
-// non-loopback one without --allow-remote.
-func checkServeAddr(addr string, allowRemote bool) (remote bool, err error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" {
-		return false, output.UsageErrorf("invalid --addr %q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
-	}
-	if strings.EqualFold(host, "localhost") {
-		return false, nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return false, output.UsageErrorf("invalid --addr %q: give an IP address (127.0.0.1, or 0.0.0.0 with --allow-remote), not a host name", addr)
-	}
-	if ip.IsLoopback() {
-		return false, nil
-	}
-	if !allowRemote {
-		return true, output.UsageErrorf("--addr %s is not a loopback address: the page would be reachable from other machines; pass --allow-remote to do that on purpose", addr)
-	}
-	return true, nil
-}
-
 func runQuestionsServe(ctx context.Context, a *app.App, opts *serveOptions) error {
-	remote, err := checkServeAddr(opts.addr, opts.allowRemote)
+	ln, remote, err := questionsweb.Listen(opts.addr, opts.allowRemote)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	st, err := openQuestions(a)
 	if err != nil {
 		return err
@@ -92,14 +67,6 @@ func runQuestionsServe(ctx context.Context, a *app.App, opts *serveOptions) erro
 	srv, err := questionsweb.New(st, questionsweb.Options{Logger: a.Logger, Now: a.Now})
 	if err != nil {
 		return err
-	}
-	network := "tcp"
-	if host, _, _ := net.SplitHostPort(opts.addr); net.ParseIP(host).To4() != nil {
-		network = "tcp4" // 0.0.0.0 means IPv4, not every address Go would take it for
-	}
-	ln, err := net.Listen(network, opts.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (pick another port with --addr, or port 0 for a free one)", opts.addr, err)
 	}
 	url := srv.URL(ln.Addr())
 	if opts.asJSON {

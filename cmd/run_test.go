@@ -82,7 +82,9 @@ func TestQuestionsRunFunctions(t *testing.T) {
 	for _, verdict := range []string{"answer", "reject"} {
 		in.WriteString(set)
 		asked := make(chan error, 1)
-		go func() { asked <- runQuestionsAsk(context.Background(), a, &questionsAskOptions{file: "-", timeout: "30s"}) }()
+		go func() {
+			asked <- runQuestionsAsk(context.Background(), a, &questionsAskOptions{file: "-", timeout: "30s"})
+		}()
 		st, err := openQuestions(a)
 		if err != nil {
 			t.Fatal(err)
