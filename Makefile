@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit race lint vet tidy interop bench docs clean fuzz fakeq browser
+.PHONY: all build install test unit race lint vet tidy gofmt interop bench docs clean fuzz fakeq browser
 
 all: build
 
@@ -43,8 +43,12 @@ race:
 vet:
 	$(GO) vet ./...
 
-lint: vet tidy
+lint: vet tidy gofmt
 	$(GO) run $(STATICCHECK) ./...
+
+# Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
+gofmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
 
 # go.mod and go.sum must be what `go mod tidy` makes of them (it prints the difference otherwise).
 tidy:

@@ -217,7 +217,6 @@ func (c *Config) Get(name string) Value {
 	return v
 }
 
-
 // All returns every setting in the order of Keys.
 func (c *Config) All() []Value {
 	out := make([]Value, 0, len(Keys))
