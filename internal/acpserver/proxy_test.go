@@ -733,3 +733,33 @@ func TestProxyDropsNotificationsOfAClosedSession(t *testing.T) {
 		t.Fatalf("after a load: %d notifications queued, want 1", queued)
 	}
 }
+
+// TestProxyAgentDiedSessionLoads: after the agent died mid-turn the session stays loadable:
+// session/load (the session still open in this connection) starts a new agent, which loads its
+// own session, and the conversation goes on in it.
+func TestProxyAgentDiedSessionLoads(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_BAD", "die")
+	t.Setenv("FAKEQ_OUTPUT", "partial")
+	h := startProxy(t, "")
+	h.initialize()
+	cwd := t.TempDir()
+	id := h.newSession(cwd)
+	h.mustPrompt(id, "go", acp.StopReasonRefusal)
+	before, _ := h.store.Get(context.Background(), string(id))
+	t.Setenv("FAKEQ_ACP_BAD", "")
+	t.Setenv("FAKEQ_OUTPUT", "back again")
+	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("load after the agent died: %v", err)
+	}
+	// The new agent replayed its own session (the fake keeps the prompt it got before dying).
+	if got := h.tc.transcript(id); len(got) == 0 || got[len(got)-1] != "user: go" {
+		t.Fatalf("replay %q", got)
+	}
+	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
+	if got := h.tc.agentText(id); !strings.Contains(got, "back again") {
+		t.Fatalf("reply after the load %q", got)
+	}
+	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
+		t.Fatalf("the agent session changed from %s to %s: the new agent did not load it", before.AgentSession, after.AgentSession)
+	}
+}
