@@ -59,9 +59,10 @@ the tool and the exact --trust-tools value), an error on its stderr after part o
 partial reply is still printed), a login it lacks, an --agent it does not know.
 
 --json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
-duration_ms, stderr, tools} (output without the notices; truncated and timed_out say what happened;
-exit_code is the agent's, -1 when qkit stopped it; tools lists the tools the agent used,
-[{name, server, trusted, denied}], server set for MCP tools). qkit's exit status is the same as
+duration_ms, stderr, backend, stop_reason, tools} (output without the notices; truncated and
+timed_out say what happened; exit_code is the agent's, -1 when qkit stopped it; tools lists the
+tools the agent used, [{id, name, server, trusted, denied, title, kind, status}], server set for MCP
+tools), the same on both backends; the acp backend adds session_id, usage, denied, refused_paths. qkit's exit status is the same as
 without --json, and a failure's message still goes to stderr.
 --dry-run prints the command line and the full prompt and runs nothing; with --json,
 {argv, prompt, prompt_on_stdin}.
@@ -101,7 +102,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.StringVar(&opts.maxSize, "max-response-size", "", "keep at most `SIZE` of the reply (2MB, 512KB, bytes; default: agent.max_response_size)")
 	f.BoolVar(&opts.noContext, "no-context", false, "do not prepend the context files")
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
-	f.BoolVar(&opts.asJSON, "json", false, "print {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr}")
+	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end: {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr, backend, stop_reason, tools, ...} (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
@@ -220,7 +221,7 @@ func listAskModels(c *cobra.Command, a *app.App, asJSON bool) error {
 	return nil
 }
 
-// askJSON is the --json object.
+// askJSON is what the --json object says of the run on every backend (askEventsJSON adds the rest).
 type askJSON struct {
 	Output       string `json:"output"`
 	Truncated    bool   `json:"truncated"`
@@ -229,8 +230,6 @@ type askJSON struct {
 	ExitCode     int    `json:"exit_code"`
 	DurationMS   int64  `json:"duration_ms"`
 	Stderr       string `json:"stderr"`
-	// Tools are the tools the agent used, from its banners.
-	Tools []agent.ToolUse `json:"tools"`
 }
 
 // dryRunJSON is the --dry-run --json object.
@@ -323,36 +322,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 			a.Warnf("--on-permission %s needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run", m)
 		}
 	}
-	if backend.Backend == acpclient.BackendACP || opts.events.outputFormat == formatStreamJSON {
-		return runAskEvents(c, a, opts, l, r, backend.Backend)
-	}
-	ctx, cancel := context.WithCancel(c.Context())
-	defer cancel()
-	var out *streamOut
-	var onChunk func([]byte)
-	if !opts.asJSON {
-		out = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
-		onChunk = out.chunk
-	}
-	res, runErr := agent.Run(ctx, l, r, onChunk)
-	if out != nil && out.err != nil {
-		return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", out.err)
-	}
-	if opts.asJSON {
-		if err := output.JSON(a.IO.Out, askJSON{
-			Output: res.Body(), Truncated: res.Truncated, OriginalSize: res.OriginalSize, TimedOut: res.TimedOut,
-			ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Stderr: res.Stderr, Tools: res.ToolUses(),
-		}); err != nil {
-			return err
-		}
-	} else {
-		// A cut reply ends with a line break, like every line a shell reads.
-		out.finish(res.Body(), a.IO.StdoutTTY || res.Truncated)
-	}
-	if res.Truncated {
-		a.Warnf("response truncated: the agent printed %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", res.OriginalSize, len(res.Body()))
-	}
-	return askOutcome(c, a, opts, l, res, runErr)
+	return runAskEvents(c, a, opts, l, r, backend.Backend)
 }
 
 // askChatTrust keeps --deny-tools on the chat backend, which cannot be asked: the denied tools

@@ -132,8 +132,8 @@ func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limit
 	return choice, nil
 }
 
-// runAskEvents runs ask over events: the ACP backend in every format, and the chat backend with
-// stream-json. l and r are ready (context prepended, validated).
+// runAskEvents runs ask over the backend's events, in every format, on both backends. l and r are
+// ready (context prepended, validated).
 func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, r agent.Request, backend string) error {
 	ctx, cancel := context.WithCancel(c.Context())
 	defer cancel()
@@ -224,7 +224,8 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 		if text.err != nil {
 			return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", text.err)
 		}
-		text.finish(body, a.IO.StdoutTTY)
+		// A cut reply ends with a line break, like every line a shell reads.
+		text.finish(body, a.IO.StdoutTTY || agentRes.Truncated)
 	}
 
 	if stream != nil && stream.Err() != nil {
@@ -287,7 +288,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	return exitErr
 }
 
-// askEventsJSON is --json on the ACP backend: the text backend's fields and what ACP adds.
+// askEventsJSON is the --json object, on both backends (the ACP-only fields are left out on chat).
 type askEventsJSON struct {
 	askJSON
 	Backend      string                   `json:"backend"`
