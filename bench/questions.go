@@ -25,20 +25,13 @@ import (
 //   - CPU used by a server waiting on 100 pending calls over 10 idle seconds (the peer: 0.07-0.13 s
 //     for one waiting call).
 func questionsSuite(b *bench) ([]figure, error) {
-	home := filepath.Join(b.dir, "questions")
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, err
-	}
-	ctx := context.Background()
-	st, err := questions.NewFileStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
+	home, st, err := fileStoreHome(b, "questions")
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	args := map[string]any{"questions": []any{map[string]any{
-		"question": "Which language should we use?", "header": "Language",
-		"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}},
-	}}}
+	ctx := context.Background()
+	args := langArgs
 
 	s, err := startServer(ctx, b, home)
 	if err != nil {
@@ -105,6 +98,24 @@ func questionsSuite(b *bench) ([]figure, error) {
 		atMost("questions: server CPU over 10 idle s with 100 pending calls", cpu, "s", 0.05),
 		info("questions: the same, each call with a progress token (a notification per call every 5 s)", cpuProgress, "s"),
 	}, nil
+}
+
+// langArgs are the arguments of the ask_user_questions call the questions suites make: one
+// question, two options.
+var langArgs = map[string]any{"questions": []any{map[string]any{
+	"question": "Which language should we use?", "header": "Language",
+	"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}},
+}}}
+
+// fileStoreHome makes the suite's home under the bench's folder and opens the file store qkit uses
+// there.
+func fileStoreHome(b *bench, name string) (string, *questions.FileStore, error) {
+	home := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return "", nil, err
+	}
+	st, err := questions.NewFileStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
+	return home, st, err
 }
 
 func maxDuration(ds []time.Duration) time.Duration {

@@ -41,10 +41,7 @@ func questionsNATSSuite(b *bench) ([]figure, error) {
 		return nil, err
 	}
 	defer person.Close()
-	args := map[string]any{"questions": []any{map[string]any{
-		"question": "Which language should we use?", "header": "Language",
-		"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}},
-	}}}
+	args := langArgs
 
 	home := filepath.Join(b.dir, "questions-nats")
 	if err := os.MkdirAll(home, 0o755); err != nil {

@@ -32,20 +32,13 @@ import (
 // and the CPU `qkit questions serve` uses over 10 idle seconds with 100 pending sets and one page
 // (event stream) open.
 func questionsWebSuite(b *bench) ([]figure, error) {
-	home := filepath.Join(b.dir, "questions-web")
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return nil, err
-	}
-	ctx := context.Background()
-	st, err := questions.NewFileStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
+	home, st, err := fileStoreHome(b, "questions-web")
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	args := map[string]any{"questions": []any{map[string]any{
-		"question": "Which language should we use?", "header": "Language",
-		"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}},
-	}}}
+	ctx := context.Background()
+	args := langArgs
 	s, err := startServer(ctx, b, home)
 	if err != nil {
 		return nil, err
