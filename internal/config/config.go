@@ -137,7 +137,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(err))
 		}
 		for _, name := range v.AllKeys() {
-			if _, ok := LookupKey(name); !ok {
+			if _, ok := LookupKey(name); !ok && (v.Get(name) != nil || !isSection(name)) {
 				c.Unknown = append(c.Unknown, UnknownKeyError(name))
 			}
 		}
@@ -323,6 +323,17 @@ func (e *ValueError) Hint() string {
 		return "unset " + e.Origin + " or correct it"
 	}
 	return "fix it with qkit settings set"
+}
+
+// isSection reports whether name is the section of some setting (agent for agent.timeout): such a
+// section left empty (`agent:` on its own line) holds no setting, so it is no unknown one.
+func isSection(name string) bool {
+	for _, k := range Keys {
+		if strings.HasPrefix(k.Name, name+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // UnknownKeyError names the key and suggests the nearest valid ones (exit 2 through the caller).

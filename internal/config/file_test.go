@@ -45,6 +45,9 @@ func TestSetOnEmptySection(t *testing.T) {
 		"Agent:\n",
 	} {
 		c, file := configAt(t, content)
+		if len(c.Unknown) > 0 {
+			t.Errorf("%q: the empty section is reported as unknown settings: %v", content, c.Unknown)
+		}
 		if err := c.Set("agent.command", "kiro-cli"); err != nil {
 			t.Fatalf("%q: %v", content, err)
 		}
