@@ -346,8 +346,20 @@ func TestQuestionsWaitSaysHowManyMoreAreWaiting(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A set whose MCP call ended (detached) is offered by wait too, so it counts.
+	set, err := questions.ParseQuestionSet([]byte(ttySet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, err := st.Create(set, questions.CreateOptions{Source: "mcp", Detachable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Detach(detached.ID, "the call ended"); err != nil {
+		t.Fatal(err)
+	}
 	code := runInBackground(a, "questions", "wait", "--once")
-	tm.expect("1 more question set is waiting after this one.")
+	tm.expect("2 more question sets are waiting after this one.")
 	tm.expect("Reject this question set…")
 	tm.send("\x03")
 	if c := <-code; c != 130 {

@@ -110,7 +110,8 @@ func waitPending(ctx context.Context, a *app.App, st questions.Store, opts *wait
 	return s, err
 }
 
-// waitingAfter counts the other pending sets, so the person knows how many are queued.
+// waitingAfter counts the other sets wait offers (pending or detached), so the person knows how
+// many are queued.
 func waitingAfter(st questions.Store, id string) int {
 	all, err := st.List()
 	if err != nil {
@@ -118,7 +119,7 @@ func waitingAfter(st questions.Store, id string) int {
 	}
 	n := 0
 	for _, s := range all {
-		if s.ID != id && s.Status.Status == questions.Pending {
+		if s.ID != id && s.Offered() {
 			n++
 		}
 	}

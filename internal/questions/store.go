@@ -124,6 +124,12 @@ func (s *Session) Set() *QuestionSet {
 // ShortID is the first 8 characters of the id, as shown in tables.
 func (s *Session) ShortID() string { return s.ID[:8] }
 
+// Offered reports whether questions wait would offer the set to a person: open, taken by no
+// terminal (pending, or detached from its call), and readable.
+func (s *Session) Offered() bool {
+	return (s.Status.Status == Pending || s.Status.Status == Detached) && s.Request != nil
+}
+
 // Header is the first question's header, which names the set in lists ("" without questions).
 func (s *Session) Header() string {
 	if qs := s.Set().Questions; len(qs) > 0 {

@@ -212,7 +212,7 @@ func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 			return nil, err
 		}
 		for _, sess := range all {
-			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if sess.Offered() && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
 		}
