@@ -44,14 +44,14 @@ are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return seedUsageError("Missing subcommand for qkit context. Try qkit context --help for available commands.")
+				return qUsageError("Missing subcommand for qkit context. Try qkit context --help for available commands.")
 			}
-			return seedUsageError("Unknown context subcommand: %s", args[0])
+			return qUsageError("Unknown context subcommand: %s", args[0])
 		},
 	}
 	c.SetFlagErrorFunc(func(sub *cobra.Command, err error) error {
 		if opt, ok := unknownOption(err); ok && sub != c {
-			return seedUsageError("Unknown option for qkit context %s: %s", sub.Name(), opt)
+			return qUsageError("Unknown option for qkit context %s: %s", sub.Name(), opt)
 		}
 		return output.WithCode(output.ExitUsage, usageError{err})
 	})
@@ -63,9 +63,9 @@ are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
 	return c
 }
 
-// seedUsageError is a usage error (exit 2, usage line printed) carrying one of the messages Q's own
+// qUsageError is a usage error (exit 2, usage line printed) carrying one of the messages Q's own
 // /context prints, capitalised and punctuated as Q has them (scripts written for Q match them).
-func seedUsageError(format string, args ...any) error {
+func qUsageError(format string, args ...any) error {
 	return output.WithCode(output.ExitUsage, usageError{fmt.Errorf(format, args...)})
 }
 

@@ -88,7 +88,7 @@ func runContextProfile(a *app.App, opts *contextProfileOptions, args []string) e
 		}
 	}
 	if n > 1 {
-		return seedUsageError("Only one of --delete, --create, or --rename can be specified")
+		return qUsageError("Only one of --delete, --create, or --rename can be specified")
 	}
 	switch {
 	case opts.set("create"):
