@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/qkit-cli/qkit/internal/questions"
 )
@@ -25,6 +26,12 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Sess
 	if err := r.ParseForm(); err != nil {
 		s.reply(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 		return nil, false
+	}
+	for key, values := range r.PostForm {
+		if !utf8.ValidString(key) || !utf8.ValidString(strings.Join(values, "")) {
+			s.reply(w, r, http.StatusBadRequest, "The form is not valid UTF-8 text; nothing was recorded.")
+			return nil, false
+		}
 	}
 	tok := r.PostForm.Get("csrf")
 	if tok == "" {

@@ -11,13 +11,16 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
-// FuzzAnswerForm posts arbitrary form bodies as answers: never a crash, only the documented
-// statuses, and whatever was accepted is a valid answer to the set.
+// FuzzAnswerForm posts arbitrary form bodies as answers, or as rejections: never a crash, only the
+// documented statuses, and whatever was accepted is a valid answer to the set (or a rejection
+// carrying the posted reason).
 func FuzzAnswerForm(f *testing.F) {
-	f.Add("q0=Go&q1=Lint&q1=Docs")
-	f.Add("q0=Go&q0_other=Rust&q1_other=x")
-	f.Add("q00=Go&q1=&q-1=x&q0_other_other=1")
-	f.Add("q0=%ff%fe&q1=Lint;q9=1")
+	f.Add("q0=Go&q1=Lint&q1=Docs", false)
+	f.Add("q0=Go&q0_other=Rust&q1_other=x", false)
+	f.Add("q00=Go&q1=&q-1=x&q0_other_other=1", false)
+	f.Add("q0=%ff%fe&q1=Lint;q9=1", false)
+	f.Add("reason=not+now", true)
+	f.Add("reason=a&reason=b&q0=Go", true)
 	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
 	if err != nil {
 		f.Fatal(err)
@@ -28,12 +31,16 @@ func FuzzAnswerForm(f *testing.F) {
 		f.Fatal(err)
 	}
 	set, _ := questions.ParseQuestionSet([]byte(langSet))
-	f.Fuzz(func(t *testing.T, body string) {
+	f.Fuzz(func(t *testing.T, body string, reject bool) {
 		sess, err := st.Create(set, questions.CreateOptions{Source: "fuzz"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := httptest.NewRequest("POST", "/sets/"+sess.ID+"/answer", strings.NewReader(body+"&csrf="+srv.Token()))
+		action := "answer"
+		if reject {
+			action = "reject"
+		}
+		req := httptest.NewRequest("POST", "/sets/"+sess.ID+"/"+action, strings.NewReader(body+"&csrf="+srv.Token()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Authorization", "Bearer "+srv.Token())
 		rec := httptest.NewRecorder()
@@ -44,6 +51,13 @@ func FuzzAnswerForm(f *testing.F) {
 		}
 		switch rec.Code {
 		case http.StatusOK:
+			if reject {
+				// The store keeps the reason without its surrounding space.
+				if want := strings.TrimSpace(req.PostForm.Get("reason")); got.Status.Status != questions.Rejected || got.Status.RejectionReason != want {
+					t.Fatalf("200 but %s, reason %q (posted %q)", got.Status.Status, got.Status.RejectionReason, want)
+				}
+				return
+			}
 			if got.Status.Status != questions.Completed {
 				t.Fatalf("200 but %s", got.Status.Status)
 			}

@@ -215,6 +215,7 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 		{f.answerForm("q7", "x"), `field "q7"`},
 		{f.answerForm("admin", "1"), `field "admin"`},
 		{url.Values{"csrf": {f.srv.Token()}, "q1": {"Lint"}}, "has no answer"},
+		{f.answerForm("q0_other", "caf\xe9"), "not valid UTF-8"},
 	} {
 		if r := post(t, c, target, tt.form, nil); r.code != 400 || !strings.Contains(r.Msg, tt.want) || !strings.Contains(r.Msg, "nothing was recorded") {
 			t.Errorf("%v: %+v", tt.form, r)
