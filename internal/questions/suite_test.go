@@ -444,20 +444,7 @@ func TestStoreWaitPendingWokenByNewSet(t *testing.T) {
 		// The waiter skips a decoy set; its first look at the decoy means it is watching (both
 		// stores watch before they look), so the set created after that must wake it.
 		decoy := createIn(t, other)
-		looked := make(chan struct{})
-		var once sync.Once
-		done := make(chan *Session, 1)
-		go func() {
-			p, _ := s.WaitPending(context.Background(), WaitPendingOptions{Timeout: 10 * time.Second, Skip: func(id string) bool {
-				if id == decoy.ID {
-					once.Do(func() { close(looked) })
-					return true
-				}
-				return false
-			}})
-			done <- p
-		}()
-		<-looked
+		done := waitPendingPast(s, decoy.ID, 10*time.Second)
 		sess := createIn(t, other)
 		if p := <-done; p == nil || p.ID != sess.ID {
 			t.Fatalf("got %v", p)
@@ -646,20 +633,7 @@ func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 		// A decoy asked later is listed after the claimed set: once the waiter has looked at it,
 		// it has passed over the claimed set too.
 		decoy := createIn(t, s)
-		looked := make(chan struct{})
-		var once sync.Once
-		done := make(chan *Session, 1)
-		go func() {
-			p, _ := other.WaitPending(context.Background(), WaitPendingOptions{Timeout: 30 * time.Second, Skip: func(id string) bool {
-				if id == decoy.ID {
-					once.Do(func() { close(looked) })
-					return true
-				}
-				return false
-			}})
-			done <- p
-		}()
-		<-looked
+		done := waitPendingPast(other, decoy.ID, 30*time.Second)
 		select {
 		case p := <-done:
 			t.Fatalf("offered while the claim's terminal lives: %+v", p)
@@ -678,4 +652,29 @@ func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 func onceWaiting(fn func()) func(time.Duration) {
 	var once sync.Once
 	return func(time.Duration) { once.Do(fn) }
+}
+
+// waitPendingPast starts a WaitPending on st that skips the decoy set and returns once it has
+// looked at the decoy (so it is watching: both stores watch before they look); the channel gets
+// what the wait returns.
+func waitPendingPast(st Store, decoy string, timeout time.Duration) <-chan *Session {
+	looked := make(chan struct{})
+	var once sync.Once
+	done := make(chan *Session, 1)
+	go func() {
+		p, _ := st.WaitPending(context.Background(), WaitPendingOptions{Timeout: timeout, Skip: func(id string) bool {
+			if id == decoy {
+				once.Do(func() { close(looked) })
+				return true
+			}
+			return false
+		}})
+		done <- p
+	}()
+	select {
+	case <-looked:
+	case p := <-done:
+		done <- p // it ended without looking; the caller sees what it returned
+	}
+	return done
 }

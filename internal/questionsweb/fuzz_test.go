@@ -21,15 +21,7 @@ func FuzzAnswerForm(f *testing.F) {
 	f.Add("q0=%ff%fe&q1=Lint;q9=1", false)
 	f.Add("reason=not+now", true)
 	f.Add("reason=a&reason=b&q0=Go", true)
-	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
-	srv, err := New(st, Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	st, srv := fuzzServer(f)
 	set, _ := questions.ParseQuestionSet([]byte(langSet))
 	f.Fuzz(func(t *testing.T, body string, reject bool) {
 		sess, err := st.Create(set, questions.CreateOptions{Source: "fuzz"})
@@ -83,15 +75,7 @@ func FuzzAccess(f *testing.F) {
 	f.Add("[::1]:1", "", "Bearer x", "")
 	f.Add("evil.example:80", "", "", "")
 	f.Add("127.0.0.1.evil.example", "qkit_questions_0=", "bearer", "%00")
-	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = st.Close() })
-	srv, err := New(st, Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	_, srv := fuzzServer(f)
 	srv.loopback, srv.cookie = true, "qkit_questions_0"
 	f.Fuzz(func(t *testing.T, host, cookie, auth, token string) {
 		target := "/?token=" + url.QueryEscape(token)
@@ -117,4 +101,18 @@ func FuzzAccess(f *testing.F) {
 			t.Fatalf("without the token (host %q cookie %q auth %q token %q): %d", host, cookie, auth, token, rec.Code)
 		}
 	})
+}
+
+// fuzzServer is a page over a fresh file store, not listening: the targets call its handler.
+func fuzzServer(f *testing.F) (*questions.FileStore, *Server) {
+	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	srv, err := New(st, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return st, srv
 }
