@@ -32,7 +32,7 @@ func NewProgress(ctx context.Context, d *Deps, req *mcp.CallToolRequest, heartbe
 		every = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	done, stopping := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		start := time.Now()
@@ -51,6 +51,16 @@ func NewProgress(ctx context.Context, d *Deps, req *mcp.CallToolRequest, heartbe
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-stopping:
+				// The call ends. An agent that printed its first line and finished before it went
+				// out still has it told: the client hears of every call that printed something.
+				p.mu.Lock()
+				msg, fresh := p.latest, p.pending
+				p.mu.Unlock()
+				if fresh && last.IsZero() {
+					send(msg)
+				}
 				return
 			case <-p.wake:
 			case <-timer.C:
@@ -79,7 +89,7 @@ func NewProgress(ctx context.Context, d *Deps, req *mcp.CallToolRequest, heartbe
 			timer.Reset(max(every-time.Since(from), time.Millisecond))
 		}
 	}()
-	p.stop = func() { cancel(); <-done }
+	p.stop = sync.OnceFunc(func() { close(stopping); <-done; cancel() })
 	return p
 }
 
