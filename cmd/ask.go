@@ -318,8 +318,8 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 		if err := askChatTrust(opts, &r); err != nil {
 			return err
 		}
-		if m := opts.events.onPermission; m == approval.Ask || m == approval.Deny {
-			a.Warnf("--on-permission %s needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run", m)
+		if opts.events.onPermission == approval.Ask {
+			a.Warnf("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
 		}
 	}
 	return runAskEvents(c, a, opts, l, r, backend.Backend)

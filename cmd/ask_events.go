@@ -63,8 +63,10 @@ bounds it). On a terminal the default is to ask there. Tools are named by the ag
 their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
 The agent's file and terminal requests are served inside the working directory only; a path
 outside it is refused and reported (refused_paths). The chat backend cannot be asked: there
---deny-tools leaves the tools it names out of --trust-tools, so the agent refuses them (and the
-run fails naming them), and --deny-tools with --yolo is refused (exit 2).`
+--deny-tools leaves the tools it names out of --trust-tools, so the agent refuses them and the run
+goes on as with deny (kiro-cli carries on after a refusal; q stops, and that fails the run);
+--on-permission deny counts kiro-cli's refusals the same way; --deny-tools with --yolo is refused
+(exit 2).`
 
 func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	c.Long += askEventsHelp
@@ -218,6 +220,11 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	} else {
 		agentRes, runErr = agent.Stream(ctx, l, r, onEvent)
 		res.StopReason = "end_turn"
+		// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
+		// carried on: that is the run the user asked for, as on the ACP backend.
+		if labels, ok := approval.ChatRefusals(runErr, opts.events.denyTools, opts.events.onPermission); ok {
+			runErr, denied = nil, func() []string { return labels }
+		}
 	}
 	body, timedOut = agentRes.Body(), agentRes.TimedOut
 	if text != nil {

@@ -291,3 +291,23 @@ func trustNameTool(name string) agent.ToolCall {
 	}
 	return t
 }
+
+// ChatRefusals says whether a text-backend run that failed only because the agent refused tools
+// it did not trust (kiro-cli's denial, after which it carries on) did what the policy asked:
+// onPermission is deny, or deny names every refused tool. Then the run is no failure, as a
+// rejection on the ACP backend is none, and ChatRefusals returns the refused tools' labels. An
+// agent that stopped at the tool (q's approval error) failed whatever the policy.
+func ChatRefusals(err error, deny []string, onPermission string) ([]string, bool) {
+	var ut *agent.UntrustedToolError
+	if !errors.As(err, &ut) || !ut.Denied || len(ut.Tools) == 0 {
+		return nil, false
+	}
+	var labels []string
+	for _, t := range ut.Tools {
+		if onPermission != Deny && !Matches(deny, t) {
+			return nil, false
+		}
+		labels = append(labels, label(t))
+	}
+	return labels, true
+}

@@ -203,3 +203,25 @@ func TestChatTrust(t *testing.T) {
 		t.Errorf("--yolo alone: %q %v", got, err)
 	}
 }
+
+func TestChatRefusals(t *testing.T) {
+	shellT := agent.ToolCall{ID: "1", Name: "shell", Title: "shell", Kind: "execute"}
+	gh := agent.ToolCall{ID: "2", Name: "create_issue", Server: "github", Title: "create_issue (github)", Kind: "other"}
+	kiro := &agent.UntrustedToolError{Command: "kiro-cli", Tools: []agent.ToolCall{shellT, gh}, Denied: true}
+	if got, ok := ChatRefusals(kiro, []string{"execute", "@github/*"}, ""); !ok || len(got) != 2 {
+		t.Errorf("every refused tool denied: %q %v", got, ok)
+	}
+	if _, ok := ChatRefusals(kiro, []string{"shell"}, Fail); ok {
+		t.Error("a refused tool nothing denied passed")
+	}
+	if got, ok := ChatRefusals(kiro, nil, Deny); !ok || got[0] != `"shell" (execute)` {
+		t.Errorf("--on-permission deny: %q %v", got, ok)
+	}
+	q := &agent.UntrustedToolError{Command: "q", Tools: []agent.ToolCall{shellT}}
+	if _, ok := ChatRefusals(q, []string{"shell"}, Deny); ok {
+		t.Error("q stopped at the tool: that is a failure")
+	}
+	if _, ok := ChatRefusals(errors.New("other"), []string{"shell"}, Deny); ok {
+		t.Error("another error passed")
+	}
+}
