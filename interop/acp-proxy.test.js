@@ -213,8 +213,9 @@ test('cancel mid-tool-call: the prompt answers cancelled and no process is left'
       await editor.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
       await agent.notify(m.agent.session.cancel, { sessionId: id });
       assert.equal((await running).stopReason, 'cancelled');
+      // The agent stopped its tool on the cancel: gone while qkit and the agent still run.
+      await gone(Number(readFileSync(pidFile, 'utf8')));
     }, { home });
-    await gone(Number(readFileSync(pidFile, 'utf8')));
   } finally {
     cleanup();
   }

@@ -17,7 +17,9 @@ package fakeq
 //	                       ones (shell, write, mcp, and a read outside the cwd) ask
 //	                       session/request_permission first with
 //	                       allow_once, allow_always and reject_once; a rejection fails the call
-//	                       and ends the turn with stopReason refusal, as kiro does
+//	                       and ends the turn with stopReason refusal, as kiro does; a
+//	                       session/cancel while a shell tool runs kills it and ends the turn
+//	                       cancelled, as kiro does
 //	FAKEQ_ACP_RAN=file     append one line per tool call that actually ran
 //	FAKEQ_ACP_WRITE_TEXT=t what write:PATH writes (default "written by fakeq\n")
 //	FAKEQ_ACP_SUBAGENT=1   a subagent streams under its own session (a chunk and its credits), then

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -83,6 +84,11 @@ func (t *acpTurn) tool(n int, spec string) (reason acp.StopReason, stop bool) {
 	}
 	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
 	out, err := t.exec(name, arg, path, writeText)
+	if t.ctx.Err() != nil {
+		// session/cancel mid-tool: kiro stops the tool (its process is killed) and ends the turn.
+		t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+		return acp.StopReasonCancelled, true
+	}
 	status := acp.ToolCallStatusCompleted
 	if err != nil {
 		status, out = acp.ToolCallStatusFailed, err.Error()
@@ -117,8 +123,9 @@ func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
 		if v3 && t.a.client.Terminal {
 			return t.terminal(arg)
 		}
-		cmd := exec.Command("sh", "-c", arg)
+		cmd := exec.CommandContext(t.ctx, "sh", "-c", arg) // a cancel kills it, as kiro does
 		cmd.Dir = t.s.cwd
+		cmd.WaitDelay = time.Second // a child of the shell holding its output does not hold the turn
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	case "read":
