@@ -241,9 +241,3 @@ func Validate(l Limits, r Request) error {
 	}
 	return nil
 }
-
-// ApprovalRequired reports whether the agent's stderr says a tool needed approval that
-// --no-interactive cannot give (the fix is --trust-all-tools or --trust-tools).
-func ApprovalRequired(stderr string) bool {
-	return strings.Contains(stderr, "Tool approval required but --no-interactive was specified")
-}

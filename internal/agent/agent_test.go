@@ -359,7 +359,8 @@ func TestRunFailures(t *testing.T) {
 		var logs bytes.Buffer
 		l.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
-		if err == nil || !ApprovalRequired(res.Stderr) || !ApprovalRequired(fakeq.ApprovalError) {
+		var ut *UntrustedToolError
+		if !errors.As(err, &ut) || !ClassifyStderr(res.Stderr).ApprovalRequired || !ClassifyStderr(fakeq.ApprovalError).ApprovalRequired {
 			t.Fatalf("err %v stderr %q", err, res.Stderr)
 		}
 		// A tool to approve is a normal step of an ACP permission round, not an error.
