@@ -259,20 +259,7 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 
 	h = startProxy(t, db)
 	h.initialize()
-	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
-	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionId != id || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "remember the word apple" {
-		t.Fatalf("list %+v %v", list, err)
-	}
-	other := t.TempDir()
-	if list, _ := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &other}); len(list.Sessions) != 0 {
-		t.Fatalf("cwd filter: %+v", list.Sessions)
-	}
-	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := h.tc.transcript(id); strings.Join(got, "|") != "user: remember the word apple|agent: first answer" {
-		t.Fatalf("replay %q", got)
-	}
+	listAndLoad(t, h, id, cwd, "remember the word apple", "user: remember the word apple|agent: first answer")
 	// The replay was the agent's: its session was loaded, not replaced.
 	before, _ := h.store.Get(context.Background(), string(id))
 	if before.AgentSession == "" || before.Backend != "acp" {
@@ -297,6 +284,27 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 	h.mustPrompt(id, "and now?", acp.StopReasonEndTurn)
 	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
 		t.Fatalf("after close and resume the agent session is %s, want %s loaded again", after.AgentSession, before.AgentSession)
+	}
+}
+
+// listAndLoad checks, after a restart, that session/list names session id with its title (and
+// that the cwd filter leaves it out elsewhere), loads it, and checks the replay (role: text,
+// joined with "|").
+func listAndLoad(t *testing.T, h *harness, id acp.SessionId, cwd, title, replay string) {
+	t.Helper()
+	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
+	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionId != id || list.Sessions[0].Title == nil || *list.Sessions[0].Title != title {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	other := t.TempDir()
+	if list, _ := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &other}); len(list.Sessions) != 0 {
+		t.Fatalf("cwd filter: %+v", list.Sessions)
+	}
+	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.tc.transcript(id); strings.Join(got, "|") != replay {
+		t.Fatalf("replay %q", got)
 	}
 }
 
@@ -653,20 +661,7 @@ func TestProxyTypeScriptStandInLoadAfterRestart(t *testing.T) {
 
 	h = startTSProxy(t, script, db)
 	h.initialize()
-	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &cwd})
-	if err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionId != id || list.Sessions[0].Title == nil || *list.Sessions[0].Title != "remember pear" {
-		t.Fatalf("list %+v %v", list, err)
-	}
-	other := t.TempDir()
-	if list, _ := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{Cwd: &other}); len(list.Sessions) != 0 {
-		t.Fatalf("cwd filter: %+v", list.Sessions)
-	}
-	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := h.tc.transcript(id); strings.Join(got, "|") != "user: remember pear|agent: chunk 1 of remember pear\n" {
-		t.Fatalf("replay %q", got)
-	}
+	listAndLoad(t, h, id, cwd, "remember pear", "user: remember pear|agent: chunk 1 of remember pear\n")
 	h.mustPrompt(id, "which fruit?", acp.StopReasonEndTurn)
 	if got := h.tc.agentText(id); !strings.Contains(got, "chunk 1 of --- CONVERSATION SO FAR ---") || !strings.Contains(got, "which fruit?") {
 		t.Fatalf("the new agent session was not given the conversation: %q", got)
