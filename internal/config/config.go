@@ -134,6 +134,9 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("config file %s: cannot read: %w", file, unwrapPath(err))
 	default:
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			if _, _, terr := configText(data); terr != nil {
+				return nil, fmt.Errorf("config file %s: %v", file, terr) // says more than YAML's own message
+			}
 			return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(err))
 		}
 		for _, name := range v.AllKeys() {
