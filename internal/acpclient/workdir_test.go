@@ -93,6 +93,26 @@ func TestDirFiles(t *testing.T) {
 	}
 }
 
+// A dangling link inside the working directory that points outside it: writing through it (or
+// into a folder it names) never creates anything outside; reading through it is refused.
+func TestDirFilesDanglingLinks(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	must(t, os.Symlink(filepath.Join(outside, "target.txt"), filepath.Join(root, "file-link")))
+	must(t, os.Symlink(filepath.Join(outside, "newdir"), filepath.Join(root, "dir-link")))
+	d := &DirFiles{Root: root}
+	ctx := t.Context()
+	_, _ = d.WriteTextFile(ctx, acp.WriteTextFileRequest{Path: filepath.Join(root, "file-link"), Content: "x"})
+	_, _ = d.WriteTextFile(ctx, acp.WriteTextFileRequest{Path: filepath.Join(root, "dir-link", "f.txt"), Content: "x"})
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the working directory: %v", entries)
+	}
+	must(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o600))
+	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "secret-link")))
+	if r, err := d.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: filepath.Join(root, "secret-link")}); err == nil || r.Content != "" {
+		t.Errorf("read through a link to outside: %q %v", r.Content, err)
+	}
+}
+
 func TestDirTerminals(t *testing.T) {
 	root := t.TempDir()
 	d := &DirTerminals{Root: root}
