@@ -4,79 +4,19 @@
 // once, gets its stdio MCP servers used by the agent, and lists and reloads sessions.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
-import { isolatedEnv, qkitBin } from './env.js';
+import { serveACP } from './acp-editor.js';
+import { isolatedEnv } from './env.js';
 
 const m = acp.methods;
 
-// serve starts `qkit acp serve` on the proxy path in home, connects the SDK's client (with the
-// given capabilities and in-memory buffers for fs/read_text_file) and runs op(agent, editor).
-async function serve(extra, op, { home, fs } = {}) {
-  // The proxy path needs an agent that speaks ACP: kiro-cli, in every flavour run (q 1.19.7 has no
-  // acp subcommand; with it, acp serve takes the text path, which acp.test.js covers).
-  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'acp', FAKEQ_FLAVOUR: 'kiro', QKIT_AGENT_COMMAND: 'kiro-cli', ...extra });
-  if (home) {
-    iso.env.HOME = home;
-    iso.env.QKIT_HOME = join(home, '.qkit');
-  }
-  const proc = spawn(qkitBin, ['acp', 'serve'], { env: iso.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr.on('data', (d) => { stderr += d; });
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  const editor = {
-    updates: [],
-    asked: [],
-    reads: [],
-    buffers: fs ?? {},
-    answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }),
-    of(sessionId, kind) {
-      return this.updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
-    },
-    text(sessionId) {
-      return this.of(sessionId, 'agent_message_chunk').map((u) => u.content.text).join('');
-    },
-    toolText(sessionId, toolCallId) {
-      return this.of(sessionId, 'tool_call_update').filter((u) => u.toolCallId === toolCallId && u.content)
-        .flatMap((u) => u.content).filter((c) => c.type === 'content').map((c) => c.content.text).join('');
-    },
-    waitFor(cond) {
-      return new Promise((resolve, reject) => {
-        const deadline = Date.now() + 60_000;
-        const tick = () => {
-          if (cond()) return resolve();
-          if (Date.now() > deadline) return reject(new Error('timed out waiting'));
-          setTimeout(tick, 10);
-        };
-        tick();
-      });
-    },
-  };
-  const app = acp.client({ name: 'qkit-interop' })
-    .onNotification(m.client.session.update, ({ params }) => { editor.updates.push(params); })
-    .onRequest(m.client.session.requestPermission, (ctx) => {
-      editor.asked.push(ctx.params);
-      return editor.answer(ctx);
-    })
-    .onRequest(m.client.fs.readTextFile, ({ params }) => {
-      editor.reads.push(params);
-      if (!(params.path in editor.buffers)) throw acp.RequestError.resourceNotFound(params.path);
-      return { content: editor.buffers[params.path] };
-    });
-  const stream = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
-  try {
-    return await app.connectWith(stream, (agent) => op(agent, editor));
-  } catch (e) {
-    e.message += `\nqkit stderr:\n${stderr}`;
-    throw e;
-  } finally {
-    proc.kill();
-    await exited;
-    if (!home) iso.cleanup();
-  }
+// serve starts `qkit acp serve` on the proxy path (see serveACP). The proxy path needs an agent that
+// speaks ACP: kiro-cli, in every flavour run (q 1.19.7 has no acp subcommand; with it, acp serve
+// takes the text path, which acp.test.js covers).
+function serve(extra, op, opts) {
+  return serveACP({ QKIT_AGENT_BACKEND: 'acp', FAKEQ_FLAVOUR: 'kiro', QKIT_AGENT_COMMAND: 'kiro-cli', ...extra }, op, opts);
 }
 
 async function init(agent, clientCapabilities = {}) {

@@ -4,64 +4,19 @@
 // permissions, cancel, load after a restart, list, resume, close, set_mode and invalid params.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
+import { serveACP } from './acp-editor.js';
 import { agentCommand, isolatedEnv, qkitBin } from './env.js';
 
 const m = acp.methods;
 
-// serve starts `qkit acp serve` in home (a fresh one unless given) with extra environment, connects
-// the SDK's client and runs op(agent, editor). editor records session/update notifications and
-// answers permission requests with editor.answer (allow once by default).
-async function serve(extra, op, home) {
-  // The text path (the fake q speaks ACP too; acp-proxy.test.js covers the proxy path).
-  const iso = isolatedEnv({ QKIT_ACP_ENABLED: 'true', QKIT_AGENT_BACKEND: 'chat', ...extra });
-  if (home) {
-    iso.env.HOME = home;
-    iso.env.QKIT_HOME = join(home, '.qkit');
-  }
-  const proc = spawn(qkitBin, ['acp', 'serve'], { env: iso.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr.on('data', (d) => { stderr += d; });
-  const editor = {
-    updates: [],
-    asked: [],
-    answer: () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }),
-    text(sessionId, kind = 'agent_message_chunk') {
-      return this.updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind)
-        .map((u) => u.update.content.text).join('');
-    },
-    waitFor(cond) {
-      return new Promise((resolve, reject) => {
-        const deadline = Date.now() + 60_000;
-        const tick = () => {
-          if (cond()) return resolve();
-          if (Date.now() > deadline) return reject(new Error('timed out waiting'));
-          setTimeout(tick, 10);
-        };
-        tick();
-      });
-    },
-  };
-  const app = acp.client({ name: 'qkit-interop' })
-    .onNotification(m.client.session.update, ({ params }) => { editor.updates.push(params); })
-    .onRequest(m.client.session.requestPermission, (ctx) => {
-      editor.asked.push(ctx.params);
-      return editor.answer(ctx);
-    });
-  const stream = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
-  try {
-    return await app.connectWith(stream, (agent) => op(agent, editor));
-  } catch (e) {
-    e.message += `\nqkit stderr:\n${stderr}`;
-    throw e;
-  } finally {
-    proc.kill();
-    if (!home) iso.cleanup();
-  }
+// serve starts `qkit acp serve` on the text path (the fake q speaks ACP too; acp-proxy.test.js
+// covers the proxy path) in home (a fresh one unless given); see serveACP.
+function serve(extra, op, home) {
+  return serveACP({ QKIT_AGENT_BACKEND: 'chat', ...extra }, op, { home });
 }
 
 async function init(agent) {
