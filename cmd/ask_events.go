@@ -242,16 +242,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	// How the run ended, as ask reports it (the same codes as the text path).
 	exitErr := askOutcome(c, a, opts, l, agentRes, runErr)
 	code := output.Code(exitErr)
-	switch {
-	case timedOut:
-		res.StopReason = streamjson.StopTimedOut
-	case c.Context().Err() != nil:
-		res.StopReason = "cancelled"
-	case exitErr != nil && res.StopReason == "" || exitErr != nil && backend == acpclient.BackendChat:
-		res.StopReason = streamjson.StopError
-	case res.StopReason == "":
-		res.StopReason = streamjson.StopError
-	}
+	res.StopReason = streamjson.StopReason(backend, res.StopReason, timedOut, c.Context().Err() != nil, exitErr != nil)
 	if denied != nil {
 		res.Denied = denied()
 	}

@@ -25,6 +25,22 @@ const (
 	StopError    = "error"
 )
 
+// StopReason is a Result's stop_reason: timed_out for a run that hit its timeout, cancelled for
+// one that was interrupted; otherwise the agent's own reason, except that a failed run gets error
+// when the agent gave none, or on the chat backend (whose end_turn is only what qkit assumes of a
+// text run); a run with no reason at all gets error too.
+func StopReason(backend, agentReason string, timedOut, cancelled, failed bool) string {
+	switch {
+	case timedOut:
+		return StopTimedOut
+	case cancelled:
+		return "cancelled"
+	case failed && backend == "chat", agentReason == "":
+		return StopError
+	}
+	return agentReason
+}
+
 // Result is the last line.
 type Result struct {
 	Type          string        `json:"type"` // always "result"

@@ -70,3 +70,26 @@ func TestSchemaRefuses(t *testing.T) {
 		t.Error("a stream without a result line was accepted")
 	}
 }
+
+func TestStopReason(t *testing.T) {
+	cases := []struct {
+		backend, agent              string
+		timedOut, cancelled, failed bool
+		want                        string
+	}{
+		{"acp", "end_turn", false, false, false, "end_turn"},
+		{"acp", "refusal", false, false, true, "refusal"}, // a failed turn keeps the agent's reason
+		{"acp", "", false, false, true, streamjson.StopError},
+		{"acp", "", false, false, false, streamjson.StopError},
+		{"acp", "end_turn", true, false, false, streamjson.StopTimedOut},
+		{"acp", "end_turn", false, true, true, "cancelled"},
+		{"chat", "end_turn", false, false, false, "end_turn"},
+		{"chat", "end_turn", false, false, true, streamjson.StopError}, // chat's end_turn is only assumed
+		{"chat", "end_turn", true, false, true, streamjson.StopTimedOut},
+	}
+	for _, c := range cases {
+		if got := streamjson.StopReason(c.backend, c.agent, c.timedOut, c.cancelled, c.failed); got != c.want {
+			t.Errorf("%+v: %q", c, got)
+		}
+	}
+}
