@@ -41,7 +41,7 @@ the server stopped.`,
 		Example: `  qkit questions serve
   qkit questions serve --addr 127.0.0.1:8080
   qkit questions serve --addr 0.0.0.0:8080 --allow-remote   # from other devices on a trusted network
-  url=$(qkit questions serve --json | head -1 | jq -r .url)`,
+  qkit questions serve --json | jq --unbuffered -r .url   # prints the link at once, keeps serving`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runQuestionsServe(c.Context(), a, opts)
