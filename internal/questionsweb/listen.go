@@ -3,6 +3,7 @@ package questionsweb
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/qkit-cli/qkit/internal/output"
@@ -15,6 +16,9 @@ func Listen(addr string, allowRemote bool) (ln net.Listener, remote bool, err er
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
 		return nil, false, output.UsageErrorf("invalid --addr %q: expected HOST:PORT, e.g. 127.0.0.1:8080", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return nil, false, output.UsageErrorf("invalid --addr %q: the port must be a number from 0 to 65535 (0: a free one)", addr)
 	}
 	ip := net.ParseIP(host)
 	switch {

@@ -23,6 +23,8 @@ func TestListen(t *testing.T) {
 		{"example.com:80", true, false, "give an IP address"},
 		{"8080", false, false, "expected HOST:PORT"},
 		{"127.0.0.1:", false, false, "expected HOST:PORT"},
+		{"127.0.0.1:99999", false, false, "the port must be a number from 0 to 65535"},
+		{"127.0.0.1:http", false, false, "the port must be a number from 0 to 65535"},
 	} {
 		ln, remote, err := Listen(c.addr, c.allow)
 		if c.usage != "" {
