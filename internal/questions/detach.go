@@ -19,21 +19,32 @@ import (
 // stays answerable; a set answered or rejected at that very moment keeps its outcome for a repeated
 // call. Finished sets without an outcome are left as they are.
 func (s *FileStore) Detach(id, reason string) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		return nil, detach(sess, reason), nil
-	})
+	return s.transition(id, detachChange(reason))
 }
 
 // Attach hands the set to a repeated call from this process: a detached set waits for this call
 // again (pending, with a new expiry after timeout, 0 for none); an outcome no call has collected is
 // marked collected. A set that cannot be taken over gives a *ClosedError.
 func (s *FileStore) Attach(id string, timeout time.Duration) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		if !attach(sess, Self(), s.now().UTC(), timeout) {
+	return s.transition(id, attachChange(s.now, timeout))
+}
+
+// detachChange is Detach as a change, run by every store inside its own transaction.
+func detachChange(reason string) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		return nil, detach(sess, reason), nil
+	}
+}
+
+// attachChange is Attach for a call from this process as a change, run by every store inside its own
+// transaction: a set that cannot be taken over gives a *ClosedError and is not written.
+func attachChange(now func() time.Time, timeout time.Duration) change {
+	return func(sess *Session) (*Answers, bool, error) {
+		if !attach(sess, Self(), now().UTC(), timeout) {
 			return nil, false, &ClosedError{ID: sess.ID, Status: sess.Status.Status, Reason: "no longer waiting for a repeated call"}
 		}
 		return nil, true, nil
-	})
+	}
 }
 
 // FindDetached returns the newest set of s asked from source with exactly these questions that a

@@ -276,19 +276,12 @@ func (s *NATSStore) Abandon(id, reason string) (*Session, error) {
 
 // Detach records that the call waiting for the set went away (see detach.go).
 func (s *NATSStore) Detach(id, reason string) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		return nil, detach(sess, reason), nil
-	})
+	return s.transition(id, detachChange(reason))
 }
 
 // Attach hands the set to a repeated call from this process (see detach.go).
 func (s *NATSStore) Attach(id string, timeout time.Duration) (*Session, error) {
-	return s.transition(id, func(sess *Session) (*Answers, bool, error) {
-		if !attach(sess, Self(), s.now().UTC(), timeout) {
-			return nil, false, &ClosedError{ID: sess.ID, Status: sess.Status.Status, Reason: "no longer waiting for a repeated call"}
-		}
-		return nil, true, nil
-	})
+	return s.transition(id, attachChange(s.now, timeout))
 }
 
 // Cleanup removes finished sets last changed more than retention ago (the bucket's TTL removes them
