@@ -76,7 +76,7 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	f := c.Flags()
 	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT` of what is printed: text (the reply as it arrives), json (one object at the end, as --json), stream-json (one JSON object per line as things happen, then a result)")
 	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` (wins over --yolo and --trust-tools): on the ACP backend whenever the agent asks; on chat they are left out of --trust-tools (not with --yolo)")
-	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend): fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
+	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend), `MODE` fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
 	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")
 	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run) instead of opening a new one")
