@@ -77,9 +77,7 @@ type NATSStore struct {
 	logger      *slog.Logger
 	bg          background
 
-	mu    sync.Mutex
-	hub   *natsHub // started by the first wait, stopped when the last one ends
-	users int
+	hubs sharedHub[*natsHub] // started by the first wait, stopped when the last one ends
 
 	lmu             sync.Mutex
 	running, queued *listing // the pass over the bucket under way, and the next one callers joined
@@ -203,12 +201,7 @@ func (s *NATSStore) Bucket() string { return s.bucket }
 // Close joins a background cleanup, stops the watcher and closes the connection.
 func (s *NATSStore) Close() error {
 	s.bg.wait()
-	s.mu.Lock()
-	if s.hub != nil {
-		s.hub.close()
-		s.hub, s.users = nil, 0
-	}
-	s.mu.Unlock()
+	s.hubs.close()
 	if s.nc != nil {
 		s.nc.Close()
 	}

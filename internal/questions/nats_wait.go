@@ -165,7 +165,7 @@ type natsHub struct {
 	kv        jetstream.KeyValue
 	log       *slog.Logger
 	mu        sync.Mutex
-	subs      map[string]map[*sub]struct{} // set id ("" for every set) -> subscribers
+	subs      subscribers // by set id ("" for every set)
 	reconnect chan struct{}
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -174,7 +174,7 @@ type natsHub struct {
 
 func newNATSHub(kv jetstream.KeyValue, log *slog.Logger) *natsHub {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &natsHub{kv: kv, log: log, subs: map[string]map[*sub]struct{}{}, reconnect: make(chan struct{}, 1),
+	h := &natsHub{kv: kv, log: log, subs: subscribers{}, reconnect: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go h.run()
 	return h
@@ -239,44 +239,25 @@ func (h *natsHub) serve(w jetstream.KeyWatcher) {
 func (h *natsHub) notify(key string, all bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	wake := func(m map[*sub]struct{}) {
-		for s := range m {
-			select {
-			case s.c <- struct{}{}:
-			default:
-			}
-		}
-	}
 	if all {
-		for _, m := range h.subs {
-			wake(m)
-		}
+		h.subs.wakeAll()
 		return
 	}
-	wake(h.subs[key])
-	wake(h.subs[""])
+	h.subs.wake(key)
+	h.subs.wake("")
 }
 
 func (h *natsHub) subscribe(key string) *sub {
-	s := &sub{dir: key, c: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.subs[key]
-	if m == nil {
-		m = map[*sub]struct{}{}
-		h.subs[key] = m
-	}
-	m[s] = struct{}{}
+	s, _ := h.subs.add(key, make(chan struct{}, 1))
 	return s
 }
 
 func (h *natsHub) unsubscribe(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs[s.dir], s)
-	if len(h.subs[s.dir]) == 0 {
-		delete(h.subs, s.dir)
-	}
+	h.subs.remove(s)
 }
 
 func (h *natsHub) close() {
@@ -286,37 +267,20 @@ func (h *natsHub) close() {
 
 // reconnected restarts the watcher after the connection came back.
 func (s *NATSStore) reconnected() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hub != nil {
+	s.hubs.do(func(h *natsHub) {
 		select {
-		case s.hub.reconnect <- struct{}{}:
+		case h.reconnect <- struct{}{}:
 		default:
 		}
-	}
+	})
 }
 
 // watch subscribes to changes of one set ("" for any), starting the shared watcher if needed.
 func (s *NATSStore) watch(id string) *sub {
-	s.mu.Lock()
-	if s.hub == nil {
-		s.hub = newNATSHub(s.kv, s.logger)
-	}
-	h := s.hub
-	s.users++
-	s.mu.Unlock()
+	h := s.hubs.use(func() *natsHub { return newNATSHub(s.kv, s.logger) })
 	return h.subscribe(id)
 }
 
 func (s *NATSStore) unwatch(sb *sub) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hub == nil {
-		return
-	}
-	s.hub.unsubscribe(sb)
-	if s.users--; s.users == 0 {
-		s.hub.close()
-		s.hub = nil
-	}
+	s.hubs.release(sb)
 }

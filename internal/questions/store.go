@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -209,9 +208,7 @@ type FileStore struct {
 	poll   time.Duration
 	logger *slog.Logger
 
-	mu    sync.Mutex
-	hub   *hub // started by the first wait, stopped when the last one ends
-	users int
+	hubs sharedHub[*hub] // started by the first wait, stopped when the last one ends
 
 	bg background // the cleanups Ask starts, joined by Close
 }
@@ -252,12 +249,7 @@ func (s *FileStore) Dir() string { return s.dir }
 // itself when the last wait ends. Close is safe to call more than once.
 func (s *FileStore) Close() error {
 	s.bg.wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hub != nil {
-		s.hub.close()
-		s.hub, s.users = nil, 0
-	}
+	s.hubs.close()
 	return nil
 }
 

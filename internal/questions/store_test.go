@@ -65,8 +65,8 @@ func TestWaitFallsBackToPolling(t *testing.T) {
 	// With file events never delivered (a fake hub without a watcher), the poll still finds the answer.
 	s := newStore(t)
 	s.poll = 10 * time.Millisecond
-	s.hub = &hub{subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
-	close(s.hub.done)
+	s.hubs.hub = &hub{subs: subscribers{}, done: make(chan struct{})}
+	close(s.hubs.hub.done)
 	sess := create(t, s)
 	go func() { _, _ = s.Answer(sess.ID, goodAnswers, "") }()
 	if got, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: time.Minute}); err != nil || got.Status.Status != Completed {
@@ -184,8 +184,8 @@ func BenchmarkCreateAnswerWait(b *testing.B) {
 func TestHalfWrittenAnswersAreNotSettledEarly(t *testing.T) {
 	s := newStore(t)
 	s.poll = 5 * time.Millisecond
-	s.hub = &hub{subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
-	close(s.hub.done)
+	s.hubs.hub = &hub{subs: subscribers{}, done: make(chan struct{})}
+	close(s.hubs.hub.done)
 	sess := create(t, s)
 	path := filepath.Join(s.Dir(), sess.ID, AnswersFile)
 	writeFile(t, path, `{"answers":[{"questionIn`)

@@ -13,17 +13,12 @@ import (
 type hub struct {
 	w    *fsnotify.Watcher // nil when file events are unavailable
 	mu   sync.Mutex
-	subs map[string]map[*sub]struct{} // watched directory -> subscribers
+	subs subscribers // by watched directory
 	done chan struct{}
 }
 
-type sub struct {
-	dir string
-	c   chan struct{}
-}
-
 func newHub() *hub {
-	h := &hub{subs: map[string]map[*sub]struct{}{}, done: make(chan struct{})}
+	h := &hub{subs: subscribers{}, done: make(chan struct{})}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		close(h.done)
@@ -57,25 +52,13 @@ func (h *hub) run() {
 func (h *hub) notify(dir string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.subs[dir] {
-		select {
-		case s.c <- struct{}{}:
-		default:
-		}
-	}
+	h.subs.wake(dir)
 }
 
 func (h *hub) notifyAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, m := range h.subs {
-		for s := range m {
-			select {
-			case s.c <- struct{}{}:
-			default:
-			}
-		}
-	}
+	h.subs.wakeAll()
 }
 
 // subscribe wakes the returned sub on every change inside dir. watching is false when no events can
@@ -86,21 +69,12 @@ func (h *hub) subscribe(dir string) (s *sub, watching bool) {
 
 // subscribeTo is subscribe waking c, which several subscriptions may share.
 func (h *hub) subscribeTo(dir string, c chan struct{}) (s *sub, watching bool) {
-	s = &sub{dir: dir, c: c}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.subs[dir]
-	if m == nil {
-		if h.w == nil || h.w.Add(dir) != nil {
-			m = map[*sub]struct{}{}
-			h.subs[dir] = m
-			m[s] = struct{}{}
-			return s, false
-		}
-		m = map[*sub]struct{}{}
-		h.subs[dir] = m
+	s, first := h.subs.add(dir, c)
+	if first && (h.w == nil || h.w.Add(dir) != nil) {
+		return s, false
 	}
-	m[s] = struct{}{}
 	return s, h.w != nil && watched(h.w, dir)
 }
 
@@ -116,13 +90,8 @@ func watched(w *fsnotify.Watcher, dir string) bool {
 func (h *hub) unsubscribe(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.subs[s.dir]
-	delete(m, s)
-	if len(m) == 0 {
-		delete(h.subs, s.dir)
-		if h.w != nil {
-			_ = h.w.Remove(s.dir)
-		}
+	if h.subs.remove(s) && h.w != nil {
+		_ = h.w.Remove(s.dir)
 	}
 }
 
@@ -135,13 +104,7 @@ func (h *hub) close() {
 
 // useHub returns the store's hub, started on first use; each use is ended by one unwatch.
 func (s *FileStore) useHub() *hub {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hub == nil {
-		s.hub = newHub()
-	}
-	s.users++
-	return s.hub
+	return s.hubs.use(newHub)
 }
 
 func (s *FileStore) watch(dir string) (*sub, time.Duration) {
@@ -163,14 +126,5 @@ func (s *FileStore) watchInto(dir string, c chan struct{}) *sub {
 }
 
 func (s *FileStore) unwatch(sb *sub) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hub == nil {
-		return
-	}
-	s.hub.unsubscribe(sb)
-	if s.users--; s.users == 0 {
-		s.hub.close()
-		s.hub = nil
-	}
+	s.hubs.release(sb)
 }
