@@ -25,30 +25,16 @@ import (
 //   - CPU used by a server waiting on 100 pending calls over 10 idle seconds (the peer: 0.07-0.13 s
 //     for one waiting call).
 func questionsSuite(b *bench) ([]figure, error) {
-	home, st, err := fileStoreHome(b, "questions")
+	ctx := context.Background()
+	args := langArgs
+	home, st, s, err := startQuestions(ctx, b, "questions")
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	ctx := context.Background()
-	args := langArgs
-
-	s, err := startServer(ctx, b, home)
-	if err != nil {
-		return nil, err
-	}
 	var lat, proc []time.Duration
 	for i := 0; i < 20; i++ {
-		type result struct {
-			at  time.Time
-			res *mcp.CallToolResult
-			err error
-		}
-		got := make(chan result, 1)
-		go func() {
-			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: args})
-			got <- result{time.Now(), res, err}
-		}()
+		got := askInBackground(ctx, s, args)
 		p, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: 10 * time.Second})
 		if err != nil {
 			return nil, err
@@ -106,6 +92,38 @@ var langArgs = map[string]any{"questions": []any{map[string]any{
 	"question": "Which language should we use?", "header": "Language",
 	"options": []any{map[string]any{"label": "Go", "description": "static binary"}, map[string]any{"label": "TypeScript"}},
 }}}
+
+// startQuestions is the start of the file-store questions suites: the suite's home under the
+// bench's folder (see fileStoreHome) and a `qkit mcp serve` running there.
+func startQuestions(ctx context.Context, b *bench, name string) (string, *questions.FileStore, *server, error) {
+	home, st, err := fileStoreHome(b, name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	s, err := startServer(ctx, b, home)
+	if err != nil {
+		_ = st.Close()
+		return "", nil, nil, err
+	}
+	return home, st, s, nil
+}
+
+// askResult is one ask_user_questions call's result and when the client had it.
+type askResult struct {
+	at  time.Time
+	res *mcp.CallToolResult
+	err error
+}
+
+// askInBackground makes one ask_user_questions call on s and delivers its result when it ends.
+func askInBackground(ctx context.Context, s *server, args map[string]any) <-chan askResult {
+	got := make(chan askResult, 1)
+	go func() {
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: args})
+		got <- askResult{time.Now(), res, err}
+	}()
+	return got
+}
 
 // fileStoreHome makes the suite's home under the bench's folder and opens the file store qkit uses
 // there.

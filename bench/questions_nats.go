@@ -53,21 +53,12 @@ func questionsNATSSuite(b *bench) ([]figure, error) {
 	}
 	var lat, proc []time.Duration
 	for i := 0; i < 40; i++ {
-		type result struct {
-			at  time.Time
-			res *mcp.CallToolResult
-			err error
-		}
-		got := make(chan result, 1)
 		// Different questions each time, so no call takes over an earlier call's set.
 		a := map[string]any{"questions": []any{map[string]any{
 			"question": fmt.Sprintf("Which language should we use for part %d?", i), "header": "Language",
 			"options": args["questions"].([]any)[0].(map[string]any)["options"],
 		}}}
-		go func() {
-			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: a})
-			got <- result{time.Now(), res, err}
-		}()
+		got := askInBackground(ctx, s, a)
 		p, err := person.WaitPending(ctx, questions.WaitPendingOptions{Timeout: 10 * time.Second})
 		if err != nil {
 			return nil, err

@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
@@ -32,17 +30,13 @@ import (
 // and the CPU `qkit questions serve` uses over 10 idle seconds with 100 pending sets and one page
 // (event stream) open.
 func questionsWebSuite(b *bench) ([]figure, error) {
-	home, st, err := fileStoreHome(b, "questions-web")
+	ctx := context.Background()
+	args := langArgs
+	home, st, s, err := startQuestions(ctx, b, "questions-web")
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	ctx := context.Background()
-	args := langArgs
-	s, err := startServer(ctx, b, home)
-	if err != nil {
-		return nil, err
-	}
 	page, err := b.startPage(home)
 	if err != nil {
 		return nil, err
@@ -55,20 +49,8 @@ func questionsWebSuite(b *bench) ([]figure, error) {
 
 	var file, web, shown []time.Duration
 	for i := 0; i < 40; i++ {
-		got := make(chan time.Time, 1)
-		fail := make(chan error, 1)
 		asked := time.Now()
-		go func() {
-			res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: args})
-			if err == nil && res.IsError {
-				err = fmt.Errorf("%+v", res.Content)
-			}
-			if err != nil {
-				fail <- err
-				return
-			}
-			got <- time.Now()
-		}()
+		got := askInBackground(ctx, s, args)
 		p, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: 10 * time.Second})
 		if err != nil {
 			return nil, err
@@ -88,15 +70,14 @@ func questionsWebSuite(b *bench) ([]figure, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case end := <-got:
-			if i%2 == 0 {
-				file = append(file, end.Sub(start))
-			} else {
-				web = append(web, end.Sub(start))
-			}
-		case err := <-fail:
-			return nil, fmt.Errorf("ask_user_questions: %v", err)
+		r := <-got
+		if r.err != nil || r.res.IsError {
+			return nil, fmt.Errorf("ask_user_questions: %v %+v", r.err, r.res)
+		}
+		if i%2 == 0 {
+			file = append(file, r.at.Sub(start))
+		} else {
+			web = append(web, r.at.Sub(start))
 		}
 	}
 	if _, err := s.close(); err != nil {
