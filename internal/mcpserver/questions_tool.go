@@ -259,7 +259,9 @@ func (h *questionsHandler) askOptions(ctx context.Context, req *mcp.CallToolRequ
 		Created:       keep.created,
 		ProgressEvery: config.QuestionsProgress.Get(cfg),
 	}
-	if opts.ProgressEvery > 0 { // 0: only the first notification
+	// 0: only the first notification. Without a progress token there is nothing to send, so no
+	// timer runs: a hundred waiting calls stay idle.
+	if opts.ProgressEvery > 0 && keep.token != nil {
 		opts.Progress = keep.progress
 	}
 	return opts
