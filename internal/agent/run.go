@@ -333,7 +333,7 @@ func (w *loginWatch) Write(p []byte) (int, error) {
 			}
 			continue
 		}
-		if deviceLoginRe.Match(w.line) {
+		if deviceLoginRe().Match(w.line) {
 			w.done = true
 			w.found()
 			return len(p), nil

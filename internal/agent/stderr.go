@@ -3,6 +3,7 @@ package agent
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // StderrReport is what the agent's stderr says about a run. The agent writes plenty there on
@@ -27,11 +28,12 @@ type StderrReport struct {
 	Errors []string
 }
 
+// The patterns are compiled on first use, not at start-up: every qkit command links this package.
 var (
-	unknownAgentRe = regexp.MustCompile(`(?i)no agent with name (\S+?)['"]? (?:found|exists)`)
+	unknownAgentRe = lazyRegexp(`(?i)no agent with name (\S+?)['"]? (?:found|exists)`)
 	// errorLineRe matches the lines the agents print for a failure.
-	errorLineRe   = regexp.MustCompile(`(?i)^(?:error\b|authentication (?:error|failed)|.*having trouble responding|.*(?:throttl|too many requests|service unavailable|internal server error|service is currently overloaded|quota exceeded|request failed|stream (?:error|failed|timed out)))`)
-	deviceLoginRe = regexp.MustCompile(`(?i)user_code=|device (?:code|authori[sz]ation)|enter the code|open (?:this|the following) url`)
+	errorLineRe   = lazyRegexp(`(?i)^(?:error\b|authentication (?:error|failed)|.*having trouble responding|.*(?:throttl|too many requests|service unavailable|internal server error|service is currently overloaded|quota exceeded|request failed|stream (?:error|failed|timed out)))`)
+	deviceLoginRe = lazyRegexp(`(?i)user_code=|device (?:code|authori[sz]ation)|enter the code|open (?:this|the following) url`)
 )
 
 // ClassifyStderr reads the agent's stderr (ANSI escapes allowed) for the failures it reports.
@@ -53,17 +55,17 @@ func ClassifyStderr(stderr string) StderrReport {
 			r.NotLoggedIn, isErr = true, true
 		case strings.HasPrefix(lower, "authentication error") || strings.HasPrefix(lower, "authentication failed"):
 			r.AuthFailed, isErr = true, true
-		case deviceLoginRe.MatchString(line):
+		case deviceLoginRe().MatchString(line):
 			r.DeviceLogin = true
 		}
 		if strings.Contains(lower, "having trouble responding") {
 			r.TroubleResponding = true
 		}
-		if m := unknownAgentRe.FindStringSubmatch(line); m != nil {
+		if m := unknownAgentRe().FindStringSubmatch(line); m != nil {
 			r.UnknownAgent = strings.Trim(m[1], `'"`)
 			isErr = true
 		}
-		if isErr || errorLineRe.MatchString(line) {
+		if isErr || errorLineRe().MatchString(line) {
 			r.Errors = append(r.Errors, line)
 		}
 	}
@@ -77,3 +79,8 @@ func (r StderrReport) Failed() bool {
 
 // Summary is the failure lines, one per line, for a message.
 func (r StderrReport) Summary() string { return strings.Join(r.Errors, "\n") }
+
+// lazyRegexp compiles expr once, when it is first needed.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

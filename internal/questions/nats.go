@@ -39,11 +39,11 @@ type NATSConfig struct {
 // BucketPrefix starts the name of every bucket qkit creates.
 const BucketPrefix = "qkit-questions-"
 
-var installationRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var installationRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // CheckInstallation reports whether name can name a bucket.
 func CheckInstallation(name string) error {
-	if !installationRe.MatchString(name) {
+	if !installationRe().MatchString(name) {
 		return fmt.Errorf("installation name %q: use 1 to 64 letters, digits, '-' or '_'", name)
 	}
 	return nil

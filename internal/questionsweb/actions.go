@@ -168,5 +168,5 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, code int, msg str
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_ = pages.ExecuteTemplate(w, "message", messageView{OK: code < 300, Message: msg})
+	_ = pages().ExecuteTemplate(w, "message", messageView{OK: code < 300, Message: msg})
 }

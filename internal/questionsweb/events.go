@@ -151,7 +151,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			var html bytes.Buffer
-			if err := pages.ExecuteTemplate(&html, "set", v); err != nil {
+			if err := pages().ExecuteTemplate(&html, "set", v); err != nil {
 				return err
 			}
 			event(&buf, "set", map[string]any{"id": v.ID, "version": v.Version, "html": html.String()})

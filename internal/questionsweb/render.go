@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -13,7 +14,10 @@ import (
 //go:embed assets
 var assets embed.FS
 
-var pages = template.Must(template.ParseFS(assets, "assets/*.html"))
+// pages is parsed on first use, not at start-up: every qkit command links this package.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseFS(assets, "assets/*.html"))
+})
 
 type pageView struct{ Sets []setView }
 

@@ -229,7 +229,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		views[i] = s.view(sess)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, "page", pageView{Sets: views}); err != nil {
+	if err := pages().ExecuteTemplate(w, "page", pageView{Sets: views}); err != nil {
 		s.log.Warn("rendering the page failed", "error", err)
 	}
 }
