@@ -40,19 +40,26 @@ func (s *Server) start() error {
 	if s.srv != nil {
 		return errors.New("nats-server: already running")
 	}
-	o := s.opts
-	o.Port = s.port
-	srv, err := server.NewServer(&o)
-	if err != nil {
-		return err
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	// A restart on the same port can find it not yet free, and JetStream's recovery of the store
+	// is slow on a loaded machine: a few tries, each with time to spare, before giving up.
+	for try := 1; ; try++ {
+		o := s.opts
+		o.Port = s.port
+		srv, err := server.NewServer(&o)
+		if err != nil {
+			return err
+		}
+		go srv.Start()
+		if srv.ReadyForConnections(20 * time.Second) {
+			s.srv, s.port = srv, srv.Addr().(*net.TCPAddr).Port
+			return nil
+		}
 		srv.Shutdown()
-		return errors.New("the embedded NATS server did not start")
+		srv.WaitForShutdown()
+		if try == 3 {
+			return errors.New("the embedded NATS server did not start")
+		}
 	}
-	s.srv, s.port = srv, srv.Addr().(*net.TCPAddr).Port
-	return nil
 }
 
 // Stop shuts the server down and waits until it is down (idempotent).
