@@ -40,8 +40,8 @@ func (s *Server) start() error {
 	if s.srv != nil {
 		return errors.New("nats-server: already running")
 	}
-	// A restart on the same port can find it not yet free, and JetStream's recovery of the store
-	// is slow on a loaded machine: a few tries, each with time to spare, before giving up.
+	// A restart on the same port can find it not yet free (the new server then never gets ready),
+	// and JetStream's recovery of the store is slow on a loaded machine: short tries, many of them.
 	for try := 1; ; try++ {
 		o := s.opts
 		o.Port = s.port
@@ -50,13 +50,13 @@ func (s *Server) start() error {
 			return err
 		}
 		go srv.Start()
-		if srv.ReadyForConnections(20 * time.Second) {
+		if srv.ReadyForConnections(2 * time.Second) {
 			s.srv, s.port = srv, srv.Addr().(*net.TCPAddr).Port
 			return nil
 		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		if try == 3 {
+		if try == 15 {
 			return errors.New("the embedded NATS server did not start")
 		}
 	}
