@@ -101,6 +101,9 @@ func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 			p.mu.Unlock()
 			return nil, p.notACP
 		}
+		if p.conn != nil && p.isDead(p.conn) {
+			p.conn = nil // died, and watch has not caught up yet: a turn that saw it die may come back at once
+		}
 		if p.conn != nil {
 			c := p.conn
 			p.mu.Unlock()
