@@ -5,7 +5,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -107,11 +106,7 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	if err := agent.CheckChoice(limits.Command, model, choices, from); err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
-	models := choices.IDs()
-	if from == agent.ModelsFromNone {
-		// The sessions' model option still offers something: q's offline list.
-		models = slices.Clone(qFallbackModels)
-	}
+	models := agent.OfferedModels(choices, from) // the sessions' model option
 	if strings.HasPrefix(opts.agent, "-") {
 		return output.UsageErrorf("invalid --agent %q: a name cannot start with \"-\"", opts.agent)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -86,7 +87,8 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 			return []string{"-\tread the prompt from stdin"}, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runAsk(c, a, opts, args)
+			opts.events.formatSet = c.Flags().Changed("output-format")
+			return runAsk(c.Context(), a, opts, args)
 		},
 	}
 	f := c.Flags()
@@ -126,25 +128,14 @@ func askConfig(a *app.App) *config.Config {
 	return c
 }
 
-// qFallbackModels are q's offline model list: what completion offers for an agent
-// that cannot list its models.
-var qFallbackModels = []string{"claude-sonnet-4", "claude-3.7-sonnet"}
-
 // askModels returns the models --model completes to: the agent.models setting when set, else the
 // agent's own list (cached), else q's offline list.
 func askModels(a *app.App) []string {
 	c := askConfig(a)
 	if c == nil {
-		return qFallbackModels
+		return slices.Clone(agent.FallbackModels)
 	}
-	if models := c.List("agent.models"); len(models) > 0 {
-		return models
-	}
-	list, listed, err := agent.NewModelCache(c.Paths.State).Models(context.Background(), c.String("agent.command"))
-	if err != nil || !listed {
-		return qFallbackModels
-	}
-	return list.IDs()
+	return agent.OfferedModels(agent.NewModelCache(c.Paths.State).Choices(context.Background(), agent.LimitsFromConfig(c)))
 }
 
 // askTrustNames are the tool names --trust-tools completes to: kiro-cli 2.x has its own names.
@@ -178,25 +169,18 @@ type modelsJSON struct {
 	Source string `json:"source"`
 }
 
-func listAskModels(c *cobra.Command, a *app.App, asJSON bool) error {
+func listAskModels(ctx context.Context, a *app.App, asJSON bool) error {
 	l := agent.LimitsFromConfig(a.Config)
+	list, from, err := agent.NewModelCache(a.Config.Paths.State).FreshChoices(ctx, l)
+	if err != nil {
+		return output.Errorf(output.ExitFailure, "listing the agent's models: %v", err)
+	}
 	v := modelsJSON{Models: []agent.Model{}, Default: l.DefaultModel, Source: "none"}
-	if len(l.Models) > 0 {
-		v.Source = "setting"
-		for _, m := range l.Models {
-			v.Models = append(v.Models, agent.Model{ID: m})
-		}
-	} else {
-		list, listed, err := agent.NewModelCache(a.Config.Paths.State).Refresh(c.Context(), l.Command)
-		if err != nil {
-			return output.Errorf(output.ExitFailure, "listing the agent's models: %v", err)
-		}
-		if listed {
-			v.Source, v.Models = "agent", list.Models
-			if v.Default == "" {
-				v.Default = list.Default
-			}
-		}
+	if from != agent.ModelsFromNone {
+		v.Source, v.Models = from, list.Models
+	}
+	if from == agent.ModelsFromAgent && v.Default == "" {
+		v.Default = list.Default
 	}
 	if asJSON {
 		return output.JSON(a.IO.Out, v)
@@ -240,14 +224,15 @@ type dryRunJSON struct {
 	PromptOnStdin bool `json:"prompt_on_stdin"`
 }
 
-func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error {
+// runAsk is `qkit ask`: ctx ends the run (Ctrl-C, a signal), args is the prompt or "-".
+func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) error {
 	if opts.listModels {
 		if len(args) > 0 {
 			return output.UsageErrorf("--list-models takes no prompt")
 		}
-		return listAskModels(c, a, opts.asJSON)
+		return listAskModels(ctx, a, opts.asJSON)
 	}
-	if err := checkAskEventFlags(c.Flags(), opts); err != nil {
+	if err := checkAskEventFlags(opts); err != nil {
 		return err
 	}
 	prompt, err := readPrompt(a, args)
@@ -303,14 +288,14 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
 		return output.WithCode(output.ExitUsage, err)
 	}
-	if err := checkAskModel(c.Context(), a, l, r); err != nil {
+	if err := checkAskModel(ctx, a, l, r); err != nil {
 		return err
 	}
 
 	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
 	// the agent's process group running; instead the failed write stops the run.
 	signal.Ignore(syscall.SIGPIPE)
-	backend, err := askBackend(c.Context(), a, opts, l)
+	backend, err := askBackend(ctx, a, opts, l)
 	if err != nil {
 		return err
 	}
@@ -322,7 +307,7 @@ func runAsk(c *cobra.Command, a *app.App, opts *askOptions, args []string) error
 			a.Warnf("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
 		}
 	}
-	return runAskEvents(c, a, opts, l, r, backend.Backend)
+	return runAskEvents(ctx, a, opts, l, r, backend.Backend)
 }
 
 // askChatTrust keeps --deny-tools on the chat backend, which cannot be asked: the denied tools

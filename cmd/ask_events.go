@@ -12,7 +12,6 @@ import (
 
 	"github.com/kballard/go-shellquote"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
@@ -38,6 +37,7 @@ type askEventOptions struct {
 	backend        string
 	refreshBackend bool
 	session        string
+	formatSet      bool // --output-format was given (not its default)
 }
 
 // askEventsHelp is the part of ask's help about backends, formats and permissions.
@@ -88,14 +88,14 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 }
 
 // checkAskEventFlags validates the flags before anything runs; --json is --output-format json.
-func checkAskEventFlags(f *pflag.FlagSet, opts *askOptions) error {
+func checkAskEventFlags(opts *askOptions) error {
 	o := &opts.events
 	switch o.outputFormat {
 	case formatText, formatJSON, formatStreamJSON:
 	default:
 		return output.UsageErrorf("invalid --output-format %q: expected text, json or stream-json", o.outputFormat)
 	}
-	if opts.asJSON && f.Changed("output-format") && o.outputFormat != formatJSON {
+	if opts.asJSON && o.formatSet && o.outputFormat != formatJSON {
 		return output.UsageErrorf("--json and --output-format %s contradict each other: --json is --output-format json", o.outputFormat)
 	}
 	if opts.asJSON {
@@ -136,8 +136,8 @@ func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limit
 
 // runAskEvents runs ask over the backend's events, in every format, on both backends. l and r are
 // ready (context prepended, validated).
-func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, r agent.Request, backend string) error {
-	ctx, cancel := context.WithCancel(c.Context())
+func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Limits, r agent.Request, backend string) error {
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	format := opts.events.outputFormat
 	var stream *streamjson.Writer
@@ -204,7 +204,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
 		defer terms.Close()
 		r.Dir = dir
-		ares, err := acpclient.Run(ctx, acpclient.RunOptions{
+		ares, err := acpclient.Run(runCtx, acpclient.RunOptions{
 			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
 			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms,
 		})
@@ -218,7 +218,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 			rememberSession(a, dir, ares.SessionID)
 		}
 	} else {
-		agentRes, runErr = agent.Stream(ctx, l, r, onEvent)
+		agentRes, runErr = agent.Stream(runCtx, l, r, onEvent)
 		res.StopReason = "end_turn"
 		// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
 		// carried on: that is the run the user asked for, as on the ACP backend.
@@ -240,9 +240,9 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	}
 
 	// How the run ended, as ask reports it (the same codes as the text path).
-	exitErr := askOutcome(c, a, opts, l, agentRes, runErr)
+	exitErr := askOutcome(ctx, l, agentRes, runErr)
 	code := output.Code(exitErr)
-	res.StopReason = streamjson.StopReason(backend, res.StopReason, timedOut, c.Context().Err() != nil, exitErr != nil)
+	res.StopReason = streamjson.StopReason(backend, res.StopReason, timedOut, ctx.Err() != nil, exitErr != nil)
 	if denied != nil {
 		res.Denied = denied()
 	}
@@ -251,7 +251,7 @@ func runAskEvents(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits
 	refusedMu.Unlock()
 	res.Tools = streamjson.Summaries(agentRes.Tools)
 	if len(res.Denied) > 0 {
-		a.Warnf("refused: %s", joinQuoted(res.Denied))
+		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
 	}
 	if res.StopReason == "refusal" {
 		a.Warnf("the agent ended its turn after a refusal (stop reason: refusal)")
@@ -299,10 +299,10 @@ type askEventsJSON struct {
 }
 
 // askOutcome maps a run's end to ask's error and exit code, on every backend and format.
-func askOutcome(c *cobra.Command, a *app.App, opts *askOptions, l agent.Limits, res agent.Result, runErr error) error {
+func askOutcome(ctx context.Context, l agent.Limits, res agent.Result, runErr error) error {
 	var needs *approval.NeedsPermissionError
 	switch {
-	case runErr != nil && c.Context().Err() != nil:
+	case runErr != nil && ctx.Err() != nil:
 		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
 	case errors.As(runErr, &needs):
 		return output.Errorf(output.ExitFailure, "%v", needs)
@@ -343,17 +343,6 @@ func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy,
 		p.OnPermission = approval.Fail
 	}
 	return p, nil
-}
-
-func joinQuoted(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
 }
 
 // askDryRunACP says whether --dry-run shows the ACP command line: when the backend is acp by flag

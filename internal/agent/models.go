@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -219,17 +220,50 @@ const (
 // reports that.
 func (c ModelCache) Choices(ctx context.Context, l Limits) (ModelList, string) {
 	if len(l.Models) > 0 {
-		var list ModelList
-		for _, m := range l.Models {
-			list.Models = append(list.Models, Model{ID: m})
-		}
-		return list, ModelsFromSetting
+		return settingModels(l), ModelsFromSetting
 	}
 	list, listed, err := c.Models(ctx, l.Command)
 	if err != nil || !listed {
 		return ModelList{}, ModelsFromNone
 	}
 	return list, ModelsFromAgent
+}
+
+// FreshChoices is Choices with the agent asked again rather than the cache read (ask
+// --list-models); an agent that cannot be asked (missing, failing) is an error here.
+func (c ModelCache) FreshChoices(ctx context.Context, l Limits) (ModelList, string, error) {
+	if len(l.Models) > 0 {
+		return settingModels(l), ModelsFromSetting, nil
+	}
+	list, listed, err := c.Refresh(ctx, l.Command)
+	if err != nil {
+		return ModelList{}, ModelsFromNone, err
+	}
+	if !listed {
+		return ModelList{}, ModelsFromNone, nil
+	}
+	return list, ModelsFromAgent, nil
+}
+
+func settingModels(l Limits) ModelList {
+	var list ModelList
+	for _, m := range l.Models {
+		list.Models = append(list.Models, Model{ID: m})
+	}
+	return list
+}
+
+// FallbackModels is q's offline model list: what is offered for an agent that cannot list its
+// models.
+var FallbackModels = []string{"claude-sonnet-4", "claude-3.7-sonnet"}
+
+// OfferedModels are the model ids to offer (--model completion, an ACP session's model option)
+// for choices from Choices: their ids, or FallbackModels when there is no list.
+func OfferedModels(choices ModelList, from string) []string {
+	if from == ModelsFromNone {
+		return slices.Clone(FallbackModels)
+	}
+	return choices.IDs()
 }
 
 // CheckChoice says whether model is one of choices (from Choices, whose source is from): by id or

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -122,5 +123,20 @@ func TestModelChoicesOneRule(t *testing.T) {
 	choices, from = c.Choices(t.Context(), Limits{Command: "qkit-no-such-agent"})
 	if from != ModelsFromNone || CheckChoice("qkit-no-such-agent", "anything", choices, from) != nil {
 		t.Fatalf("none: %v %q", choices, from)
+	}
+	// What is offered without a list is q's offline one, a copy; with one, its ids.
+	if got := OfferedModels(choices, from); !slices.Equal(got, FallbackModels) || &got[0] == &FallbackModels[0] {
+		t.Fatalf("offered, none: %v", got)
+	}
+	if got := OfferedModels(ModelList{Models: []Model{{ID: "a"}, {ID: "b"}}}, ModelsFromAgent); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("offered, agent: %v", got)
+	}
+	// FreshChoices asks again: the setting still decides first; an agent that cannot be started is
+	// an error, not an empty list.
+	if list, from, err := c.FreshChoices(t.Context(), Limits{Command: "qkit-no-such-agent", Models: []string{"m1"}}); err != nil || from != ModelsFromSetting || len(list.Models) != 1 {
+		t.Fatalf("fresh, setting: %v %q %v", list, from, err)
+	}
+	if _, _, err := c.FreshChoices(t.Context(), Limits{Command: "qkit-no-such-agent"}); err == nil {
+		t.Fatal("fresh, missing agent: no error")
 	}
 }
