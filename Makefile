@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit race lint vet tidy gofmt interop bench docs clean fuzz fakeq browser
+.PHONY: all build install test unit race lint vet tidy gofmt interop nodedeps bench docs clean fuzz fakeq browser
 
 all: build
 
@@ -29,8 +29,18 @@ install: build
 	install -m 0644 bin/docs/completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
 # Everything CI runs: vet, go.mod tidy and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
-# the core packages again under the race detector, and the Node interop suites.
-test: lint unit race interop
+# the core packages again under the race detector, and the Node interop suites. interop's packages come
+# first: Go tests run the TypeScript stand-in agent with them, and under make test they fail rather
+# than skip when it cannot run (QKIT_REQUIRE_INTEROP).
+test: export QKIT_REQUIRE_INTEROP = 1
+test: lint nodedeps unit race interop
+
+# interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
+# pins them; again only when the lock file changed.
+nodedeps: interop/node_modules/.package-lock.json
+interop/node_modules/.package-lock.json: interop/package-lock.json interop/package.json
+	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 unit:
 	$(GO) test -count=1 ./...
@@ -61,9 +71,8 @@ fakeq:
 	cp bin/fakeq/q bin/fakeq/kiro-cli
 
 # The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR).
-interop: build fakeq browser
-	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error && \
-		for flavour in q kiro; do \
+interop: build fakeq browser nodedeps
+	cd interop && for flavour in q kiro; do \
 			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
 			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) npm test || exit 1; \
 		done

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -529,15 +528,9 @@ func TestEventsMatchSchema(t *testing.T) {
 
 // TestTypeScriptStandIn runs the client against interop/stand-in-agent.js (the official TypeScript
 // SDK's agent side) and checks every event against the stream-json schema. It needs node and
-// interop's node_modules (make interop installs them), and is skipped without them.
+// interop's node_modules (make nodedeps installs them); see fakeqtest.TypeScriptAgent.
 func TestTypeScriptStandIn(t *testing.T) {
-	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skip("interop/node_modules is missing (make interop)")
-	}
+	script := fakeqtest.TypeScriptAgent(t)
 	o := fake(t, "TS_AGENT_TOOLS=echo one,echo two", "TS_AGENT_READ=notes.txt", "TS_AGENT_WRITE=../outside.txt")
 	o.Limits.Command = script
 	must(t, os.WriteFile(filepath.Join(o.Request.Dir, "notes.txt"), []byte("notes\n"), 0o600))

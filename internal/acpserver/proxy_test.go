@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 // mcpServerForTest is a stdio MCP server with one tool, "echo", for the bridge test.
@@ -442,7 +442,7 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 // usage_update passed through. It needs node and interop's node_modules (make interop installs
 // them), and is skipped without them.
 func TestProxyTypeScriptStandIn(t *testing.T) {
-	script := tsStandIn(t)
+	script := fakeqtest.TypeScriptAgent(t)
 	cwd := t.TempDir()
 	notes := filepath.Join(cwd, "notes.txt")
 	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
@@ -586,24 +586,11 @@ func TestProxyAgentLoggedOut(t *testing.T) {
 	wantCode(t, "session/new with the agent logged out", err, -32000, "Authentication required")
 }
 
-// tsStandIn is interop/stand-in-agent.js, or a skip without node and interop's node_modules.
-func tsStandIn(t *testing.T) string {
-	t.Helper()
-	script, _ := filepath.Abs("../../interop/stand-in-agent.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skip("interop/node_modules is missing (make interop)")
-	}
-	return script
-}
-
 // TestProxyTypeScriptStandInBridge: the TypeScript stand-in calls a stdio MCP server of the
 // editor's through the bridge, and its edit arrives with the diff (written inside the folder, the
 // editor having no fs).
 func TestProxyTypeScriptStandInBridge(t *testing.T) {
-	script := tsStandIn(t)
+	script := fakeqtest.TypeScriptAgent(t)
 	t.Setenv("KIRO_API_KEY", "test")
 	t.Setenv("TS_AGENT_MCP", "notes/echo")
 	t.Setenv("TS_AGENT_WRITE", "out.txt")
@@ -648,7 +635,7 @@ func startTSProxy(t *testing.T, script, db string) *harness {
 // transcript, a new agent session takes the old one's place and the next prompt carries the
 // conversation; a closed session is resumed and goes on.
 func TestProxyTypeScriptStandInLoadAfterRestart(t *testing.T) {
-	script := tsStandIn(t)
+	script := fakeqtest.TypeScriptAgent(t)
 	t.Setenv("KIRO_API_KEY", "test")
 	t.Setenv("TS_AGENT_CHUNKS", "1")
 	db := filepath.Join(t.TempDir(), "qkit.db")
@@ -682,7 +669,7 @@ func TestProxyTypeScriptStandInLoadAfterRestart(t *testing.T) {
 // its tool (a shell it started, approved once) runs; the stand-in stops the tool, the prompt
 // answers cancelled, and the tool's process is gone while qkit and the agent still run.
 func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
-	script := tsStandIn(t)
+	script := fakeqtest.TypeScriptAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv("KIRO_API_KEY", "test")
 	t.Setenv("TS_AGENT_TOOLS", "echo $$ > "+pidFile+"; exec sleep 60")

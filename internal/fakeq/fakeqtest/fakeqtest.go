@@ -5,6 +5,8 @@ package fakeqtest
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,4 +49,33 @@ func Flavour(t testing.TB, flavour string, env ...string) string {
 		t.Setenv(k, "")
 	}
 	return Use(t, append([]string{"FAKEQ_FLAVOUR=" + flavour}, env...)...)
+}
+
+// requireInterop, set by `make test`, turns a missing node or interop/node_modules into a test
+// failure: CI must run the tests against the TypeScript stand-in, not skip them.
+const requireInterop = "QKIT_REQUIRE_INTEROP"
+
+// TypeScriptAgent is the path of interop/stand-in-agent.js, the second stand-in agent (written on
+// the official TypeScript ACP SDK), for a test in a package two levels below the repository root.
+// Without node or interop's node_modules the test is skipped, or fails when QKIT_REQUIRE_INTEROP
+// is set.
+func TypeScriptAgent(t testing.TB) string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "interop", "stand-in-agent.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := func(why string) {
+		if os.Getenv(requireInterop) != "" {
+			t.Fatalf("%s, and %s is set: run `make nodedeps` (npm ci in interop/)", why, requireInterop)
+		}
+		t.Skip(why + " (make nodedeps installs interop's packages)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		missing("interop/node_modules is missing")
+	}
+	return script
 }
