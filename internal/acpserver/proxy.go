@@ -40,6 +40,7 @@ type proxy struct {
 	byAgent  map[string]*proxySession
 	byID     map[string]*proxySession
 	early    map[string][]earlyNote // notifications for agent sessions not registered yet
+	opening  int                    // session/new and loads in flight: only then can a session register late
 	closed   map[string]bool        // agent sessions closed here: what they still send is dropped
 }
 
@@ -52,6 +53,22 @@ type earlyNote struct {
 
 // maxEarly bounds the notifications kept for one unregistered agent session.
 const maxEarly = 256
+
+// beginOpen marks a session/new or load in flight: what the agent sends for a session id it does
+// not know yet is kept for it. The returned func ends the mark; when no open is left, what no
+// session took is dropped (kiro's subagents notify under session ids that never register).
+func (p *proxy) beginOpen() (end func()) {
+	p.mu.Lock()
+	p.opening++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		if p.opening--; p.opening == 0 {
+			clear(p.early)
+		}
+		p.mu.Unlock()
+	}
+}
 
 // proxySession is one editor session on the proxy path.
 type proxySession struct {
@@ -71,6 +88,7 @@ type proxySession struct {
 	models  *acp.SessionModelState
 	modes   *acp.SessionModeState
 	inTurn  bool
+	context float64         // the share of the context window kiro last reported, in percent
 	text    strings.Builder // the running turn's reply, for the transcript (its first transcriptKeep bytes)
 	cut     bool            // the reply was longer than transcriptKeep
 	// history: the agent lost the session and a new one took its place; the next prompt carries
@@ -250,7 +268,7 @@ func (p *proxy) notify(method string, params json.RawMessage) {
 	p.mu.Lock()
 	s := p.byAgent[agentID]
 	if s == nil {
-		if agentID != "" && !p.closed[agentID] && len(p.early[agentID]) < maxEarly {
+		if p.opening > 0 && agentID != "" && !p.closed[agentID] && len(p.early[agentID]) < maxEarly {
 			p.early[agentID] = append(p.early[agentID], earlyNote{method, bytes.Clone(params)})
 		}
 		p.mu.Unlock()
@@ -356,6 +374,13 @@ func (p *proxy) mergedCommands(s *proxySession) []acp.AvailableCommand {
 func (p *proxy) event(agentID string, ev agent.Event) {
 	s := p.byAgentID(agentID)
 	if s == nil {
+		// kiro's subagents report under their own session ids: their credits are the cost of the
+		// turn that started them, when one turn runs (with several, whose is unknown).
+		if ev.Type == agent.EventUsage && ev.Usage != nil && ev.Usage.Credits != 0 {
+			if parent := p.soleTurn(); parent != nil {
+				p.usage(parent, &agent.Usage{Credits: ev.Usage.Credits}, agentID)
+			}
+		}
 		return
 	}
 	switch ev.Type {
@@ -370,12 +395,51 @@ func (p *proxy) event(agentID string, ev agent.Event) {
 		}
 		s.mu.Unlock()
 	case agent.EventUsage:
-		if u := usageUpdate(ev.Usage); u != nil {
-			line, err := json.Marshal(acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: acp.SessionUpdate{UsageUpdate: u}})
-			if err == nil {
-				s.forward(p.a, append([]byte(`{"jsonrpc":"2.0","method":"session/update","params":`), append(line, "}\n"...)...))
+		p.usage(s, ev.Usage, "")
+	}
+}
+
+// soleTurn is the session whose turn is running when it is the only one.
+func (p *proxy) soleTurn() *proxySession {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var found *proxySession
+	for _, s := range p.byID {
+		s.mu.Lock()
+		in := s.inTurn
+		s.mu.Unlock()
+		if in {
+			if found != nil {
+				return nil
 			}
+			found = s
 		}
+	}
+	return found
+}
+
+// usage sends kiro's usage to the editor as s's usage_update. A subagent's (from its own agent
+// session) carries only its credits, beside the context share s last reported.
+func (p *proxy) usage(s *proxySession, u *agent.Usage, subagent string) {
+	s.mu.Lock()
+	if subagent == "" {
+		if u != nil && u.ContextPercent > 0 {
+			s.context = u.ContextPercent
+		}
+	} else {
+		u = &agent.Usage{Credits: u.Credits, ContextPercent: s.context}
+	}
+	s.mu.Unlock()
+	up := usageUpdate(u)
+	if up == nil {
+		return
+	}
+	if subagent != "" {
+		up.Meta["qkit"].(map[string]any)["subagentSession"] = subagent
+	}
+	line, err := json.Marshal(acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: acp.SessionUpdate{UsageUpdate: up}})
+	if err == nil {
+		s.forward(p.a, append([]byte(`{"jsonrpc":"2.0","method":"session/update","params":`), append(line, "}\n"...)...))
 	}
 }
 
@@ -487,6 +551,7 @@ func (p *proxy) agentServers(ctx context.Context, c *acpclient.Conn, cwd string,
 
 // create opens the agent's side of a new session and fills rec's backend and agent session.
 func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers []acp.McpServer) (*proxySession, error) {
+	defer p.beginOpen()()
 	c, err := p.current(ctx)
 	if err != nil {
 		return nil, err
@@ -519,6 +584,7 @@ func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers
 // (kiro may have lost it, hang, or fail), a new agent session takes its place, the caller replays
 // qkit's transcript, and the next prompt carries the conversation.
 func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers []acp.McpServer, replay bool) (*proxySession, bool, error) {
+	defer p.beginOpen()()
 	c, err := p.current(ctx)
 	if err != nil {
 		return nil, false, err

@@ -697,13 +697,23 @@ func TestProxyDropsNotificationsOfAClosedSession(t *testing.T) {
 	if kept != 0 {
 		t.Fatalf("%d notifications of a closed session kept", kept)
 	}
-	// A session not registered yet (the updates that follow session/new) still has them kept.
+	// A session not registered yet (the updates that follow session/new) still has them kept
+	// while a session/new or load is in flight, and no longer.
+	p.notify(acp.ClientMethodSessionUpdate, []byte(`{"sessionId":"agent-0","update":{}}`))
+	end := p.beginOpen()
 	p.notify(acp.ClientMethodSessionUpdate, []byte(`{"sessionId":"agent-2","update":{}}`))
 	p.mu.Lock()
-	kept = len(p.early["agent-2"])
+	kept, stray := len(p.early["agent-2"]), len(p.early["agent-0"])
 	p.mu.Unlock()
-	if kept != 1 {
-		t.Fatalf("an early notification of a new session: %d kept, want 1", kept)
+	if kept != 1 || stray != 0 {
+		t.Fatalf("early notifications: %d kept during an open (want 1), %d with none in flight (want 0)", kept, stray)
+	}
+	end()
+	p.mu.Lock()
+	left := len(p.early)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d unregistered sessions' notifications kept after the open ended (a subagent's would stay for the server's life)", left)
 	}
 	// Loaded again, the closed one is delivered once more (held until the editor knows it).
 	p.register(s)
@@ -713,6 +723,31 @@ func TestProxyDropsNotificationsOfAClosedSession(t *testing.T) {
 	s.mu.Unlock()
 	if queued != 1 {
 		t.Fatalf("after a load: %d notifications queued, want 1", queued)
+	}
+}
+
+// TestProxySubagentCredits: kiro's subagent reports its credits under its own session id; the
+// editor gets them as a usage_update of the session whose turn started it, and nothing of the
+// subagent's session is kept once the turn is over.
+func TestProxySubagentCredits(t *testing.T) {
+	t.Setenv("FAKEQ_ACP_SUBAGENT", "1")
+	t.Setenv("FAKEQ_OUTPUT", "done")
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+	h.tc.waitFor(t, "the subagent's credits as a usage_update", func() bool {
+		return h.tc.count(id, func(u acp.SessionUpdate) bool {
+			if u.UsageUpdate == nil {
+				return false
+			}
+			q, _ := u.UsageUpdate.Meta["qkit"].(map[string]any)
+			kiro, _ := q["kiro"].(map[string]any)
+			return q["subagentSession"] != nil && kiro["credits"] == 0.25
+		}) == 1
+	})
+	if got := h.tc.agentText(id); strings.Contains(got, "subagent thinking") {
+		t.Fatalf("the subagent's own text reached the session's reply: %q", got)
 	}
 }
 
