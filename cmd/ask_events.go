@@ -2,12 +2,10 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kballard/go-shellquote"
@@ -17,6 +15,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/streamjson"
@@ -62,7 +61,8 @@ run, or reject); the wait for that answer does not count toward --timeout (quest
 bounds it). On a terminal the default is to ask there. Tools are named by the agent's name,
 their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
 The agent's file and terminal requests are served inside the working directory only; a path
-outside it is refused and reported (refused_paths). The chat backend cannot be asked: there
+outside it is refused and reported (refused_paths), and the run fails (exit 1) with the reply kept,
+even when the agent carried on without it. The chat backend cannot be asked: there
 --deny-tools leaves the tools it names out of --trust-tools, so the agent refuses them and the run
 goes on as with deny (kiro-cli carries on after a refusal; q stops, and that fails the run);
 --on-permission deny counts kiro-cli's refusals the same way; --deny-tools with --yolo is refused
@@ -172,8 +172,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	var timedOut bool
 	var agentRes agent.Result
 	var denied func() []string
-	var refused []string
-	var refusedMu sync.Mutex
+	var refused acpclient.Refusals
 	start := time.Now()
 	if backend == acpclient.BackendACP {
 		dir, err := a.WorkingDir()
@@ -197,9 +196,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		}
 		onRefused := func(e *acpclient.OutsideError) {
 			a.Warnf("%v", e)
-			refusedMu.Lock()
-			refused = append(refused, e.Path)
-			refusedMu.Unlock()
+			refused.Add(e)
 		}
 		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
 		defer terms.Close()
@@ -240,15 +237,15 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	}
 
 	// How the run ended, as ask reports it (the same codes as the text path).
-	exitErr := askOutcome(ctx, l, agentRes, runErr)
+	exitErr := askrun.Outcome(ctx.Err() != nil, l.Timeout, agentRes, runErr, refused.Err())
 	code := output.Code(exitErr)
 	res.StopReason = streamjson.StopReason(backend, res.StopReason, timedOut, ctx.Err() != nil, exitErr != nil)
 	if denied != nil {
 		res.Denied = denied()
 	}
-	refusedMu.Lock()
-	res.RefusedPaths = slices.Clone(refused)
-	refusedMu.Unlock()
+	if paths := refused.Paths(); len(paths) > 0 {
+		res.RefusedPaths = paths
+	}
 	res.Tools = streamjson.Summaries(agentRes.Tools)
 	if len(res.Denied) > 0 {
 		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
@@ -296,29 +293,6 @@ type askEventsJSON struct {
 	Tools        []streamjson.ToolSummary `json:"tools"`
 	Denied       []string                 `json:"denied,omitempty"`
 	RefusedPaths []string                 `json:"refused_paths,omitempty"`
-}
-
-// askOutcome maps a run's end to ask's error and exit code, on every backend and format.
-func askOutcome(ctx context.Context, l agent.Limits, res agent.Result, runErr error) error {
-	var needs *approval.NeedsPermissionError
-	switch {
-	case runErr != nil && ctx.Err() != nil:
-		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
-	case errors.As(runErr, &needs):
-		return output.Errorf(output.ExitFailure, "%v", needs)
-	case runErr != nil:
-		// Only a tool the agent did not trust gets the hint: q's approval error after a stream
-		// failure is an ordinary failure (the runner says why), not a reason to trust more.
-		msg := "agent failed: " + runErr.Error()
-		var ut *agent.UntrustedToolError
-		if errors.As(runErr, &ut) {
-			msg += "; " + ut.Hint(agent.CLITrustFlags)
-		}
-		return output.Errorf(output.ExitFailure, "%s", msg)
-	case res.TimedOut:
-		return output.Errorf(output.ExitTimeout, "timed out after %s (--timeout, AGENT_TIMEOUT); the partial output was printed", l.Timeout.Round(time.Millisecond))
-	}
-	return nil
 }
 
 // askPolicy builds the permission policy from the flags.

@@ -89,7 +89,7 @@ test('an agent that asks again after "allow always" is answered from qkit\'s mem
   }
 });
 
-test('a denied tool is refused and the TS agent carries on; a path outside the folder is refused', () => {
+test('a denied tool is refused and the TS agent carries on; a path outside the folder is refused and fails the run', () => {
   const iso = isolatedEnv();
   try {
     const cwd = mkdtempSync(join(iso.home, 'project-'));
@@ -98,8 +98,12 @@ test('a denied tool is refused and the TS agent carries on; a path outside the f
     const { status, stderr, lines, result } = ask(iso, cwd, ['--on-permission', 'deny'], {
       TS_AGENT_TOOLS: 'echo nope', TS_AGENT_READ: '../secret.txt', TS_AGENT_RAN: ran,
     });
-    assert.equal(status, 0, stderr);
+    // The refused path fails the run (exit 1); the reply and the result are kept.
+    assert.equal(status, 1, stderr);
     assert.equal(result.stop_reason, 'end_turn');
+    assert.equal(result.exit_code, 1);
+    assert.equal(result.is_error, true);
+    assert.match(result.error, /outside the working directory .*, which was refused: read .*secret\.txt$/);
     assert.deepEqual(result.denied, ['"Running: echo nope" (execute)']);
     assert.deepEqual(result.refused_paths, [join(iso.home, 'secret.txt')]);
     assert.match(stderr, /refused to read .*secret\.txt: it is outside the working directory/);

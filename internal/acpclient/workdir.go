@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,60 @@ type OutsideError struct {
 
 func (e *OutsideError) Error() string {
 	return fmt.Sprintf("refused to %s %s: it is outside the working directory %s", e.Op, e.Path, e.Root)
+}
+
+// Refusals collects what was refused during a run (DirFiles' and DirTerminals' OnRefused); safe
+// for concurrent use. Its Err is the run's failure when anything was refused.
+type Refusals struct {
+	mu   sync.Mutex
+	list []*OutsideError
+}
+
+// Add records a refusal.
+func (r *Refusals) Add(e *OutsideError) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, e)
+}
+
+// Paths are the refused paths, in order.
+func (r *Refusals) Paths() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	paths := make([]string, 0, len(r.list))
+	for _, e := range r.list {
+		paths = append(paths, e.Path)
+	}
+	return paths
+}
+
+// Err is a *RefusedError listing the refusals, or nil when nothing was refused.
+func (r *Refusals) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == 0 {
+		return nil
+	}
+	return &RefusedError{Refused: slices.Clone(r.list)}
+}
+
+// RefusedError is a run in which the agent asked for paths outside the working directory: each
+// was refused, and the run fails even when the agent carried on without them, since it could not
+// do what it set out to.
+type RefusedError struct {
+	Refused []*OutsideError
+}
+
+func (e *RefusedError) Error() string {
+	what := make([]string, 0, len(e.Refused))
+	for _, r := range e.Refused {
+		what = append(what, r.Op+" "+r.Path)
+	}
+	if len(e.Refused) == 1 {
+		return fmt.Sprintf("the agent asked for a path outside the working directory %s, which was refused: %s", e.Refused[0].Root, what[0])
+	}
+	return fmt.Sprintf("the agent asked for %d paths outside the working directory %s, which were refused: %s",
+		len(e.Refused), e.Refused[0].Root, strings.Join(what, ", "))
 }
 
 // refusal is how a refused request is answered to the agent.

@@ -1,10 +1,13 @@
 package acpclient
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -159,5 +162,41 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusals: what DirFiles and DirTerminals refuse is collected, from any goroutine, and fails
+// the run with an error naming every path and the working directory.
+func TestRefusals(t *testing.T) {
+	var r Refusals
+	if r.Err() != nil || len(r.Paths()) != 0 {
+		t.Fatalf("nothing refused: %v %v", r.Err(), r.Paths())
+	}
+	root := t.TempDir()
+	d := &DirFiles{Root: root, OnRefused: r.Add}
+	terms := &DirTerminals{Root: root, OnRefused: r.Add}
+	defer terms.Close()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, _ = d.ReadTextFile(context.Background(), acp.ReadTextFileRequest{Path: "/etc/passwd"})
+	}()
+	go func() {
+		defer wg.Done()
+		cwd := "/"
+		_, _ = terms.CreateTerminal(context.Background(), acp.CreateTerminalRequest{Command: "true", Cwd: &cwd})
+	}()
+	wg.Wait()
+	paths := r.Paths()
+	slices.Sort(paths)
+	if !slices.Equal(paths, []string{"/", "/etc/passwd"}) {
+		t.Errorf("paths %q", paths)
+	}
+	var re *RefusedError
+	if err := r.Err(); !errors.As(err, &re) || len(re.Refused) != 2 ||
+		!strings.HasPrefix(err.Error(), "the agent asked for 2 paths outside the working directory "+root+", which were refused: ") ||
+		!strings.Contains(err.Error(), "read /etc/passwd") || !strings.Contains(err.Error(), "run a command in /") {
+		t.Errorf("err %v", err)
 	}
 }
