@@ -31,6 +31,20 @@ func flavourServer(t *testing.T, flavour string, every time.Duration, fakeEnv ..
 	return cs, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), msgs...) }
 }
 
+// progressUntil waits until the notifications the client has handled satisfy ok and returns them; on a
+// timeout it returns what came. The client SDK hands notifications to their handler on a goroutine of
+// its own while the reader delivers responses directly, so a call's result can reach the caller before
+// the notifications the server sent ahead of it have been handled.
+func progressUntil(msgs func() []string, ok func([]string) bool) []string {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if got := msgs(); ok(got) || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
+func atLeastOne(got []string) bool { return len(got) > 0 }
+
 func callWithProgress(t *testing.T, cs *mcp.ClientSession, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	params := &mcp.CallToolParams{Name: "q-developer-agent", Arguments: args}
@@ -103,22 +117,25 @@ func TestQAgentProgressFromFirstLine(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("%+v", res)
 			}
-			if got := msgs(); len(got) != 1 || !strings.HasSuffix(got[0], ": line 1") {
+			if got := progressUntil(msgs, atLeastOne); len(got) != 1 || !strings.HasSuffix(got[0], ": line 1") {
 				t.Fatalf("notifications %q, want one with the first line", got)
 			}
 			cs, msgs = flavourServer(t, f, time.Hour, "FAKEQ_TOOLS=@git/status", "FAKEQ_OUTPUT=ok")
 			callWithProgress(t, cs, map[string]any{"prompt": "hi", "yolo-mode": true})
 			// The first line ("Let me use the tools for that.") goes at once, or what came right
 			// after it (the tool, the next line: the latest wins); nothing more within the interval.
-			if got := msgs(); len(got) != 1 || strings.Contains(got[0], "has been running") {
+			if got := progressUntil(msgs, atLeastOne); len(got) != 1 || strings.Contains(got[0], "has been running") {
 				t.Fatalf("notifications %q", got)
 			}
 			cs, msgs = flavourServer(t, f, 30*time.Millisecond, "FAKEQ_TOOLS=@git/status", "FAKEQ_OUTPUT=ok", "FAKEQ_SLEEP=300ms")
 			callWithProgress(t, cs, map[string]any{"prompt": "hi", "yolo-mode": true})
 			// The tool's own message may give way to a later line within the interval; the
 			// heartbeats then name it.
-			if got := strings.Join(msgs(), "\n"); !strings.Contains(got, "is running tool status from MCP server git") &&
-				!strings.Contains(got, "tools used: @git/status") {
+			namesTool := func(got []string) bool {
+				all := strings.Join(got, "\n")
+				return strings.Contains(all, "is running tool status from MCP server git") || strings.Contains(all, "tools used: @git/status")
+			}
+			if got := progressUntil(msgs, namesTool); !namesTool(got) {
 				t.Fatalf("notifications %q do not name the tool", got)
 			}
 		})

@@ -255,7 +255,8 @@ func TestQAgentProgress(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if n.Load() == 0 {
+	// The notifications went out before the result but may still be on their way to the handler.
+	if len(progressUntil(func() []string { return make([]string, n.Load()) }, atLeastOne)) == 0 {
 		t.Fatal("no progress notification while the agent ran")
 	}
 }
