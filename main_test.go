@@ -16,7 +16,6 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/qkit-cli/qkit/cmd"
 	"github.com/qkit-cli/qkit/internal/fakeq"
 	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
@@ -27,7 +26,7 @@ func TestMain(m *testing.M) {
 		moreParallel()
 	}
 	testscript.Main(m, map[string]func(){
-		"qkit": func() { os.Exit(cmd.Main(os.Args[1:])) },
+		"qkit": func() { os.Exit(runQkit(os.Args[1:])) },
 		"q":    func() { os.Exit(fakeq.Main()) },
 		// kiro-cli is the same fake; scripts set FAKEQ_FLAVOUR=kiro for it to act as kiro-cli 2.x.
 		"kiro-cli": func() { os.Exit(fakeq.Main()) },
@@ -68,6 +67,18 @@ func TestScripts(t *testing.T) {
 			// The fake q speaks ACP (`q acp`), so agent.backend=auto would take it; scripts that
 			// test the ACP backend or the choice say so (ask_acp*.txtar), the others keep chat.
 			env.Setenv("QKIT_AGENT_BACKEND", "chat")
+			// Every stream-json run leaves a copy of its stdout here, validated when the script ends.
+			copies, err := os.MkdirTemp("", "qkit-streams-")
+			if err != nil {
+				return err
+			}
+			env.Setenv(streamCopiesEnv, copies)
+			env.Defer(func() {
+				defer os.RemoveAll(copies)
+				if err := checkStreamCopies(copies); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -22,10 +22,13 @@ import (
 )
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
-func Main(args []string) int {
+func Main(args []string) int { return MainStreams(app.System(), args) }
+
+// MainStreams is Main on the given streams (the testscripts keep a copy of stdout through it).
+func MainStreams(s *app.Streams, args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // also releases the signal handler of an interruptible command
-	return Run(ctx, app.New(app.System(), buildVersion()), args)
+	return Run(ctx, app.New(s, buildVersion()), args)
 }
 
 // Run executes one command line against a fresh command tree on a's streams, prints any error to
