@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +42,7 @@ The editor starts 'qkit acp serve' and talks JSON-RPC to it over stdin and stdou
 	return c
 }
 
+// acpServeOptions are the flags of `qkit acp serve`.
 type acpServeOptions struct {
 	agent string
 	model string
@@ -80,9 +82,7 @@ with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the sessi
   # Use an agent profile and a model for every session
   qkit acp serve --agent my-profile --model claude-sonnet-4`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return runACPServe(c, a, opts)
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runACPServe(c.Context(), a, opts) },
 	}
 	c.Flags().StringVar(&opts.agent, "agent", "", "q agent profile (`NAME`) to run every prompt with")
 	c.Flags().StringVar(&opts.model, "model", "", "default `MODEL` of new sessions (default: setting agent.model)")
@@ -93,7 +93,9 @@ with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the sessi
 	return interruptible(c)
 }
 
-func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
+// runACPServe is `qkit acp serve`: the ACP agent on the app's stdin and stdout until stdin ends or
+// ctx does.
+func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 	if !a.Config.Bool("acp.enabled") {
 		return output.Errorf(output.ExitFailure, "%s", acpDisabled)
 	}
@@ -102,7 +104,7 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 		model = a.Config.String("agent.model")
 	}
 	limits := agent.LimitsFromConfig(a.Config)
-	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(c.Context(), limits)
+	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, limits)
 	if err := agent.CheckChoice(limits.Command, model, choices, from); err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
@@ -119,7 +121,6 @@ func runACPServe(c *cobra.Command, a *app.App, opts *acpServeOptions) error {
 	// and leave a running agent's process group behind. Ignored, the write fails, the connection
 	// ends and every turn is cancelled.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx := c.Context()
 	store, err := sessions.Open(ctx, filepath.Join(a.Config.Paths.Data, "qkit.db"))
 	if err != nil {
 		return err

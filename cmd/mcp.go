@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -32,8 +33,13 @@ Tools: ask_user_questions, internal_command, qkit_help and, when enabled, q-deve
 	return c
 }
 
+// mcpServeOptions are the flags of `qkit mcp serve`.
+type mcpServeOptions struct {
+	eofGrace time.Duration
+}
+
 func newMCPServeCmd(a *app.App) *cobra.Command {
-	var eofGrace time.Duration
+	opts := &mcpServeOptions{}
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the MCP server on stdin and stdout",
@@ -59,25 +65,38 @@ that pipe requests in and expect long calls to finish raise it.`,
   # A script: requests on stdin, answers on stdout; allow the agent call up to 5 minutes
   printf '%s\n' "$INIT" "$INITIALIZED" "$CALL" | qkit mcp serve --eof-grace 5m`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			// A client that dies closes our stdout and stderr. Go would end the process on its next
-			// write there (SIGPIPE), leaving a running agent's process group behind; ignored, the
-			// write fails instead and the server cancels its calls and exits cleanly.
-			signal.Ignore(syscall.SIGPIPE)
-			if eofGrace < 0 {
-				return output.UsageErrorf("invalid --eof-grace %v: it must not be negative", eofGrace)
-			}
-			d := &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
-			return mcpserver.Serve(c.Context(), d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: eofGrace, Logger: a.Logger})
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runMCPServe(c.Context(), a, opts) },
 	}
-	c.Flags().DurationVar(&eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "give calls still running this `DURATION` to finish once stdin ends (0: cancel them at once)")
+	c.Flags().DurationVar(&opts.eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "give calls still running this `DURATION` to finish once stdin ends (0: cancel them at once)")
 	_ = c.RegisterFlagCompletionFunc("eof-grace", cobra.NoFileCompletions)
 	return interruptible(c)
 }
 
+// runMCPServe is `qkit mcp serve`: the MCP server on the app's stdin and stdout until stdin ends
+// or ctx does.
+func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
+	// A client that dies closes our stdout and stderr. Go would end the process on its next
+	// write there (SIGPIPE), leaving a running agent's process group behind; ignored, the
+	// write fails instead and the server cancels its calls and exits cleanly.
+	signal.Ignore(syscall.SIGPIPE)
+	if opts.eofGrace < 0 {
+		return output.UsageErrorf("invalid --eof-grace %v: it must not be negative", opts.eofGrace)
+	}
+	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger})
+}
+
+// mcpDeps is what the MCP tools need of qkit: the app and the internal commands.
+func mcpDeps(a *app.App) *mcpserver.Deps {
+	return &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
+}
+
+// mcpToolsOptions are the flags of `qkit mcp tools`.
+type mcpToolsOptions struct {
+	asJSON bool
+}
+
 func newMCPToolsCmd(a *app.App) *cobra.Command {
-	var asJSON bool
+	opts := &mcpToolsOptions{}
 	c := &cobra.Command{
 		Use:   "tools",
 		Short: "List the MCP tools and whether each is enabled",
@@ -90,32 +109,35 @@ array of {name, description, optional, enabled}.`,
   qkit mcp tools --json | jq -r '.[] | select(.enabled) | .name'
   qkit mcp tools help q-developer-agent`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			entries, err := mcpserver.Catalog(c.Context(), &mcpserver.Deps{App: a, Commands: InternalRegistry(a)})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return output.JSON(a.IO.Out, entries)
-			}
-			rows := make([][]string, len(entries))
-			for i, e := range entries {
-				state := "enabled"
-				if !e.Enabled {
-					state = "disabled"
-				}
-				if e.Optional {
-					state += " (optional)"
-				}
-				desc, _, _ := strings.Cut(e.Description, "\n")
-				rows[i] = []string{e.Name, state, desc}
-			}
-			return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"name", "state", "description"}, rows)
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runMCPTools(c.Context(), a, opts) },
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: [{name, description, optional, enabled}]")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{name, description, optional, enabled}]")
 	c.AddCommand(newMCPToolsHelpCmd(a))
 	return exposeRead(c)
+}
+
+// runMCPTools is `qkit mcp tools`: every tool with its state, as a table, lines or JSON.
+func runMCPTools(ctx context.Context, a *app.App, opts *mcpToolsOptions) error {
+	entries, err := mcpserver.Catalog(ctx, mcpDeps(a))
+	if err != nil {
+		return err
+	}
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, entries)
+	}
+	rows := make([][]string, len(entries))
+	for i, e := range entries {
+		state := "enabled"
+		if !e.Enabled {
+			state = "disabled"
+		}
+		if e.Optional {
+			state += " (optional)"
+		}
+		desc, _, _ := strings.Cut(e.Description, "\n")
+		rows[i] = []string{e.Name, state, desc}
+	}
+	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"name", "state", "description"}, rows)
 }
 
 func newMCPToolsHelpCmd(a *app.App) *cobra.Command {
@@ -136,14 +158,17 @@ its state, examples with arguments, common patterns and troubleshooting.`,
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
-			text, err := mcpserver.HelpText(&mcpserver.Deps{App: a, Commands: InternalRegistry(a)}, args[0])
-			if err != nil {
-				return output.NotFoundf("%v", err)
-			}
-			_, err = fmt.Fprint(a.IO.Out, text)
-			return err
-		},
+		RunE: func(_ *cobra.Command, args []string) error { return runMCPToolsHelp(a, args[0]) },
 	}
 	return exposeRead(c)
+}
+
+// runMCPToolsHelp is `qkit mcp tools help TOOL`: the tool's extended help (exit 4 for no such tool).
+func runMCPToolsHelp(a *app.App, tool string) error {
+	text, err := mcpserver.HelpText(mcpDeps(a), tool)
+	if err != nil {
+		return output.NotFoundf("%v", err)
+	}
+	_, err = fmt.Fprint(a.IO.Out, text)
+	return err
 }

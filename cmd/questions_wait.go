@@ -14,15 +14,15 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
+// waitOptions are the flags of `qkit questions wait`.
 type waitOptions struct {
 	once    bool
-	timeout time.Duration
+	timeout string // --timeout as given; runQuestionsWait parses it
 	asJSON  bool
 }
 
 func newQuestionsWaitCmd(a *app.App) *cobra.Command {
 	opts := &waitOptions{}
-	var timeout string
 	c := &cobra.Command{
 		Use:   "wait",
 		Short: "Wait for a question set and answer it (interactive on a terminal)",
@@ -40,24 +40,25 @@ exit 130 when interrupted.`,
   qkit questions wait --once --timeout 10m
   id=$(qkit questions wait --json --timeout 1h | jq -r .id)`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if timeout != "" {
-				d, err := config.ParseDuration(timeout)
-				if err != nil {
-					return output.UsageErrorf("invalid --timeout %q: %v", timeout, err)
-				}
-				opts.timeout = d
-			}
-			return runQuestionsWait(c.Context(), a, opts)
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runQuestionsWait(c.Context(), a, opts) },
 	}
 	c.Flags().BoolVar(&opts.once, "once", false, "answer one question set, then exit")
-	c.Flags().StringVar(&timeout, "timeout", "", "give up after `D` (90s, 10m, 1h) without a pending set: exit 124")
+	c.Flags().StringVar(&opts.timeout, "timeout", "", "give up after `D` (90s, 10m, 1h) without a pending set: exit 124")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print the pending set as JSON and exit (as show --json)")
 	return interruptible(c)
 }
 
+// runQuestionsWait is `qkit questions wait`: the oldest pending set as JSON, or on a terminal each
+// set answered in turn.
 func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error {
+	var timeout time.Duration
+	if opts.timeout != "" {
+		d, err := config.ParseDuration(opts.timeout)
+		if err != nil {
+			return output.UsageErrorf("invalid --timeout %q: %v", opts.timeout, err)
+		}
+		timeout = d
+	}
 	st, err := openQuestions(a)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 	defer st.Close()
 	interactive := !opts.asJSON && a.IO.CanPrompt()
 	if !interactive {
-		s, err := waitPending(ctx, a, st, opts, false)
+		s, err := waitPending(ctx, a, st, timeout, false)
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 		return err
 	}
 	for {
-		s, err := waitPending(ctx, a, st, opts, true)
+		s, err := waitPending(ctx, a, st, timeout, true)
 		if err != nil {
 			return err
 		}
@@ -96,13 +97,13 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 	}
 }
 
-func waitPending(ctx context.Context, a *app.App, st questions.Store, opts *waitOptions, say bool) (*questions.Session, error) {
+func waitPending(ctx context.Context, a *app.App, st questions.Store, timeout time.Duration, say bool) (*questions.Session, error) {
 	if say && a.IO.StderrTTY {
 		fmt.Fprintln(a.IO.ErrOut, "Waiting for questions… (Ctrl-C to stop)")
 	}
-	s, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: opts.timeout})
+	s, err := st.WaitPending(ctx, questions.WaitPendingOptions{Timeout: timeout})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return nil, output.Errorf(output.ExitTimeout, "no question set arrived within %s", opts.timeout)
+		return nil, output.Errorf(output.ExitTimeout, "no question set arrived within %s", timeout)
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil, output.Errorf(output.ExitInterrupted, "interrupted while waiting for a question set")
