@@ -233,7 +233,9 @@ func TestModelErrorAndLogin(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Code != CodeInternal || !strings.Contains(err.Error(), "ThrottlingException: slow down") {
 		t.Errorf("model error: %v", err)
 	}
-	o = fake(t, "FAKEQ_LOGGED_OUT=1")
+	// An agent that refuses session/new for want of a login (a reading the sources leave open;
+	// here despite KIRO_API_KEY, so the check at initialize lets it through).
+	o = fake(t, "FAKEQ_LOGGED_OUT=1", "FAKEQ_ACP_LOGIN=error", "KIRO_API_KEY=refused")
 	_, err = Run(t.Context(), o)
 	// The same failure as the text runner's (with its advice: KIRO_API_KEY for headless runs), and
 	// still the agent's error for whoever reads the code.

@@ -3,6 +3,7 @@ package acpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
@@ -80,6 +82,12 @@ func Probe(ctx context.Context, command string, log *slog.Logger) (string, strin
 	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	c, err := Start(pctx, Options{Command: command, Args: []string{"acp"}, Logger: log, Grace: time.Second})
+	var login *agent.LoginError
+	if errors.As(err, &login) {
+		// It answered initialize: it speaks ACP, and the run will say how to log in.
+		log.Info("the agent speaks ACP (not logged in)", "command", command)
+		return BackendACP, "probe: answered initialize, not logged in"
+	}
 	if err != nil {
 		log.Info("the agent does not speak ACP: using chat --no-interactive", "command", command, "reason", err)
 		return BackendChat, "probe: " + err.Error()

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,9 @@ const stderrKeep = 64 << 10
 
 // Start starts the agent and initializes it. ctx bounds the start-up only. An agent that exits
 // or writes something other than JSON-RPC before answering initialize does not speak ACP: the
-// error says so, with its exit status and stderr.
+// error says so, with its exit status and stderr. An agent that answers it is not logged in
+// (kiro's kiro-login auth method) while its environment has no headless credential is stopped at
+// once with an *agent.LoginError: it would wait forever for a login.
 func Start(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{
 		o: o, log: o.Logger, argv: append([]string{o.Command}, o.Args...),
@@ -179,8 +182,37 @@ func Start(ctx context.Context, o Options) (*Conn, error) {
 		c.Close()
 		return nil, err
 	}
+	if err := c.loginRequired(); err != nil {
+		c.log.Info("the ACP agent is not logged in", "error", err)
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
+
+// KiroLogin is the auth method kiro-cli's ACP agent (v2) lists in initialize when nobody is
+// logged in. It has no authenticate handler: the login happens in a terminal.
+const KiroLogin = "kiro-login"
+
+// loginRequired is the *agent.LoginError of an agent that said in initialize it has no login
+// (kiro's kiro-login method) and has no headless credential (agent.HeadlessLogin, in the agent's
+// environment) either: without one, kiro waits forever for a device login once a session or a
+// prompt needs it.
+func (c *Conn) loginRequired() error {
+	for _, m := range c.init.AuthMethods {
+		if m.Agent == nil || m.Agent.Id != KiroLogin {
+			continue
+		}
+		if _, ok := agent.HeadlessLogin(agent.EnvLookup(c.o.Env)); ok {
+			return nil
+		}
+		return &agent.LoginError{Command: c.o.Command, Detail: fmt.Sprintf("%s acp answered initialize with its %s method, and KIRO_API_KEY is not set", c.name(), KiroLogin)}
+	}
+	return nil
+}
+
+// name is the agent command's file name.
+func (c *Conn) name() string { return filepath.Base(c.o.Command) }
 
 func (c *Conn) start() error {
 	if strings.TrimSpace(c.o.Command) == "" {

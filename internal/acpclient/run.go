@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -90,7 +91,10 @@ func Argv(l agent.Limits, r agent.Request) []string {
 // stops the agent, with the text runner's semantics (agent.Run): a run that hits Limits.Timeout
 // (not counting the time Permission takes: a person may be deciding) is not an error (Result.TimedOut, the partial reply and a notice); the reply is capped at
 // Limits.MaxResponseSize; when ctx is cancelled the turn is cancelled, the agent stopped, and the
-// error wraps ctx.Err(). Every path ends with the agent's whole process group gone.
+// error wraps ctx.Err(). A logged-out agent is an *agent.LoginError, caught as the text runner
+// catches it: at initialize when it says so (kiro's kiro-login method, see Start), else by asking
+// whoami once it has sent nothing of the turn for Limits.LoginProbeAfter. Every path ends with the
+// agent's whole process group gone.
 func Run(ctx context.Context, o RunOptions) (Result, error) {
 	l, r := o.Limits, o.Request
 	res := Result{Result: agent.Result{ExitCode: -1, Argv: Argv(l, r)}}
@@ -110,12 +114,10 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		return res, err
 	}
 	start := time.Now()
-	runCtx := ctx
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var deadline *pausableDeadline
 	if l.Timeout > 0 {
-		var cancel context.CancelCauseFunc
-		runCtx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
 		deadline = newPausableDeadline(l.Timeout, func() { cancel(errTimeout) })
 		defer deadline.stop()
 		if perm := o.Permission; perm != nil {
@@ -130,6 +132,11 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 
 	reply := agent.NewReply(l.MaxResponseSize)
 	index := map[string]int{}
+	// An agent that says nothing for a while may be waiting for a login nobody can give (one that
+	// did not say so in initialize): then, and only then, whoami is asked, as the text runner does.
+	var spoke atomic.Bool // the agent has sent something of this run's turn
+	probe := agent.StartLoginProbe(runCtx, l, agent.EnvLookup(o.Env), spoke.Load, func() { cancel(errLogin) })
+	defer probe.Stop()
 	// handle takes one event of the agent's into the run; gate calls it one event at a time.
 	handle := func(sessionID, sid string, ev agent.Event) {
 		if sessionID != "" && sessionID != sid {
@@ -139,6 +146,9 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 				res.Usage.Credits += ev.Usage.Credits
 			}
 			return
+		}
+		if ev.Type != agent.EventUsage { // kiro's metadata comes with a new session, logged in or not
+			spoke.Store(true)
 		}
 		switch ev.Type {
 		case agent.EventMessage:
@@ -202,6 +212,8 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
 	case timedOut:
 		return res, nil
+	case stoppedByCtx && errors.Is(context.Cause(runCtx), errLogin):
+		return res, probe.Found()
 	}
 	return res, err
 }
@@ -229,6 +241,9 @@ func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Res
 
 // errTimeout ends a run that used up Limits.Timeout.
 var errTimeout = fmt.Errorf("the run hit its timeout: %w", context.DeadlineExceeded)
+
+// errLogin ends a run whose silent agent whoami says is not logged in.
+var errLogin = errors.New("the agent waits for a login")
 
 // pausableDeadline calls fire once d has passed, not counting the time it was paused.
 type pausableDeadline struct {

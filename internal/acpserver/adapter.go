@@ -181,7 +181,8 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	if a.proxy != nil && a.proxy.available(ctx) {
 		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {
 			var ae *acpclient.AgentError
-			if errors.As(err, &ae) && ae.Code == acpclient.CodeAuthRequired {
+			var le *agent.LoginError // kiro's kiro-login method at initialize, no headless credential
+			if errors.As(err, &ae) && ae.Code == acpclient.CodeAuthRequired || errors.As(err, &le) {
 				return acp.NewSessionResponse{}, a.authRequired()
 			}
 			return acp.NewSessionResponse{}, internalError(fmt.Errorf("the agent did not open a session: %w", err))

@@ -582,8 +582,26 @@ func TestProxyAgentLoggedOut(t *testing.T) {
 	h := startProxy(t, "")
 	h.initialize()
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")
+	t.Setenv("FAKEQ_ACP_LOGIN", "error")
 	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	wantCode(t, "session/new with the agent logged out", err, -32000, "Authentication required")
+}
+
+// TestProxyAgentKiroLogin: an agent that answers initialize with kiro's kiro-login method (no
+// login stored) and has no KIRO_API_KEY would wait forever for a device login in session/new;
+// the proxy stops it at once and answers "authentication required", with how to log in. (Here
+// qkit's own check passed at initialize: the login went away before the first session.)
+func TestProxyAgentKiroLogin(t *testing.T) {
+	t.Setenv("KIRO_API_KEY", "")
+	t.Setenv("AMAZON_Q_SIGV4", "")
+	t.Setenv("FAKEQ_FLAVOUR", "kiro")
+	h := startProxy(t, "")
+	h.initialize()
+	t.Setenv("FAKEQ_LOGGED_OUT", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang fails, not blocks
+	defer cancel()
+	_, err := h.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new with the agent waiting for a login", err, -32000, "Authentication required: run "+filepath.Base(os.Args[0])+" login in a terminal")
 }
 
 // TestProxyTypeScriptStandInBridge: the TypeScript stand-in calls a stdio MCP server of the

@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,24 +61,50 @@ func ParseWhoami(stdout string, exitCode int) Login {
 	return Login{LoggedIn: true, Method: first, Detail: strings.TrimSpace(rest)}
 }
 
-// whoamiTimeout bounds the login check: whoami reads local files and answers at once.
-const whoamiTimeout = 10 * time.Second
-
-// CheckLogin says whether the agent CLI command can run prompts, for front ends that check
-// before running one (ACP's initialize). KIRO_API_KEY (kiro-cli's headless credential) and
-// AMAZON_Q_SIGV4 (q with SigV4 credentials, while whoami says logged out) count as logged in
-// without asking the agent. Otherwise it runs `<command> whoami`: a missing command is a
-// *MissingCommandError (never "log in"), a logged-out agent a *LoginError that says how to log in.
-// env looks variables up; nil means os.LookupEnv.
-func CheckLogin(ctx context.Context, command string, env func(string) (string, bool)) (Login, error) {
+// HeadlessLogin is the credential in the environment that lets the agent run without a stored
+// login: KIRO_API_KEY (kiro-cli's, for CI) or AMAZON_Q_SIGV4 (q with SigV4 credentials, while
+// whoami says logged out). ok is false when neither is set. env looks variables up; nil means
+// os.LookupEnv.
+func HeadlessLogin(env func(string) (string, bool)) (login Login, ok bool) {
 	if env == nil {
 		env = os.LookupEnv
 	}
 	if v, _ := env("KIRO_API_KEY"); strings.TrimSpace(v) != "" {
-		return Login{LoggedIn: true, Method: "API key"}, nil
+		return Login{LoggedIn: true, Method: "API key"}, true
 	}
 	if v, _ := env("AMAZON_Q_SIGV4"); v != "" && v != "0" && !strings.EqualFold(v, "false") {
-		return Login{LoggedIn: true, Method: "SigV4"}, nil
+		return Login{LoggedIn: true, Method: "SigV4"}, true
+	}
+	return Login{}, false
+}
+
+// EnvLookup looks variables up in env ("KEY=VALUE", the last one of a key wins), or in the
+// process's environment when env is nil: the environment an agent started with env sees.
+func EnvLookup(env []string) func(string) (string, bool) {
+	if env == nil {
+		return os.LookupEnv
+	}
+	return func(key string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v, true
+			}
+		}
+		return "", false
+	}
+}
+
+// whoamiTimeout bounds the login check: whoami reads local files and answers at once.
+const whoamiTimeout = 10 * time.Second
+
+// CheckLogin says whether the agent CLI command can run prompts, for front ends that check
+// before running one (ACP's initialize). A HeadlessLogin counts as logged in without asking the
+// agent. Otherwise it runs `<command> whoami`: a missing command is a
+// *MissingCommandError (never "log in"), a logged-out agent a *LoginError that says how to log in.
+// env looks variables up; nil means os.LookupEnv.
+func CheckLogin(ctx context.Context, command string, env func(string) (string, bool)) (Login, error) {
+	if login, ok := HeadlessLogin(env); ok {
+		return login, nil
 	}
 	out, errOut, code, err := query(ctx, command, "whoami", whoamiTimeout, "whoami")
 	if err != nil {
@@ -92,3 +121,47 @@ func CheckLogin(ctx context.Context, command string, env func(string) (string, b
 	}
 	return login, nil
 }
+
+// LoginProbe asks whoami, once, whether an agent that has said nothing for a while waits for a
+// login nobody can give (kiro-cli without a credential blocks forever on its device login, on
+// `chat` and on `acp` alike). It costs nothing to a run whose agent speaks in time, and one whoami
+// to one that is merely slow.
+type LoginProbe struct {
+	timer *time.Timer
+	found atomic.Pointer[LoginError]
+}
+
+// StartLoginProbe arms the probe for a run under l: once l.LoginProbeAfter has passed (see
+// Limits.LoginProbeAfter; a negative one disarms it), unless spoke reports that the agent has said
+// something by then, CheckLogin is asked (env as for CheckLogin). A logged-out answer, while the
+// agent is still silent, calls stop, which ends the run; Found then has the error to return. ctx
+// bounds the whoami.
+func StartLoginProbe(ctx context.Context, l Limits, env func(string) (string, bool), spoke func() bool, stop func()) *LoginProbe {
+	p := &LoginProbe{}
+	if l.LoginProbeAfter < 0 {
+		return p
+	}
+	p.timer = time.AfterFunc(after(l), func() {
+		if spoke() || ctx.Err() != nil {
+			return
+		}
+		var le *LoginError
+		if _, err := CheckLogin(ctx, l.Command, env); errors.As(err, &le) && !spoke() {
+			_, said, _ := strings.Cut(le.Detail, ": ")
+			p.found.Store(&LoginError{Command: l.Command, Detail: fmt.Sprintf("it printed nothing for %s and %s whoami says %q; qkit stopped it",
+				after(l), commandName(l.Command), said)})
+			stop()
+		}
+	})
+	return p
+}
+
+// Stop disarms the probe (a whoami already running goes on, and may still call stop).
+func (p *LoginProbe) Stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// Found is the *LoginError the probe stopped the run with, or nil.
+func (p *LoginProbe) Found() *LoginError { return p.found.Load() }

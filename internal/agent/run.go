@@ -142,23 +142,8 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	}()
 	// An agent silent for a while may be waiting for a login nobody can give (kiro-cli's device
 	// login, if it says nothing): then, and only then, whoami is asked.
-	var probed atomic.Pointer[LoginError]
-	if after := l.LoginProbeAfter; after >= 0 {
-		if after == 0 {
-			after = DefaultLoginProbeAfter
-		}
-		probe := time.AfterFunc(after, func() {
-			if printed.Load() || loginCtx.Err() != nil {
-				return
-			}
-			var le *LoginError
-			if _, err := CheckLogin(loginCtx, l.Command, nil); errors.As(err, &le) && !printed.Load() {
-				probed.Store(le)
-				stopForLogin(errLoginFlow)
-			}
-		})
-		defer probe.Stop()
-	}
+	probe := StartLoginProbe(loginCtx, l, nil, printed.Load, func() { stopForLogin(errLoginFlow) })
+	defer probe.Stop()
 	tail := NewTailBuffer(stderrKeep)
 	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
 	stderrDone := make(chan struct{})
@@ -222,9 +207,8 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	}
 	if stopped && context.Cause(loginCtx) == errLoginFlow {
 		err := &LoginError{Command: l.Command, Detail: "it started a device login, which waits for a browser; qkit stopped it"}
-		if le := probed.Load(); le != nil {
-			_, said, _ := strings.Cut(le.Detail, ": ")
-			err.Detail = fmt.Sprintf("it printed nothing for %s and %s whoami says %q; qkit stopped it", after(l), commandName(l.Command), said)
+		if le := probe.Found(); le != nil {
+			err = le
 		}
 		log.Error("agent failed", "error", err)
 		return res, err

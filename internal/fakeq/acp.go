@@ -9,6 +9,7 @@ package fakeq
 //	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
 //	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk (FAKEQ_BYTES:
 //	                       twelve 84-byte lines a chunk)
+//	FAKEQ_DELAY=d          wait d before the first chunk of the reply (the model thinking)
 //	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
 //	FAKEQ_ACP_TOOLS=list   tool calls before the reply, comma-separated: shell:CMD, read:PATH,
@@ -37,7 +38,13 @@ package fakeq
 //	                       die (exits 1 mid-turn), malformed (broken JSON mid-turn), hang (the
 //	                       prompt never ends, session/cancel is ignored)
 //	FAKEQ_FLAVOUR=q        as FAKEQ_ACP_BAD=exit: no released q has `acp`
-//	FAKEQ_LOGGED_OUT=1     initialize lists the kiro-login auth method; session/new fails -32000
+//	FAKEQ_LOGGED_OUT=1     no stored login (kiro v2's source): initialize lists the kiro-login auth
+//	                       method and, without KIRO_API_KEY, session/new waits forever for a
+//	                       device login (the sources say so of headless chat; of acp it is
+//	                       inferred), until the connection ends
+//	FAKEQ_ACP_LOGIN=how    with FAKEQ_LOGGED_OUT, the other readings: error (session/new fails
+//	                       -32000 instead, even with KIRO_API_KEY), or silent (initialize lists no
+//	                       auth method; session/new answers and the prompt waits forever)
 //	FAKEQ_GRANDCHILD=file  as for chat: a grandchild that sleeps a minute, its PID in file
 //	FAKEQ_ACP_TERMINATED=f append the session id of each _kiro.dev/session/terminate to f
 //
@@ -203,16 +210,29 @@ func (a *acpAgent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.I
 		AgentInfo:   &acp.Implementation{Name: "Kiro CLI Agent", Title: &title, Version: "2.0.1"},
 		AuthMethods: []acp.AuthMethod{},
 	}
-	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
+	if loggedOut() && os.Getenv("FAKEQ_ACP_LOGIN") != "silent" {
+		// kiro lists it whenever no login is stored; whether KIRO_API_KEY changes that is not
+		// known, so it is listed either way.
 		desc := "Run 'kiro-cli login' in terminal"
 		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{Id: "kiro-login", Name: "Kiro Login", Description: &desc}}}
 	}
 	return resp, nil
 }
 
+// loggedOut: no login is stored (FAKEQ_LOGGED_OUT).
+func loggedOut() bool { return os.Getenv("FAKEQ_LOGGED_OUT") != "" }
+
+// waitsForLogin: logged out with no headless credential, kiro waits for a device login nobody
+// can give.
+func waitsForLogin() bool { return loggedOut() && os.Getenv("KIRO_API_KEY") == "" }
+
 func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	if os.Getenv("FAKEQ_LOGGED_OUT") != "" {
+	switch how := os.Getenv("FAKEQ_ACP_LOGIN"); {
+	case loggedOut() && how == "error":
 		return acp.NewSessionResponse{}, acp.NewAuthRequired(map[string]any{"details": "not logged in: run 'kiro-cli login'"})
+	case waitsForLogin() && how != "silent":
+		<-ctx.Done() // the connection ended
+		return acp.NewSessionResponse{}, ctx.Err()
 	}
 	s := &acpSession{id: uuid.NewString(), cwd: p.Cwd, trusted: map[string]bool{}, ready: make(chan struct{}), mcp: p.McpServers}
 	a.mu.Lock()
@@ -334,6 +354,10 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	a.remember(s.id, "user", text.String())
 	start := time.Now()
 	t := &acpTurn{a: a, s: s, ctx: ctx}
+	if waitsForLogin() {
+		<-ctx.Done() // FAKEQ_ACP_LOGIN=silent: the turn waits for a login without a word
+		return acp.PromptResponse{}, ctx.Err()
+	}
 	if msg := os.Getenv("FAKEQ_ACP_MODEL_ERROR"); msg != "" {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"details": msg})
 	}
@@ -468,6 +492,13 @@ func (t *acpTurn) answer(prompt string) bool {
 			}
 		}
 		return true
+	}
+	if d := envDuration("FAKEQ_DELAY"); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-t.ctx.Done():
+			return false
+		}
 	}
 	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" && !emit(prompt+"\n") {
 		return false
