@@ -15,6 +15,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpserver"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessions"
@@ -96,12 +97,12 @@ with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the sessi
 // runACPServe is `qkit acp serve`: the ACP agent on the app's stdin and stdout until stdin ends or
 // ctx does.
 func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
-	if !a.Config.Bool("acp.enabled") {
+	if !config.ACPEnabled.Get(a.Config) {
 		return output.Errorf(output.ExitFailure, "%s", acpDisabled)
 	}
 	model := opts.model
 	if model == "" {
-		model = a.Config.String("agent.model")
+		model = config.AgentModel.Get(a.Config)
 	}
 	limits := agent.LimitsFromConfig(a.Config)
 	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, limits)
@@ -132,7 +133,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		return err
 	}
 	limits.Logger = a.Logger
-	backend := a.Config.String("agent.backend")
+	backend := config.AgentBackend.Get(a.Config)
 	if backend == acpclient.BackendAuto {
 		// Learned once per agent binary (ask keeps the same file); an agent that does not speak
 		// ACP gets the text path.
@@ -151,7 +152,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		Agent:     opts.agent,
 		Model:     model,
 		Models:    models,
-		MaxTokens: int(a.Config.Int("context.max_tokens")),
+		MaxTokens: int(config.ContextMaxTokens.Get(a.Config)),
 		Context: func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			return files.Prompt(profile, cwd, int64(maxTokens), prompt)
 		},
