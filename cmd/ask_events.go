@@ -59,7 +59,8 @@ naming the tool and the flag that trusts it; deny refuses it and the agent carri
 to a person through qkit questions (qkit questions wait / answer: allow once, allow always for this
 run, or reject); the wait for that answer does not count toward --timeout (questions.timeout
 bounds it). On a terminal the default is to ask there. Tools are named by the agent's name,
-their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read).
+their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read); an MCP
+tool by @server/tool (the name the agent trusts), server/tool or @server.
 The agent's file and terminal requests are served inside the working directory only; a path
 outside it is refused and reported (refused_paths), and the run fails (exit 1) with the reply kept,
 even when the agent carried on without it. The chat backend cannot be asked: there

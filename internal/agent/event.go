@@ -1,6 +1,9 @@
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"regexp"
+)
 
 // EventType says what an Event reports. Both backends (the text runner that scrapes
 // `chat --no-interactive`, and the ACP client of `<agent> acp`) yield the same types, so every
@@ -81,12 +84,33 @@ type ToolCall struct {
 }
 
 // TrustName is the name under which the agent trusts this tool in --trust-tools: "@server/name"
-// for an MCP tool (a bare name leaves an MCP tool untrusted), the name itself otherwise.
+// for an MCP tool (a bare name leaves an MCP tool untrusted; see MCP), the name itself otherwise.
 func (t ToolCall) TrustName() string {
-	if t.Server != "" {
-		return "@" + t.Server + "/" + t.Name
+	if server, tool, ok := t.MCP(); ok {
+		return "@" + server + "/" + tool
 	}
 	return t.Name
+}
+
+// kiroMCPTitle is how kiro-cli's ACP agent titles an MCP tool call, with kind other: ACP carries
+// no tool name, so the title is where the server and the tool are read from.
+var kiroMCPTitle = regexp.MustCompile(`^Running: @([^\s/@]+)/(\S+)$`)
+
+// MCP returns the MCP server and tool of t: Server and Name when the backend knows them (the
+// text backend's banners), else what kiro's ACP title "Running: @server/tool" says for a call of
+// kind other, or of no kind yet (a permission request carries a title only). ok is false for any
+// other tool, such as a shell command that happens to read "@a/b".
+func (t ToolCall) MCP() (server, tool string, ok bool) {
+	if t.Server != "" {
+		return t.Server, t.Name, true
+	}
+	if t.Name != "" || t.Kind != "" && t.Kind != "other" {
+		return "", "", false
+	}
+	if m := kiroMCPTitle.FindStringSubmatch(t.Title); m != nil {
+		return m[1], m[2], true
+	}
+	return "", "", false
 }
 
 // Merge lays what an update says of a call over what was known of it: the fields the update sets

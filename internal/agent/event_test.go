@@ -26,3 +26,28 @@ func TestToolCallMerge(t *testing.T) {
 		t.Fatalf("second update: %+v", again)
 	}
 }
+
+// TestToolCallMCP: an MCP tool is known by its server, from the text backend's banner or from
+// kiro's ACP title ("Running: @server/tool", kind other); it is trusted as @server/tool.
+func TestToolCallMCP(t *testing.T) {
+	for _, c := range []struct {
+		t            ToolCall
+		server, tool string
+		trust        string
+	}{
+		{ToolCall{Name: "status", Server: "git"}, "git", "status", "@git/status"},
+		{ToolCall{Title: "Running: @github/create_issue", Kind: "other"}, "github", "create_issue", "@github/create_issue"},
+		{ToolCall{Title: "Running: @github/create_issue"}, "github", "create_issue", "@github/create_issue"}, // a permission request: a title only
+		{ToolCall{Title: "Running: @github/create_issue", Kind: "execute"}, "", "", ""},                     // a shell command
+		{ToolCall{Title: "Running: ls", Kind: "other"}, "", "", ""},
+		{ToolCall{Name: "shell"}, "", "", "shell"},
+	} {
+		server, tool, ok := c.t.MCP()
+		if server != c.server || tool != c.tool || ok != (c.server != "") {
+			t.Errorf("%+v: MCP() = %q %q %v", c.t, server, tool, ok)
+		}
+		if got := c.t.TrustName(); got != c.trust {
+			t.Errorf("%+v: TrustName() = %q, want %q", c.t, got, c.trust)
+		}
+	}
+}

@@ -173,9 +173,9 @@ var kindNames = map[string][]string{
 	"fetch":   {"web_fetch", "fetch"},
 }
 
-// Names are what a pattern can call a tool: its name (and @server/name for an MCP tool, and
-// @server), its ACP kind, the agents' names for that kind, and its title (an ACP agent often says
-// no more than "github/create_issue" or "Running: ls").
+// Names are what a pattern can call a tool: its name (for an MCP tool also @server/name, which
+// the agent trusts, server/name and @server; see agent.ToolCall.MCP), its ACP kind, the agents'
+// names for that kind, and its title (an ACP agent often says no more than "Running: ls").
 func Names(t agent.ToolCall) []string {
 	var out []string
 	if t.Title != "" {
@@ -184,8 +184,8 @@ func Names(t agent.ToolCall) []string {
 	if t.Name != "" {
 		out = append(out, t.Name)
 	}
-	if t.Server != "" {
-		out = append(out, "@"+t.Server, "@"+t.Server+"/"+t.Name)
+	if server, tool, ok := t.MCP(); ok {
+		out = append(out, "@"+server, "@"+server+"/"+tool, server+"/"+tool)
 	}
 	if t.Kind != "" {
 		out = append(out, t.Kind)
@@ -194,8 +194,8 @@ func Names(t agent.ToolCall) []string {
 	return out
 }
 
-// TrustName is the name to give --trust-tools for t: its own name, else its kind's usual name,
-// else its title.
+// TrustName is the name to give --trust-tools for t: its own name (@server/tool for an MCP tool,
+// as the agent trusts it), else its kind's usual name, else its title.
 func TrustName(t agent.ToolCall) string {
 	if n := t.TrustName(); n != "" {
 		return n

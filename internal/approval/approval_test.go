@@ -23,6 +23,9 @@ func request(tool agent.ToolCall) acpclient.PermissionRequest {
 
 var shell = agent.ToolCall{ID: "t1", Title: "Running: ls", Kind: "execute"}
 
+// kiroMCP is an MCP tool call as kiro-cli's ACP agent reports it: a title and kind other.
+var kiroMCP = agent.ToolCall{ID: "t2", Title: "Running: @github/create_issue", Kind: "other"}
+
 // asker answers from a script and counts the questions.
 type asker struct {
 	answers []string
@@ -59,7 +62,13 @@ func TestDecide(t *testing.T) {
 		{"mcp bare name is not @server/name", &Policy{Trust: []string{"@github/other"}, OnPermission: Deny}, agent.ToolCall{ID: "t", Name: "create_issue", Server: "github"}, "reject_once", "policy", ""},
 		{"on-permission deny", &Policy{OnPermission: Deny}, shell, "reject_once", "policy", ""},
 		{"on-permission fail", &Policy{OnPermission: Fail}, shell, "", "", "to allow it, run again with --trust-tools shell (or --yolo to trust every tool); or use --on-permission ask"},
-		{"zero policy fails", &Policy{}, agent.ToolCall{ID: "t", Title: "github/create_issue", Kind: "other"}, "", "", "--trust-tools github/create_issue"},
+		{"zero policy fails", &Policy{}, agent.ToolCall{ID: "t", Title: "Running: ls", Kind: "other"}, "", "", "--trust-tools Running: ls"},
+		{"kiro's mcp title fails with @server/tool", &Policy{}, kiroMCP, "", "", "--trust-tools @github/create_issue (or"},
+		{"kiro's mcp title by @server/tool", &Policy{Trust: []string{"@github/create_issue"}}, kiroMCP, "allow_always", "policy", ""},
+		{"kiro's mcp title by server/tool", &Policy{Trust: []string{"github/create_issue"}}, kiroMCP, "allow_always", "policy", ""},
+		{"kiro's mcp title by @server", &Policy{Trust: []string{"@github"}}, kiroMCP, "allow_always", "policy", ""},
+		{"kiro's mcp title denied by glob", &Policy{TrustAll: true, Deny: []string{"github/*"}}, kiroMCP, "reject_once", "policy", ""},
+		{"a shell command is no mcp tool", &Policy{}, agent.ToolCall{ID: "t", Title: "Running: @github/create_issue", Kind: "execute"}, "", "", "--trust-tools shell (or"},
 		{"ask once", &Policy{OnPermission: Ask, Asker: &asker{answers: []string{AllowOnce}}}, shell, "allow_once", "person", ""},
 		{"ask reject", &Policy{OnPermission: Ask, Asker: &asker{answers: []string{Reject}}}, shell, "reject_once", "person", ""},
 		{"ask error", &Policy{OnPermission: Ask, Asker: &asker{}}, shell, "", "", "nobody home"},
@@ -150,7 +159,7 @@ func TestQuestion(t *testing.T) {
 // and reads a person's free-text answer without panicking.
 func FuzzDecide(f *testing.F) {
 	f.Add("Running: ls", "execute", "", "allow_once,allow_always,reject_once", "shell", "", "ask", "yes")
-	f.Add("github/create_issue", "other", "@github/*", "yes:allow_once,no:reject_once", "", "@github/*", "deny", "")
+	f.Add("Running: @github/create_issue", "other", "@github/*", "yes:allow_once,no:reject_once", "", "github/*", "deny", "")
 	f.Add("", "", "[", "", "*", "", "fail", "allow")
 	f.Fuzz(func(t *testing.T, title, kind, trust, opts, deny, also, mode, other string) {
 		var options []agent.PermissionOption

@@ -3,7 +3,7 @@ package fakeq
 // `q acp`: the fake as an ACP agent on stdio, imitating `kiro-cli acp` (v2, the Rust engine),
 // built on acp-go-sdk's agent side. Flags:
 // --agent A, --model M, -a/--trust-all-tools, --trust-tools=a,b or --trust-tools a,b (tool names:
-// shell, read, write, or an MCP tool's server/tool). session/set_model answers {} and, as kiro's
+// shell, read, write, or an MCP tool's @server/tool or @server). session/set_model answers {} and, as kiro's
 // does, changes nothing when the agent was started with --model. Environment:
 //
 //	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
@@ -14,7 +14,8 @@ package fakeq
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
 //	FAKEQ_ACP_TOOLS=list   tool calls before the reply, comma-separated: shell:CMD, read:PATH,
 //	                       write:PATH, mcp:SERVER/TOOL (calls TOOL, with {"text":"from fakeq"}, on
-//	                       the HTTP MCP server SERVER given in session/new, if any). Untrusted
+//	                       the HTTP MCP server SERVER given in session/new, if any; titled
+//	                       "Running: @SERVER/TOOL", kind other, as kiro titles it). Untrusted
 //	                       ones (shell, write, mcp, and a read outside the cwd) ask
 //	                       session/request_permission first with
 //	                       allow_once, allow_always and reject_once; a rejection fails the call

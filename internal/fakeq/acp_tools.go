@@ -49,7 +49,7 @@ func (t *acpTurn) tool(n int, spec string) (reason acp.StopReason, stop bool) {
 			content = []acp.ToolCallContent{acp.ToolDiffContent(path, writeText)}
 		}
 	case "mcp":
-		kind, title = acp.ToolKindOther, arg
+		kind, title = acp.ToolKindOther, "Running: @"+arg // kiro's title for an MCP tool call
 	default:
 		kind, title = acp.ToolKindOther, spec
 	}

@@ -79,11 +79,14 @@ type ToolSummary struct {
 func Summaries(tools []agent.ToolCall) []ToolSummary {
 	out := make([]ToolSummary, 0, len(tools))
 	for _, t := range tools {
-		name := t.Name
+		name, server := t.Name, t.Server
+		if s, tool, ok := t.MCP(); ok {
+			name, server = tool, s // an ACP agent's MCP call names them in its title only
+		}
 		if name == "" {
 			name = t.Title
 		}
-		out = append(out, ToolSummary{ID: t.ID, Name: name, Server: t.Server, Trusted: t.Trusted, Denied: t.Denied, Title: t.Title, Kind: t.Kind, Status: t.Status})
+		out = append(out, ToolSummary{ID: t.ID, Name: name, Server: server, Trusted: t.Trusted, Denied: t.Denied, Title: t.Title, Kind: t.Kind, Status: t.Status})
 	}
 	return out
 }
