@@ -38,7 +38,7 @@ func TestToolCallMCP(t *testing.T) {
 		{ToolCall{Name: "status", Server: "git"}, "git", "status", "@git/status"},
 		{ToolCall{Title: "Running: @github/create_issue", Kind: "other"}, "github", "create_issue", "@github/create_issue"},
 		{ToolCall{Title: "Running: @github/create_issue"}, "github", "create_issue", "@github/create_issue"}, // a permission request: a title only
-		{ToolCall{Title: "Running: @github/create_issue", Kind: "execute"}, "", "", ""},                     // a shell command
+		{ToolCall{Title: "Running: @github/create_issue", Kind: "execute"}, "", "", ""},                      // a shell command
 		{ToolCall{Title: "Running: ls", Kind: "other"}, "", "", ""},
 		{ToolCall{Name: "shell"}, "", "", "shell"},
 	} {
