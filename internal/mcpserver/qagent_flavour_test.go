@@ -103,7 +103,32 @@ func TestQAgentFlavourFailures(t *testing.T) {
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, `no agent named "reviewer"`) {
 				t.Fatalf("%+v %q", res, text)
 			}
+			// An expired login at exit 0 after a partial reply: isError, a login failure that says
+			// how to log in, with the partial reply.
+			t.Setenv("FAKEQ_AGENTS", "")
+			t.Setenv("FAKEQ_FAIL", "auth")
+			res = callWithProgress(t, cs, map[string]any{"prompt": "hi"})
+			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "is not logged in (Authentication") ||
+				!strings.Contains(text, "KIRO_API_KEY") || !strings.HasSuffix(text, "partial answer") {
+				t.Fatalf("expired login: %+v %q", res, text)
+			}
 		})
+	}
+}
+
+// kiro-cli with no credential at all would wait forever for a device login: the tool call fails
+// at once (the timeout is far longer) with how to log in; with KIRO_API_KEY it runs.
+func TestQAgentKiroNoCredential(t *testing.T) {
+	cs, _ := flavourServer(t, "kiro", time.Hour, "FAKEQ_OUTPUT=the answer", "FAKEQ_LOGGED_OUT=1", "AGENT_TIMEOUT=600")
+	res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
+	text := mcptest.Text(res)
+	if !res.IsError || !strings.Contains(text, "is not logged in (it started a device login, which waits for a browser; qkit stopped it): run ") ||
+		!strings.Contains(text, "login in a terminal") || !strings.Contains(text, "KIRO_API_KEY") || strings.Contains(strings.ToLower(text), "timed out") {
+		t.Fatalf("%+v %q", res, text)
+	}
+	t.Setenv("KIRO_API_KEY", "ci-key")
+	if res := callWithProgress(t, cs, map[string]any{"prompt": "hi"}); res.IsError || mcptest.Text(res) != "the answer" {
+		t.Fatalf("with KIRO_API_KEY: %+v %q", res, mcptest.Text(res))
 	}
 }
 
