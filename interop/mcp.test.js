@@ -206,7 +206,7 @@ test('an untrusted tool is a tool error naming the trust-tools value', { skip: f
     const bad = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi', 'trust-tools': 'fs_read,status' } });
     assert.equal(bad.isError, true);
     assert.match(text(bad), /tool @git\/status/);
-    assert.match(text(bad), /to allow it, run again with trust-tools @git\/status \(or yolo-mode true to trust every tool\)/);
+    assert.match(text(bad), /to allow it, run again with trust-tools fs_read,@git\/status \(or yolo-mode true to trust every tool\)/);
     assert.ok(text(bad).startsWith(`q Developer command failed: ${agentCommand} `), text(bad));
     const good = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi', 'trust-tools': 'fs_read,@git/status' } });
     assert.equal(good.isError ?? false, false, text(good));

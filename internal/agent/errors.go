@@ -27,6 +27,8 @@ type UntrustedToolError struct {
 	// Bare are the MCP tools among Tools that the request trusted by their bare name, which the
 	// agent ignores.
 	Bare []ToolCall
+	// Trusted is what the request trusted (its --trust-tools, as given), for the hint.
+	Trusted []string
 }
 
 // Tool is the last untrusted tool, the one a person is asked about first.
@@ -84,7 +86,9 @@ func (e *UntrustedToolError) Error() string {
 }
 
 // Hint says how to let the tools run, in the words of a front end's flags (TrustHint).
-func (e *UntrustedToolError) Hint(f TrustFlags) string { return TrustHint(e.TrustNames(), f) }
+func (e *UntrustedToolError) Hint(f TrustFlags) string {
+	return TrustHint(e.Trusted, e.TrustNames(), f)
+}
 
 // TrustFlags names a front end's options for trusting tools, for TrustHint.
 type TrustFlags struct {
@@ -97,15 +101,51 @@ type TrustFlags struct {
 // CLITrustFlags are qkit ask's.
 var CLITrustFlags = TrustFlags{ByName: "--trust-tools", All: "--yolo"}
 
-// TrustHint is the one wording every front end uses to say how to let tools run next time: "to
-// allow it, run again with --trust-tools shell (or --yolo to trust every tool)"; without names (the
-// agent did not say which tool), "to allow it, run again with --yolo (the agent did not say which
-// tool it wanted)".
-func TrustHint(names []string, f TrustFlags) string {
+// TrustHint is the one wording every front end uses to say how to let tools run next time, with
+// the whole value to pass: what the run trusted already (trusted, as given) and the tools it
+// lacked (names, see MergeTrust): "to allow it, run again with --trust-tools fs_read,shell (or
+// --yolo to trust every tool)"; without names (the agent did not say which tool), "to allow it,
+// run again with --yolo (the agent did not say which tool it wanted)".
+func TrustHint(trusted, names []string, f TrustFlags) string {
 	if len(names) == 0 {
 		return "to allow it, run again with " + f.All + " (the agent did not say which tool it wanted)"
 	}
-	return "to allow it, run again with " + f.ByName + " " + strings.Join(names, ",") + " (or " + f.All + " to trust every tool)"
+	return "to allow it, run again with " + f.ByName + " " + strings.Join(MergeTrust(trusted, names), ",") + " (or " + f.All + " to trust every tool)"
+}
+
+// MergeTrust is the list of tools to trust so that names run too: trusted (--trust-tools as
+// given, comma lists split) in order, then the names it lacks, each once (case aside). A bare
+// name that one of names now gives in full ("status" for "@git/status") goes: the agent ignores
+// it for an MCP tool.
+func MergeTrust(trusted, names []string) []string {
+	drop := map[string]bool{}
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, "@"); ok {
+			if _, tool, ok := strings.Cut(rest, "/"); ok {
+				drop[strings.ToLower(tool)] = true
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		n = strings.TrimSpace(n)
+		if k := strings.ToLower(n); n != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	for _, list := range trusted {
+		for _, n := range strings.Split(list, ",") {
+			if !drop[strings.ToLower(strings.TrimSpace(n))] {
+				add(n)
+			}
+		}
+	}
+	for _, n := range names {
+		add(n)
+	}
+	return out
 }
 
 // AgentNotFoundError is an --agent the agent CLI does not know: q warns and falls back to its

@@ -256,7 +256,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 		} else {
 			untrusted = res.Tools[last:]
 		}
-		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Message: report.Summary(), Bare: bare(untrusted, r)}
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Message: report.Summary(), Bare: bare(untrusted, r), Trusted: r.TrustTools}
 	case r.Agent != "" && (report.UnknownAgent != "" || (exited && res.ExitCode == 4)):
 		return &AgentNotFoundError{Command: l.Command, Agent: r.Agent}
 	case report.NotLoggedIn || report.AuthFailed:
@@ -266,7 +266,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case len(report.Errors) > 0:
 		return &ReplyError{Command: l.Command, Message: report.Summary(), Partial: replied}
 	case len(untrusted) > 0:
-		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true, Bare: bare(untrusted, r)}
+		return &UntrustedToolError{Command: l.Command, Tools: untrusted, Denied: true, Bare: bare(untrusted, r), Trusted: r.TrustTools}
 	case !replied && strings.TrimSpace(res.Stderr) != "":
 		// No reply and no known failure: the end of stderr is the best account there is (the
 		// welcome text it always prints comes first, and is left out).

@@ -60,13 +60,15 @@ type Policy struct {
 // NeedsPermissionError is a tool nothing allowed, with --on-permission fail.
 type NeedsPermissionError struct {
 	Tool agent.ToolCall
+	// Trusted is what the run trusted (--trust-tools), for the hint's whole value.
+	Trusted []string
 }
 
 func (e *NeedsPermissionError) Error() string {
 	name := TrustName(e.Tool)
 	return fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail; "+
 		"%s; or use --on-permission ask to decide, or deny to refuse it and carry on",
-		label(e.Tool), agent.TrustHint([]string{name}, agent.CLITrustFlags))
+		label(e.Tool), agent.TrustHint(e.Trusted, []string{name}, agent.CLITrustFlags))
 }
 
 // Decide answers one request (acpclient.PermissionFunc).
@@ -100,7 +102,7 @@ func (p *Policy) Decide(ctx context.Context, req acpclient.PermissionRequest) (a
 			return p.reject(req, "person")
 		}
 	default:
-		return acpclient.Decision{By: "policy"}, &NeedsPermissionError{Tool: req.Tool}
+		return acpclient.Decision{By: "policy"}, &NeedsPermissionError{Tool: req.Tool, Trusted: p.Trust}
 	}
 }
 

@@ -62,6 +62,7 @@ func TestDecide(t *testing.T) {
 		{"mcp bare name is not @server/name", &Policy{Trust: []string{"@github/other"}, OnPermission: Deny}, agent.ToolCall{ID: "t", Name: "create_issue", Server: "github"}, "reject_once", "policy", ""},
 		{"on-permission deny", &Policy{OnPermission: Deny}, shell, "reject_once", "policy", ""},
 		{"on-permission fail", &Policy{OnPermission: Fail}, shell, "", "", "to allow it, run again with --trust-tools shell (or --yolo to trust every tool); or use --on-permission ask"},
+		{"the hint keeps what was trusted", &Policy{Trust: []string{"read,write", "Write"}}, shell, "", "", "to allow it, run again with --trust-tools read,write,shell (or"},
 		{"zero policy fails", &Policy{}, agent.ToolCall{ID: "t", Title: "Running: ls", Kind: "other"}, "", "", "--trust-tools Running: ls"},
 		{"kiro's mcp title fails with @server/tool", &Policy{}, kiroMCP, "", "", "--trust-tools @github/create_issue (or"},
 		{"kiro's mcp title by @server/tool", &Policy{Trust: []string{"@github/create_issue"}}, kiroMCP, "allow_always", "policy", ""},

@@ -18,7 +18,7 @@ func TestOutcome(t *testing.T) {
 	refusals.Add(&acpclient.OutsideError{Op: "read", Path: "/w/secret.txt", Root: "/w/work"})
 	refused := refusals.Err()
 	failed := errors.New("kiro-cli exited 1")
-	untrusted := &agent.UntrustedToolError{Command: "kiro-cli", Denied: true, Tools: []agent.ToolCall{{Name: "shell"}}}
+	untrusted := &agent.UntrustedToolError{Command: "kiro-cli", Denied: true, Tools: []agent.ToolCall{{Name: "shell"}}, Trusted: []string{"read"}}
 	needs := &approval.NeedsPermissionError{Tool: agent.ToolCall{Title: "Running: ls", Kind: "execute"}}
 	for _, c := range []struct {
 		name        string
@@ -33,7 +33,7 @@ func TestOutcome(t *testing.T) {
 		{name: "refused path, the agent carried on", refused: refused, code: output.ExitFailure,
 			msg: "^the agent asked for a path outside the working directory /w/work, which was refused: read /w/secret.txt$"},
 		{name: "the agent's failure wins", runErr: failed, refused: refused, code: output.ExitFailure, msg: "^agent failed: kiro-cli exited 1$"},
-		{name: "untrusted tool", runErr: untrusted, code: output.ExitFailure, msg: "; to allow it, run again with --trust-tools shell"},
+		{name: "untrusted tool", runErr: untrusted, code: output.ExitFailure, msg: "; to allow it, run again with --trust-tools read,shell (or"},
 		{name: "permission needed", runErr: needs, code: output.ExitFailure, msg: "^the agent asked to run"},
 		{name: "timeout wins over a refusal", res: agent.Result{TimedOut: true}, refused: refused, code: output.ExitTimeout, msg: "^timed out after 2s"},
 		{name: "interrupted", interrupted: true, runErr: failed, refused: refused, code: output.ExitInterrupted, msg: "^interrupted"},

@@ -69,7 +69,7 @@ func TestQAgentFlavours(t *testing.T) {
 			// isError names the tool and the exact trust-tools value.
 			res = callWithProgress(t, cs, map[string]any{"prompt": "hi", "trust-tools": "fs_read,status"})
 			text := mcptest.Text(res)
-			if !res.IsError || !strings.Contains(text, "tool @git/status") || !strings.Contains(text, "to allow it, run again with trust-tools @git/status (or yolo-mode true to trust every tool)") {
+			if !res.IsError || !strings.Contains(text, "tool @git/status") || !strings.Contains(text, "to allow it, run again with trust-tools fs_read,@git/status (or yolo-mode true to trust every tool)") {
 				t.Fatalf("untrusted: %+v %q", res, text)
 			}
 			// A prompt "-h" reaches the model; one over the agent's cut is refused, naming its size.
