@@ -98,7 +98,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes (the agent's own list, or agent.models when set) and exit; with --json, {models, default, source}")
 	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
 	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
-	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS`, comma-separated (--trust-tools=a,b)")
+	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS`, comma-separated (--trust-tools=a,b); an MCP tool as @server/tool (server/tool is passed so) or @server")
 	f.BoolVar(&opts.verbose, "verbose", false, "ask the agent for its logs (--verbose; q prints them with the reply)")
 	f.StringVar(&opts.timeout, "timeout", "", "stop the run after `DURATION` (90s, 3m; a number is seconds; default: agent.timeout)")
 	f.StringVar(&opts.maxSize, "max-response-size", "", "keep at most `SIZE` of the reply (2MB, 512KB, bytes; default: agent.max_response_size)")

@@ -73,15 +73,7 @@ func Argv(l agent.Limits, r agent.Request) []string {
 	if r.TrustAll {
 		argv = append(argv, "-a")
 	}
-	var tools []string
-	for _, s := range r.TrustTools {
-		for _, p := range strings.Split(s, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				tools = append(tools, p)
-			}
-		}
-	}
-	if len(tools) > 0 {
+	if tools := agent.TrustList(r.TrustTools); len(tools) > 0 {
 		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
 	}
 	return argv

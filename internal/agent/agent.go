@@ -143,7 +143,7 @@ func Argv(l Limits, r Request) []string {
 	if r.TrustAll {
 		argv = append(argv, "--trust-all-tools")
 	}
-	if tools := cleanList(r.TrustTools); len(tools) > 0 {
+	if tools := TrustList(r.TrustTools); len(tools) > 0 {
 		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
 	}
 	if r.Verbose {
@@ -187,6 +187,19 @@ func model(l Limits, r Request) string {
 		return r.Model
 	}
 	return l.DefaultModel
+}
+
+// TrustList is --trust-tools as the agent takes it: the names of in (comma lists split, blanks
+// left out), with an MCP tool given as server/tool (which qkit's own matching takes) spelled
+// @server/tool, the only way the agent trusts it; no built-in tool name has a "/".
+func TrustList(in []string) []string {
+	out := cleanList(in)
+	for i, n := range out {
+		if !strings.HasPrefix(n, "@") && strings.Contains(n, "/") {
+			out[i] = "@" + n
+		}
+	}
+	return out
 }
 
 func cleanList(in []string) []string {

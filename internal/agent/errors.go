@@ -114,9 +114,9 @@ func TrustHint(trusted, names []string, f TrustFlags) string {
 }
 
 // MergeTrust is the list of tools to trust so that names run too: trusted (--trust-tools as
-// given, comma lists split) in order, then the names it lacks, each once (case aside). A bare
-// name that one of names now gives in full ("status" for "@git/status") goes: the agent ignores
-// it for an MCP tool.
+// given, read as TrustList reads it) in order, then the names it lacks, each once (case aside).
+// A bare name that one of names now gives in full ("status" for "@git/status") goes: the agent
+// ignores it for an MCP tool.
 func MergeTrust(trusted, names []string) []string {
 	drop := map[string]bool{}
 	for _, n := range names {
@@ -135,11 +135,9 @@ func MergeTrust(trusted, names []string) []string {
 			out = append(out, n)
 		}
 	}
-	for _, list := range trusted {
-		for _, n := range strings.Split(list, ",") {
-			if !drop[strings.ToLower(strings.TrimSpace(n))] {
-				add(n)
-			}
+	for _, n := range TrustList(trusted) {
+		if !drop[strings.ToLower(n)] {
+			add(n)
 		}
 	}
 	for _, n := range names {

@@ -16,6 +16,7 @@ func TestTrustHint(t *testing.T) {
 		{[]string{"fs_read"}, []string{"shell"}, []string{"fs_read", "shell"}},
 		{[]string{"fs_read,status", " FS_READ ", ""}, []string{"@git/status", "shell"}, []string{"fs_read", "@git/status", "shell"}},
 		{[]string{"shell"}, []string{"Shell"}, []string{"shell"}},
+		{[]string{"git/status"}, []string{"@git/status", "shell"}, []string{"@git/status", "shell"}},
 	} {
 		if got := MergeTrust(c.trusted, c.names); !slices.Equal(got, c.want) {
 			t.Errorf("MergeTrust(%q, %q) = %q, want %q", c.trusted, c.names, got, c.want)
@@ -27,5 +28,16 @@ func TestTrustHint(t *testing.T) {
 	}
 	if got, want := TrustHint([]string{"fs_read"}, nil, CLITrustFlags), "to allow it, run again with --yolo (the agent did not say which tool it wanted)"; got != want {
 		t.Errorf("hint without names %q, want %q", got, want)
+	}
+}
+
+// TestTrustList: what goes to the agent's --trust-tools; server/tool is an MCP tool's @server/tool.
+func TestTrustList(t *testing.T) {
+	got := TrustList([]string{"fs_read, git/status", "", "@github/*,github/*", " shell "})
+	if want := []string{"fs_read", "@git/status", "@github/*", "@github/*", "shell"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if argv := Argv(Limits{Command: "kiro-cli"}, Request{Prompt: "p", TrustTools: []string{"git/status"}}); !slices.Contains(argv, "--trust-tools=@git/status") {
+		t.Errorf("argv %q", argv)
 	}
 }

@@ -268,11 +268,9 @@ func ChatTrust(trustAll bool, trust, deny []string) ([]string, error) {
 		return nil, ErrDenyWithTrustAll
 	}
 	var kept []string
-	for _, list := range trust {
-		for _, name := range strings.Split(list, ",") {
-			if name = strings.TrimSpace(name); name != "" && !Matches(deny, trustNameTool(name)) {
-				kept = append(kept, name)
-			}
+	for _, name := range agent.TrustList(trust) {
+		if !Matches(deny, trustNameTool(name)) {
+			kept = append(kept, name)
 		}
 	}
 	return kept, nil

@@ -198,6 +198,7 @@ func TestChatTrust(t *testing.T) {
 		{[]string{"execute_bash,fs_read"}, []string{"execute"}, []string{"fs_read"}}, // a kind covers its names
 		{[]string{"@git/status,@git/log,@gh/pr"}, []string{"@git/s*"}, []string{"@git/log", "@gh/pr"}},
 		{[]string{"@git/status,@gh/pr"}, []string{"@git"}, []string{"@gh/pr"}},
+		{[]string{"git/status,gh/pr"}, []string{"@git"}, []string{"@gh/pr"}}, // server/tool is @server/tool
 		{[]string{"shell"}, []string{"SHELL"}, nil},
 	}
 	for _, c := range cases {
