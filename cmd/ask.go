@@ -66,7 +66,7 @@ tools the agent used, [{id, name, server, trusted, denied, title, kind, status}]
 tools), the same on both backends; the acp backend adds session_id, usage, denied, refused_paths. qkit's exit status is the same as
 without --json, and a failure's message still goes to stderr.
 --dry-run prints the command line and the full prompt and runs nothing; with --json,
-{argv, prompt, prompt_on_stdin}.
+{argv, prompt, prompt_on_stdin} (stream-json is refused: a dry run has no events).
 
 Exit status: 0 ok, 1 the agent failed (its stderr is in the message) or stdout closed early, 2 empty prompt or bad flag
 value, 4 no such profile, 124 timed out (partial output still printed), 130 interrupted.`,

@@ -99,6 +99,9 @@ func checkAskEventFlags(opts *askOptions) error {
 	if opts.asJSON && o.formatSet && o.outputFormat != formatJSON {
 		return output.UsageErrorf("--json and --output-format %s contradict each other: --json is --output-format json", o.outputFormat)
 	}
+	if opts.dryRun && o.outputFormat == formatStreamJSON {
+		return output.UsageErrorf("--dry-run runs nothing, so it has no events for --output-format stream-json: use --output-format json (or --json) for it as one object")
+	}
 	if opts.asJSON {
 		o.outputFormat = formatJSON
 	}
