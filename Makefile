@@ -31,8 +31,10 @@ install: build
 # Everything CI runs: vet, go.mod tidy and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
 # the core packages again under the race detector, and the Node interop suites. interop's packages come
 # first: Go tests run the TypeScript stand-in agent with them, and under make test they fail rather
-# than skip when it cannot run (QKIT_REQUIRE_INTEROP).
+# than skip when it cannot run (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run
+# too: make browser installs Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
 test: export QKIT_REQUIRE_INTEROP = 1
+test: export QKIT_REQUIRE_BROWSER = 1
 test: lint nodedeps unit race interop
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
@@ -79,8 +81,8 @@ interop: build fakeq browser nodedeps
 
 # The browser test of `qkit questions serve` (interop/questions-web.test.js) drives Debian's
 # Chromium through playwright-core, which never downloads a browser. Installed here when missing
-# and possible (root with apt-get, as in CI); otherwise the test says why it is skipped. In CI
-# (CI set) a missing browser fails the test instead.
+# and possible (root with apt-get, as in CI); otherwise the test says why it is skipped. Under make test
+# (QKIT_REQUIRE_BROWSER) or in CI (CI set) a missing browser fails the test instead.
 CHROMIUM ?= /usr/bin/chromium
 browser:
 	@if [ ! -x "$(CHROMIUM)" ]; then \

@@ -19,7 +19,8 @@ import { isolatedEnv, qkitBin } from './env.js';
 const run = promisify(execFile);
 const chromiumPath = process.env.QKIT_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(chromiumPath);
-// In CI (make test installs Chromium first) a missing browser is a failure, not a skip.
+// Under make test (QKIT_REQUIRE_BROWSER; it installs Chromium first) or in CI a missing browser is a
+// failure, not a skip.
 const mustRun = Boolean(process.env.CI || process.env.QKIT_REQUIRE_BROWSER);
 const skip = !haveChromium && !mustRun
   ? `no Chromium at ${chromiumPath}: install Debian's (apt-get install -y chromium, or make browser) or set QKIT_CHROMIUM`
