@@ -13,26 +13,37 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/qkit-cli/qkit/internal/ptytest"
 )
 
 // ptyCmd is the testscript command
 //
-//	pty [-exit N] INPUT PROG [ARGS...]
+//	pty [-exit N] [-lines] INPUT PROG [ARGS...]
 //
 // It runs PROG with stdin, stdout and stderr on a pseudo-terminal, so the program sees a real
 // terminal (tables, colour decisions, survey prompts). INPUT is a file whose lines are Go string
-// literal bodies ("y\r", "\x1b[B\r"), typed one at a time once the program has gone quiet. Cursor
-// position queries are answered the way a terminal would. What the terminal showed becomes stdout;
-// a non-zero exit fails the command unless negated. With -exit N, the exit status must be N.
+// literal bodies ("y\r", "\x1b[B\r"), typed one at a time once the program has gone quiet and its
+// prompt has made the terminal raw; with -lines the program reads whole lines on the cooked
+// terminal, and keys are typed once it is quiet. Cursor position queries are answered the way a
+// terminal would. What the terminal showed becomes stdout; a non-zero exit fails the command
+// unless negated. With -exit N, the exit status must be N.
 func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	wantExit := -1
-	if len(args) > 2 && args[0] == "-exit" {
-		n, err := strconv.Atoi(args[1])
-		ts.Check(err)
-		wantExit, args = n, args[2:]
+	lines := false
+	for len(args) > 2 {
+		if args[0] == "-exit" {
+			n, err := strconv.Atoi(args[1])
+			ts.Check(err)
+			wantExit, args = n, args[2:]
+		} else if args[0] == "-lines" {
+			lines, args = true, args[1:]
+		} else {
+			break
+		}
 	}
 	if len(args) < 2 || neg && wantExit >= 0 {
-		ts.Fatalf("usage: pty [-exit N] INPUT PROG [ARGS...]")
+		ts.Fatalf("usage: pty [-exit N] [-lines] INPUT PROG [ARGS...]")
 	}
 	var keys []string
 	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
@@ -82,8 +93,11 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}()
 	// quiet waits until the program has answered the previous key (or started, for the first one)
-	// by printing something, and has then gone quiet: typing earlier can land before a prompt has
-	// put the terminal in raw mode, and the key is lost.
+	// by printing something, has then gone quiet, and (unless -lines) reads keys one at a time: a
+	// survey prompt draws itself before it makes the terminal raw (the one before restored cooked
+	// mode as it ended), and a key typed while the terminal is cooked is echoed, or turned into a
+	// signal (Ctrl-C). The mode is checked through the terminal's master side, which reports it on
+	// Linux; where it cannot be told, the keys are typed once the program is quiet.
 	seen := 0
 	quiet := func() {
 		deadline := time.Now().Add(15 * time.Second)
@@ -93,6 +107,18 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 			mu.Unlock()
 			if printed > seen && idle > 150*time.Millisecond {
 				seen = printed
+				if lines {
+					return
+				}
+				if _, err := ptytest.Canonical(f); err != nil {
+					ts.Logf("pty: typing without knowing the terminal's mode: %v", err)
+					return
+				}
+				if err := ptytest.WaitRaw(f, 20*time.Second); err != nil {
+					_ = c.Process.Kill()
+					_ = c.Wait()
+					ts.Fatalf("pty: %v; a program that reads whole lines needs pty -lines", err)
+				}
 				return
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/ptytest"
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
@@ -23,6 +24,7 @@ import (
 type term struct {
 	t    *testing.T
 	ptmx *os.File
+	tty  *os.File // the program's side
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	seen int // bytes of buf already matched
@@ -35,7 +37,7 @@ func newTerm(t *testing.T) (*term, *os.File) {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	_ = pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 160})
-	tm := &term{t: t, ptmx: ptmx, done: make(chan struct{})}
+	tm := &term{t: t, ptmx: ptmx, tty: tty, done: make(chan struct{})}
 	go func() {
 		defer close(tm.done)
 		b := make([]byte, 4096)
@@ -81,10 +83,14 @@ func (tm *term) expect(text string) {
 	tm.t.Fatalf("terminal never showed %q; it showed:\n%s", text, ansi.ReplaceAllString(tm.buf.String(), "")[tm.seen:])
 }
 
-// send types keys once the prompt has drawn (survey redraws after each key).
+// send types keys once the prompt reads them. A survey prompt draws itself before it makes the
+// terminal raw (and the one before restores cooked mode as it ends), so the text a test expects can
+// show while the terminal is still cooked; a key typed then is echoed, and Ctrl-C is lost.
 func (tm *term) send(keys string) {
 	tm.t.Helper()
-	time.Sleep(30 * time.Millisecond)
+	if err := ptytest.WaitRaw(tm.tty, 20*time.Second); err != nil {
+		tm.t.Fatalf("before typing %q: %v", keys, err)
+	}
 	if _, err := tm.ptmx.Write([]byte(keys)); err != nil {
 		tm.t.Fatal(err)
 	}

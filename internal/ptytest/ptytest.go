@@ -1,0 +1,46 @@
+// Package ptytest tells terminal tests when a program on a pseudo-terminal reads keys one at a time.
+// A survey prompt draws itself before it puts the terminal in raw mode, so a key typed as soon as the
+// prompt shows can reach the cooked line discipline instead: Ctrl-C there is a signal with nobody to
+// go to and is lost, other keys are echoed. A test types once the terminal is raw.
+package ptytest
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// WaitRaw waits (checking every 2 ms, for up to timeout) until the terminal f belongs to (either side
+// of a pseudo-terminal) is out of canonical mode. It returns an error when it is not by then, or when
+// the mode cannot be told on this system.
+func WaitRaw(f *os.File, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		canonical, err := Canonical(f)
+		if err != nil {
+			return err
+		}
+		if !canonical {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the terminal was still in canonical (cooked) mode after %v", timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Canonical reports whether the terminal f belongs to reads whole lines (ICANON set). It does not
+// change f's blocking mode (f.Fd would).
+func Canonical(f *os.File) (bool, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var canonical bool
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { canonical, ierr = canonicalFd(int(fd)) }); err != nil {
+		return false, err
+	}
+	return canonical, ierr
+}

@@ -1,0 +1,38 @@
+//go:build unix
+
+package ptytest
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
+)
+
+// A new pseudo-terminal is cooked; once its program side is made raw, both sides say so.
+func TestCanonicalFollowsTheMode(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	for _, f := range []*os.File{ptmx, tty} {
+		if c, err := Canonical(f); err != nil || !c {
+			t.Fatalf("new terminal: canonical %v, %v", c, err)
+		}
+	}
+	if err := WaitRaw(tty, 10*time.Millisecond); err == nil {
+		t.Fatal("WaitRaw returned on a cooked terminal")
+	}
+	if _, err := term.MakeRaw(int(tty.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*os.File{ptmx, tty} {
+		if err := WaitRaw(f, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,13 @@
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
+
+package ptytest
+
+import "golang.org/x/sys/unix"
+
+func canonicalFd(fd int) (bool, error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TIOCGETA)
+	if err != nil {
+		return false, err
+	}
+	return t.Lflag&unix.ICANON != 0, nil
+}
