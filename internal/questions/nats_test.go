@@ -110,8 +110,10 @@ func TestNATSOpenCreatesTheBucket(t *testing.T) {
 // has reconnected) and one given after it has are both returned.
 func TestNATSRestartMidWaitLosesNothing(t *testing.T) {
 	srv := startNATS(t)
-	// The asker waits a second between reconnection attempts, so the early answer surely comes first.
-	asker, err := NewNATSStore(NATSConfig{URL: srv.URL(), Installation: "restart", ReconnectWait: time.Second}, Options{})
+	// The asker reaches the server through a gate, shut from before the restart until the early
+	// answer is in: it cannot reconnect first, however slow the restart.
+	g := startGate(t, srv)
+	asker, err := NewNATSStore(NATSConfig{URL: g.URL(), Installation: "restart", ReconnectWait: 50 * time.Millisecond}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,21 +129,30 @@ func TestNATSRestartMidWaitLosesNothing(t *testing.T) {
 			s, err := asker.Wait(context.Background(), sess.ID, WaitOptions{Timeout: time.Minute})
 			done <- result{s, err}
 		}()
-		time.Sleep(50 * time.Millisecond) // let the wait start watching
+		waitUntil(t, "the wait to start watching", func() bool {
+			asker.hubs.mu.Lock()
+			defer asker.hubs.mu.Unlock()
+			return asker.hubs.users > 0
+		})
+		reconnects := asker.nc.Stats().Reconnects
+		if early {
+			g.setShut(true)
+		}
 		srv.restart()
-		if !early {
-			// Wait until the asker is connected again, so its watcher is the one that delivers.
-			deadline := time.Now().Add(10 * time.Second)
-			for !asker.nc.IsConnected() && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+		if early {
+			waitUntil(t, "the asker to lose the server", func() bool { return !asker.nc.IsConnected() })
+		} else {
+			// The asker is connected again, so its watcher is the one that delivers.
+			waitUntil(t, "the asker to reconnect", func() bool {
+				return asker.nc.Stats().Reconnects > reconnects && asker.nc.IsConnected()
+			})
 		}
 		person := openNATS(t, srv, "restart", Options{})
-		if early && asker.nc.IsConnected() {
-			t.Fatal("the asker reconnected before the early answer; the test proves nothing")
-		}
 		if _, err := person.Answer(sess.ID, goodAnswers, ""); err != nil {
 			t.Fatalf("early=%v: answer: %v", early, err)
+		}
+		if early {
+			g.setShut(false)
 		}
 		select {
 		case r := <-done:

@@ -1,7 +1,11 @@
 package questions
 
 import (
+	"io"
+	"net"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,4 +61,99 @@ func openNATS(t *testing.T, n *natsServer, installation string, opts Options) *N
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// gate forwards TCP connections to a server while it is open. Shut, it closes what it carries and
+// every connection that comes, so a client behind it stays away from the server for exactly as long
+// as a test needs, whatever the client's reconnection timing.
+type gate struct {
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	shut  bool
+	conns map[net.Conn]struct{}
+}
+
+// startGate opens a gate to the server n.
+func startGate(t *testing.T, n *natsServer) *gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{ln: ln, to: "127.0.0.1:" + strconv.Itoa(n.Port()), conns: map[net.Conn]struct{}{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if g.keep(c) {
+				go g.carry(c)
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); g.setShut(true) })
+	return g
+}
+
+// URL is the gate's nats:// URL.
+func (g *gate) URL() string { return "nats://" + g.ln.Addr().String() }
+
+// setShut shuts the gate, closing what it carries, or opens it again.
+func (g *gate) setShut(shut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = shut
+	if shut {
+		for c := range g.conns {
+			_ = c.Close()
+		}
+	}
+}
+
+// keep records c as carried, or closes it when the gate is shut.
+func (g *gate) keep(c net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut {
+		_ = c.Close()
+		return false
+	}
+	g.conns[c] = struct{}{}
+	return true
+}
+
+func (g *gate) drop(c net.Conn) {
+	g.mu.Lock()
+	delete(g.conns, c)
+	g.mu.Unlock()
+	_ = c.Close()
+}
+
+// carry copies between the client's connection c and one to the server until either side ends.
+func (g *gate) carry(c net.Conn) {
+	defer g.drop(c)
+	s, err := net.DialTimeout("tcp", g.to, 5*time.Second)
+	if err != nil || !g.keep(s) {
+		if s != nil {
+			_ = s.Close()
+		}
+		return
+	}
+	defer g.drop(s)
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(s, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, s); done <- struct{}{} }()
+	<-done
+}
+
+// waitUntil waits (up to 30 s) until ok holds.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+	}
 }
