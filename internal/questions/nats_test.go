@@ -324,17 +324,19 @@ func FuzzNATSRecord(f *testing.F) {
 
 // The server is away when the wait's time runs out: the wait still ends at its timeout, as timed
 // out, and says the set could not be marked; once the server is back the set is still there, open.
+// (The server is gone, as the client sees it, before the wait starts: stopped after it, it could
+// still be up at the timeout on a loaded machine.)
 func TestNATSTimeoutWhileTheServerIsAway(t *testing.T) {
 	srv := startNATS(t)
 	s := openNATS(t, srv, "away", Options{})
 	sess := createIn(t, s)
+	srv.stop()
+	waitUntil(t, "the client to lose the server", s.nc.IsReconnecting)
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 500 * time.Millisecond})
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
-	srv.stop()
 	var err error
 	select {
 	case err = <-done:
