@@ -25,7 +25,9 @@ Rules live in two lists: a global one, used everywhere, and one per profile. The
 globs ('docs/**/*.md'; ** recurses), may start with ~, and relative paths are resolved against the
 working directory each time a prompt is built. A folder adds the files directly inside it. A glob
 or folder rule never takes a file whose real path lies outside the rule's folder (a link out of it is
-skipped with a warning); a path named exactly is taken as given. Only regular files are read.
+skipped with a warning), and a relative one whose folder is itself a link out of the working
+directory (docs -> ~/.ssh in a cloned repository) takes nothing. The folder of an absolute or ~
+rule, and a path named exactly, are taken as given. Only regular files are read.
 
 Tokens are estimated as bytes/4. When the files exceed the setting context.max_tokens, the largest
 are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,

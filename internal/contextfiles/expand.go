@@ -28,7 +28,9 @@ type expansion struct {
 	warnings []string
 }
 
-// expand resolves rules against cwd. Every glob base is walked once: globs sharing a base, or whose
+// expand resolves rules against cwd. A relative glob or folder rule whose base folder is a link out
+// of cwd (or of the folder its leading ".." climb to) takes nothing, with a warning; an absolute or ~
+// rule's base is taken as given; either way no link out of the base is followed. Every glob base is walked once: globs sharing a base, or whose
 // base lies inside another glob's base, are matched in the same walk. Missing paths and globs that
 // match nothing contribute no files; unreadable folders and symlink loops become warnings.
 func (s *Store) expand(rules []ruleRef, cwd string) expansion {
@@ -47,9 +49,19 @@ func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 				ex.warnings = append(ex.warnings, fmt.Sprintf("skipping %s: invalid glob pattern", rule.text))
 				continue
 			}
+			if real, out := r.linkedOut(r.base); out {
+				ex.warnings = append(ex.warnings, outsideWarning(r.base, real, r.anchor))
+				continue
+			}
 			globs = append(globs, r)
 			globRule = append(globRule, i)
 			continue
+		}
+		if fi, err := os.Stat(r.full); err == nil && fi.IsDir() {
+			if real, out := r.linkedOut(r.full); out {
+				ex.warnings = append(ex.warnings, outsideWarning(r.full, real, r.anchor))
+				continue
+			}
 		}
 		var warnings []string
 		matched[i], warnings = plainPath(r.full)

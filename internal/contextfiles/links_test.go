@@ -76,18 +76,84 @@ func TestLinksOutsideTheBaseAreSkipped(t *testing.T) {
 	}
 }
 
-// TestLinkedBaseIsTakenAsGiven: the base folder a rule names may itself be a link; the files under
-// its real path are inside it.
-func TestLinkedBaseIsTakenAsGiven(t *testing.T) {
+// TestLinkedBaseOutsideCwdIsSkipped: a relative glob or folder rule whose base folder is a link out of
+// the folder rules are relative to (the working directory) takes nothing, with a warning: in a
+// cloned repository `docs -> ~/.ssh` must not put the key into the prompt of `docs/**` or `docs`. A
+// file named exactly is taken as given; a base linked to a folder inside cwd is followed; a rule
+// that climbs out with ".." is anchored where it climbs to; an absolute or ~ rule's base is taken as
+// given, but links out of that base are still not followed.
+func TestLinkedBaseOutsideCwdIsSkipped(t *testing.T) {
 	s, cwd := newTestStore(t)
-	elsewhere := filepath.Join(filepath.Dir(cwd), "elsewhere")
-	tree(t, elsewhere, "a.md")
-	tree(t, cwd, "x.md")
-	symlink(t, elsewhere, filepath.Join(cwd, "linked"))
-	ex := expandRules(t, s, cwd, "linked/**", "linked")
-	want := []string{filepath.Join(cwd, "linked", "a.md")}
-	if got := paths(ex); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(ex.counts, []int{1, 1}) {
-		t.Errorf("files %q counts %v, want %q [1 1] (warnings %q)", got, ex.counts, want, ex.warnings)
+	top := filepath.Dir(cwd)
+	secret := filepath.Join(top, "secret")
+	tree(t, secret, "id_rsa", "sub/key.md")
+	tree(t, filepath.Join(top, "other"), "o.md")
+	tree(t, cwd, "real/r.md", "x.md")
+	symlink(t, secret, filepath.Join(cwd, "docs"))                          // the whole base, out
+	symlink(t, "real", filepath.Join(cwd, "alias"))                         // a base linked inside cwd
+	symlink(t, filepath.Join(top, "other"), filepath.Join(secret, "outer")) // out of secret
+	outside := func(path, real, base string) string {
+		return "skipping " + path + ": it links to " + real + ", outside " + base
+	}
+	docs := filepath.Join(cwd, "docs")
+	for _, tc := range []struct {
+		name     string
+		rules    []string
+		files    []string
+		counts   []int
+		warnings []string
+	}{
+		{"glob", []string{"docs/**"}, nil, []int{0}, []string{outside(docs, secret, cwd)}},
+		{"folder", []string{"docs"}, nil, []int{0}, []string{outside(docs, secret, cwd)}},
+		{"inner base", []string{"docs/sub/*.md", "docs/sub"}, nil, []int{0, 0},
+			[]string{outside(filepath.Join(docs, "sub"), filepath.Join(secret, "sub"), cwd)}},
+		{"both, one warning", []string{"docs/**", "docs", "*.md"}, []string{filepath.Join(cwd, "x.md")}, []int{0, 0, 1},
+			[]string{outside(docs, secret, cwd)}},
+		{"named exactly", []string{"docs/id_rsa"}, []string{filepath.Join(docs, "id_rsa")}, []int{1}, nil},
+		{"linked inside cwd", []string{"alias/**", "alias"},
+			[]string{filepath.Join(cwd, "alias", "r.md")}, []int{1, 1}, nil},
+		{"climbing out", []string{"../secret/**"},
+			[]string{filepath.Join(secret, "id_rsa"), filepath.Join(secret, "sub", "key.md")}, []int{2},
+			[]string{outside(filepath.Join(secret, "outer"), filepath.Join(top, "other"), secret)}},
+		{"absolute", []string{filepath.Join(docs, "**")},
+			[]string{filepath.Join(docs, "id_rsa"), filepath.Join(docs, "sub", "key.md")}, []int{2},
+			[]string{outside(filepath.Join(docs, "outer"), filepath.Join(top, "other"), docs)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := expandRules(t, s, cwd, tc.rules...)
+			if got := paths(ex); !reflect.DeepEqual(got, tc.files) {
+				t.Errorf("files\n got %q\nwant %q", got, tc.files)
+			}
+			if !reflect.DeepEqual(ex.counts, tc.counts) {
+				t.Errorf("counts %v, want %v", ex.counts, tc.counts)
+			}
+			if !reflect.DeepEqual(ex.warnings, tc.warnings) {
+				t.Errorf("warnings\n got %q\nwant %q", ex.warnings, tc.warnings)
+			}
+		})
+	}
+
+	// A base under ~ is the user's own naming: taken as given.
+	home := filepath.Join(top, "home")
+	symlink(t, secret, filepath.Join(home, "keys"))
+	ex := expandRules(t, s, cwd, "~/keys/*")
+	if got, want := paths(ex), []string{filepath.Join(home, "keys", "id_rsa")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("~/keys/*: files %q, want %q (warnings %q)", got, want, ex.warnings)
+	}
+
+	// The prompt, which every front end builds through Prompt, holds no key.
+	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"docs/**", "docs"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	prompt, warnings, err := s.Prompt("", cwd, 0, "hi")
+	if err != nil || prompt != "hi" || !reflect.DeepEqual(warnings, []string{outside(docs, secret, cwd)}) {
+		t.Errorf("Prompt = %q, %q, %v", prompt, warnings, err)
+	}
+	// context add refuses such a rule, saying why, unless forced.
+	_, err = s.Add(Target{Profile: DefaultProfile}, []string{"docs/sub/**"}, AddOptions{Cwd: cwd})
+	if want := "Invalid path 'docs/sub/**': " + filepath.Join(docs, "sub") + " links to " + filepath.Join(secret, "sub") +
+		", outside " + cwd + ", so it is never read from here. Use --force to add anyway."; err == nil || err.Error() != want {
+		t.Errorf("Add(docs/sub/**) = %v, want %q", err, want)
 	}
 }
 

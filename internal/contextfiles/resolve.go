@@ -21,6 +21,11 @@ type resolved struct {
 	// root is the real path of base (symbolic links resolved; base itself when that fails): the
 	// folder a glob's files must really lie in.
 	root string
+	// anchor is the folder a relative rule is relative to: cwd, or the folder its leading ".."
+	// climb to. A glob's base or a folder rule's folder must really lie inside it (a cloned
+	// repository's docs -> ~/.ssh must not feed docs/** the key). It is "" for an absolute or ~
+	// rule: the user named its base, which is taken as given, links and all.
+	anchor string
 }
 
 // isGlob reports whether a rule is a pattern rather than a path: it holds one of doublestar's meta
@@ -63,6 +68,7 @@ func (s *Store) resolve(rule, cwd string) (resolved, error) {
 			}
 			cwd = wd
 		}
+		r.anchor = anchorOf(cwd, p)
 		p = filepath.Join(cwd, p)
 	}
 	r.full = filepath.Clean(p)
@@ -73,6 +79,34 @@ func (s *Store) resolve(rule, cwd string) (resolved, error) {
 		r.root = realPath(r.base)
 	}
 	return r, nil
+}
+
+// anchorOf is the folder the relative path rel is anchored in: cwd, or the folder above it that
+// rel's leading ".." elements (after cleaning) climb to.
+func anchorOf(cwd, rel string) string {
+	anchor := cwd
+	for _, elem := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+		if elem != ".." {
+			break
+		}
+		anchor = filepath.Dir(anchor)
+	}
+	return anchor
+}
+
+// linkedOut reports whether dir, the base of a relative glob rule or the folder of a relative
+// folder rule, really lies outside the rule's anchor (one of its elements is a link out of it), and
+// where it leads. A missing dir is not out: it matches nothing anyway.
+func (r resolved) linkedOut(dir string) (real string, out bool) {
+	if r.anchor == "" {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", false
+	}
+	_, inside := within(realPath(r.anchor), real)
+	return real, !inside
 }
 
 // realPath is path with every symbolic link resolved, or path itself when that fails (it does not

@@ -324,6 +324,15 @@ func (s *Store) validate(p string, opts AddOptions) error {
 	if opts.Force {
 		return nil
 	}
+	dir := r.base
+	if !r.glob {
+		dir = r.full
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		if real, out := r.linkedOut(dir); out {
+			return output.UsageErrorf("Invalid path '%s': %s links to %s, outside %s, so it is never read from here. Use --force to add anyway.", p, dir, real, r.anchor)
+		}
+	}
 	if r.glob {
 		if !s.globHasMatch(r) {
 			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'. Use --force to add anyway.", p, r.full)
