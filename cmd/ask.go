@@ -140,7 +140,7 @@ func askModels(a *app.App) []string {
 
 // askTrustNames are the tool names --trust-tools completes to: kiro-cli 2.x has its own names.
 func askTrustNames(a *app.App) []string {
-	if c := askConfig(a); c != nil && strings.Contains(filepath.Base(c.String("agent.command")), "kiro") {
+	if c := askConfig(a); c != nil && strings.Contains(filepath.Base(config.AgentCommand.Get(c)), "kiro") {
 		return []string{"read", "write", "shell", "grep", "glob", "aws", "web_fetch", "web_search", "code", "knowledge", "todo", "delegate"}
 	}
 	return []string{"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate"}

@@ -16,6 +16,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
+	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/streamjson"
@@ -123,7 +124,7 @@ func checkAskEventFlags(opts *askOptions) error {
 func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limits) (acpclient.BackendChoice, error) {
 	setting := opts.events.backend
 	if setting == "" {
-		setting = a.Config.String("agent.backend")
+		setting = config.AgentBackend.Get(a.Config)
 	}
 	if opts.events.session != "" && setting == acpclient.BackendChat {
 		return acpclient.BackendChoice{}, output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
@@ -308,7 +309,7 @@ func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy,
 		if err != nil {
 			return nil, err
 		}
-		p.Asker = &approval.StoreAsker{Store: store, Timeout: a.Config.Duration("questions.timeout"), Created: func(id string) {
+		p.Asker = &approval.StoreAsker{Store: store, Timeout: config.QuestionsTimeout.Get(a.Config), Created: func(id string) {
 			a.Errorf("the agent asks for permission: answer with qkit questions answer %s (or qkit questions wait; %s)", id, store.Location())
 		}}
 	case p.OnPermission == "" && a.IO.CanPrompt():
@@ -328,7 +329,7 @@ func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy,
 func askDryRunACP(a *app.App, opts *askOptions) bool {
 	b := opts.events.backend
 	if b == "" {
-		b = a.Config.String("agent.backend")
+		b = config.AgentBackend.Get(a.Config)
 	}
 	return b == acpclient.BackendACP || opts.events.session != ""
 }

@@ -149,7 +149,7 @@ func TestExecInternalConfirmsOnTTY(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.Get("agent.timeout").Raw; got != tc.value {
+		if got := config.AgentTimeout.Value(cfg).Raw; got != tc.value {
 			t.Fatalf("answer %v: agent.timeout = %q, want %q", tc.answer, got, tc.value)
 		}
 		recs, err := commands.ReadAudit(filepath.Join(cfg.Paths.State, "audit.log"))

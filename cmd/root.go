@@ -177,8 +177,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	})
 	defineGlobalFlags(root.PersistentFlags(), opts, &a.ProfileFlag)
 	_ = root.RegisterFlagCompletionFunc("profile", completeProfiles(a, nil))
-	logLevel, _ := config.LookupKey("log.level")
-	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevel.Values, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(config.LogLevel.Key().Values, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(
 		&cobra.Group{ID: groupCore, Title: "Core commands:"},

@@ -138,14 +138,15 @@ func newSettingsGetCmd(a *app.App) *cobra.Command {
 }
 
 func runSettingsGet(a *app.App, opts *settingsGetOptions, name string) error {
-	if _, err := lookupKey(name); err != nil {
+	k, err := lookupKey(name)
+	if err != nil {
 		return err
 	}
-	v := a.Config.Get(name)
+	v, _ := a.Config.Lookup(k.Name)
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, toSettingJSON(v))
 	}
-	_, err := fmt.Fprintln(a.IO.Out, v.Display())
+	_, err = fmt.Fprintln(a.IO.Out, v.Display())
 	return err
 }
 
@@ -184,7 +185,7 @@ func runSettingsSet(a *app.App, name, value string) error {
 	if err := a.Config.Set(k.Name, value); err != nil {
 		return err
 	}
-	if cur := a.Config.Get(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
+	if cur, _ := a.Config.Lookup(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
 		a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)
 	}
 	return nil

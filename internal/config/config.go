@@ -211,13 +211,21 @@ func unwrapYAML(err error) string {
 	return msg
 }
 
-// Get returns a setting. It panics on a name that is not in Keys: that is a programming error.
-func (c *Config) Get(name string) Value {
+// get returns a setting's value. It panics on a name that is not in Keys; only the typed handles
+// (settings.go), each checked against Keys by TestSettingHandles, call it with a fixed name.
+func (c *Config) get(name string) Value {
 	v, ok := c.values[name]
 	if !ok {
 		panic("config: unknown key " + name)
 	}
 	return v
+}
+
+// Lookup returns the setting a user named (settings get, settings set), and false when no setting
+// has that name. Code reads a setting through its handle instead (config.AgentTimeout.Get(c)).
+func (c *Config) Lookup(name string) (Value, bool) {
+	v, ok := c.values[name]
+	return v, ok
 }
 
 // All returns every setting in the order of Keys.
@@ -229,29 +237,11 @@ func (c *Config) All() []Value {
 	return out
 }
 
-// String returns a string setting.
-func (c *Config) String(name string) string { return c.Get(name).Parsed.(string) }
-
-// Bool returns a boolean setting.
-func (c *Config) Bool(name string) bool { return c.Get(name).Parsed.(bool) }
-
-// Int returns an integer setting.
-func (c *Config) Int(name string) int64 { return c.Get(name).Parsed.(int64) }
-
-// Duration returns a duration setting.
-func (c *Config) Duration(name string) time.Duration { return c.Get(name).Parsed.(time.Duration) }
-
-// Size returns a size setting in bytes.
-func (c *Config) Size(name string) int64 { return c.Get(name).Parsed.(int64) }
-
-// List returns a list setting.
-func (c *Config) List(name string) []string { return c.Get(name).Parsed.([]string) }
-
 // ToolEnabled reports whether an optional MCP tool is enabled through tools.enabled or
 // ENABLE_ADDITIONAL_TOOLS: entries are trimmed, lower-cased, "_" is read as "-", and "all" enables all.
 func (c *Config) ToolEnabled(tool string) bool {
 	want := NormalizeToolName(tool)
-	for _, t := range c.List("tools.enabled") {
+	for _, t := range ToolsEnabled.Get(c) {
 		t = NormalizeToolName(t)
 		if t == "all" || t == want {
 			return true

@@ -17,9 +17,9 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.String("agent.command") != "q" || c.Duration("agent.timeout") != 180*time.Second ||
-		c.Size("agent.max_response_size") != 2<<20 || c.Duration("questions.timeout") != 30*time.Minute ||
-		c.Bool("acp.enabled") || c.Int("context.max_tokens") != 150000 || !c.Bool("agent.strip_ansi") {
+	if AgentCommand.Get(c) != "q" || AgentTimeout.Get(c) != 180*time.Second ||
+		AgentMaxResponseSize.Get(c) != 2<<20 || QuestionsTimeout.Get(c) != 30*time.Minute ||
+		ACPEnabled.Get(c) || ContextMaxTokens.Get(c) != 150000 || !AgentStripANSI.Get(c) {
 		t.Fatalf("unexpected defaults: %+v", c.All())
 	}
 	for _, v := range c.All() {
@@ -56,14 +56,14 @@ func TestSeedEnvNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Duration("agent.timeout") != 45*time.Second {
-		t.Errorf("timeout %v", c.Duration("agent.timeout"))
+	if AgentTimeout.Get(c) != 45*time.Second {
+		t.Errorf("timeout %v", AgentTimeout.Get(c))
 	}
-	if c.Size("agent.max_response_size") != 1000 {
-		t.Errorf("size %d", c.Size("agent.max_response_size"))
+	if AgentMaxResponseSize.Get(c) != 1000 {
+		t.Errorf("size %d", AgentMaxResponseSize.Get(c))
 	}
 	if !c.ToolEnabled("q-developer-agent") || c.ToolEnabled("nope") {
-		t.Errorf("tools %v", c.List("tools.enabled"))
+		t.Errorf("tools %v", ToolsEnabled.Get(c))
 	}
 	env["ENABLE_ADDITIONAL_TOOLS"] = "ALL"
 	c, _ = Load(LoadOptions{LookupEnv: envOf(env)})
@@ -85,8 +85,8 @@ func TestPrecedence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := c.Get("agent.timeout"); c.Duration("agent.timeout") != want || v.Source != src {
-			t.Fatalf("got %v from %s, want %v from %s", c.Duration("agent.timeout"), v.Source, want, src)
+		if v := AgentTimeout.Value(c); AgentTimeout.Get(c) != want || v.Source != src {
+			t.Fatalf("got %v from %s, want %v from %s", AgentTimeout.Get(c), v.Source, want, src)
 		}
 	}
 	check(10*time.Second, SourceFile)
@@ -95,7 +95,7 @@ func TestPrecedence(t *testing.T) {
 	env["QKIT_AGENT_TIMEOUT"] = "30s"
 	check(30*time.Second, SourceEnv)
 	c, _ = Load(LoadOptions{LookupEnv: envOf(env), Overrides: map[string]string{"agent.timeout": "40s"}})
-	if c.Duration("agent.timeout") != 40*time.Second || c.Get("agent.timeout").Source != SourceFlag {
+	if AgentTimeout.Get(c) != 40*time.Second || AgentTimeout.Value(c).Source != SourceFlag {
 		t.Fatal("flag does not win")
 	}
 }
@@ -210,8 +210,8 @@ func TestSetResetOtherSpellings(t *testing.T) {
 		return c
 	}
 	c := load()
-	if c.String("agent.command") != "foo" || c.Duration("agent.timeout") != 5*time.Minute || c.String("log.level") != "debug" {
-		t.Fatalf("read: %v %v %v", c.String("agent.command"), c.Duration("agent.timeout"), c.String("log.level"))
+	if AgentCommand.Get(c) != "foo" || AgentTimeout.Get(c) != 5*time.Minute || LogLevel.Get(c) != "debug" {
+		t.Fatalf("read: %v %v %v", AgentCommand.Get(c), AgentTimeout.Get(c), LogLevel.Get(c))
 	}
 	if err := c.Set("agent.command", "bar"); err != nil {
 		t.Fatal(err)
@@ -224,9 +224,9 @@ func TestSetResetOtherSpellings(t *testing.T) {
 	}
 	c = load()
 	data, _ := os.ReadFile(file)
-	if c.String("agent.command") != "bar" || c.Duration("agent.timeout") != 7*time.Minute ||
-		c.Get("log.level").Source != SourceDefault || c.String("agent.model") != "m" {
+	if AgentCommand.Get(c) != "bar" || AgentTimeout.Get(c) != 7*time.Minute ||
+		LogLevel.Value(c).Source != SourceDefault || AgentModel.Get(c) != "m" {
 		t.Fatalf("after set/reset: command %q timeout %v log.level %v model %q; file:\n%s",
-			c.String("agent.command"), c.Duration("agent.timeout"), c.Get("log.level").Source, c.String("agent.model"), data)
+			AgentCommand.Get(c), AgentTimeout.Get(c), LogLevel.Value(c).Source, AgentModel.Get(c), data)
 	}
 }

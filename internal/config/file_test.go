@@ -53,7 +53,7 @@ func TestSetOnEmptySection(t *testing.T) {
 		}
 		c = reload(t, c)
 		data, _ := os.ReadFile(file)
-		if got := c.String("agent.command"); got != "kiro-cli" {
+		if got := AgentCommand.Get(c); got != "kiro-cli" {
 			t.Errorf("%q: agent.command %q after set; file:\n%s", content, got, data)
 		}
 		if strings.Count(strings.ToLower(string(data)), "agent:") != 1 {
@@ -97,7 +97,7 @@ func TestSetKeepsOtherDocuments(t *testing.T) {
 	}
 	c = reload(t, c)
 	data, _ := os.ReadFile(file)
-	if c.String("agent.command") != "kiro-cli" || c.Get("log.level").Source != SourceDefault {
+	if AgentCommand.Get(c) != "kiro-cli" || LogLevel.Value(c).Source != SourceDefault {
 		t.Fatalf("set/reset did not apply:\n%s", data)
 	}
 	want := "agent:\n  command: kiro-cli\n---\n# second\nother: 2\n---\nthird: [1, 2]\n"
@@ -158,7 +158,7 @@ func FuzzEditFile(f *testing.F) {
 			data, _ := os.ReadFile(file)
 			t.Fatalf("%q edited into %q, which does not load: %v", content, data, err)
 		}
-		if got := n.String("agent.command"); got != "kiro-cli" {
+		if got := AgentCommand.Get(n); got != "kiro-cli" {
 			data, _ := os.ReadFile(file)
 			t.Fatalf("%q edited into %q reads agent.command %q", content, data, got)
 		}

@@ -9,12 +9,21 @@ import (
 // Parse reads text as the setting reads it (a flag that stands in for a setting, such as ask
 // --timeout, parses with it and hands the value to the runner itself). TestSettingHandles checks
 // every handle against Keys, both ways: each names a key whose kind gives a T, and every key has a
-// handle. Code that still reads a setting by its name (Config.String("agent.command")) is checked
-// against Keys by TestSettingNamesInSource.
+// handle. Nothing reads a setting by its name: TestNoSettingReadByName fails on a setting's name in
+// a string outside these definitions, and Config.Lookup (for a name the user typed) cannot panic.
 type Setting[T any] struct{ Name string }
 
 // Get returns the setting's value in c.
-func (s Setting[T]) Get(c *Config) T { return c.Get(s.Name).Parsed.(T) }
+func (s Setting[T]) Get(c *Config) T { return c.get(s.Name).Parsed.(T) }
+
+// Value returns the setting in c with its text and where it came from (Source, Origin).
+func (s Setting[T]) Value(c *Config) Value { return c.get(s.Name) }
+
+// Key returns the setting's entry in Keys (its kind, allowed values, description).
+func (s Setting[T]) Key() Key {
+	k, _ := LookupKey(s.Name)
+	return k
+}
 
 // Parse reads raw as the setting does, with its checks (a range, the allowed values).
 func (s Setting[T]) Parse(raw string) (T, error) {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -55,20 +54,17 @@ func TestSettingHandles(t *testing.T) {
 	}
 }
 
-// accessorKind is the kind each by-name accessor of Config reads.
-var accessorKind = map[string]Kind{"String": String, "Bool": Bool, "Int": Int, "Duration": Duration, "Size": Size, "List": List}
-
-// TestSettingNamesInSource: code that reads a setting by name (c.Config.Duration("agent.timeout"))
-// names a setting of Keys and reads it as its kind, so a wrong name or type is a failing test here,
-// not a panic at run time.
-func TestSettingNamesInSource(t *testing.T) {
+// TestNoSettingReadByName: product code reads settings only through the typed handles, never by a
+// name in a string (a typo or a wrong type there panicked at run time): no call outside the handle
+// definitions passes a setting's name as a string literal.
+func TestNoSettingReadByName(t *testing.T) {
 	root := filepath.Join("..", "..")
-	sections := map[string]bool{}
+	names := map[string]bool{}
 	for _, k := range Keys {
-		sections[k.Name[:strings.IndexByte(k.Name, '.')]] = true
+		names[k.Name] = true
 	}
 	fset := token.NewFileSet()
-	checked := 0
+	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -83,34 +79,25 @@ func TestSettingNamesInSource(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		files++
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) != 1 {
+			if !ok {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			lit, isLit := call.Args[0].(*ast.BasicLit)
-			if !ok || !isLit || lit.Kind != token.STRING {
-				return true
+			if ix, ok := call.Fun.(*ast.IndexExpr); ok && f.Name.Name == "config" {
+				if id, ok := ix.X.(*ast.Ident); ok && id.Name == "setting" {
+					return true // a handle's definition: setting[T]("agent.timeout")
+				}
 			}
-			method := sel.Sel.Name
-			kind, typed := accessorKind[method]
-			if !typed && method != "Get" {
-				return true
-			}
-			name, _ := strconv.Unquote(lit.Value)
-			dot := strings.IndexByte(name, '.')
-			if dot < 0 || !sections[name[:dot]] {
-				return true // not a setting name (a map key, a header)
-			}
-			checked++
-			where := fmt.Sprintf("%s: %s(%q)", fset.Position(call.Pos()), method, name)
-			k, ok := LookupKey(name)
-			switch {
-			case !ok:
-				t.Errorf("%s: no such setting", where)
-			case typed && kindType[k.Kind] != kindType[kind]:
-				t.Errorf("%s: the setting is a %s, read as a %s", where, k.Kind, kind)
+			for _, arg := range call.Args {
+				lit, ok := arg.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				if name, _ := strconv.Unquote(lit.Value); names[name] {
+					t.Errorf("%s: setting %q named in a string; use its handle (settings.go)", fset.Position(lit.Pos()), name)
+				}
 			}
 			return true
 		})
@@ -119,7 +106,7 @@ func TestSettingNamesInSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked == 0 {
-		t.Fatal("no setting read by name was found: the scan is broken")
+	if files < 50 {
+		t.Fatalf("only %d Go files scanned: the walk is broken", files)
 	}
 }

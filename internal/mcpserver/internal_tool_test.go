@@ -87,7 +87,11 @@ func (f *internalFixture) setting(t *testing.T, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg.Get(key).Raw
+	v, ok := cfg.Lookup(key)
+	if !ok {
+		t.Fatalf("no setting %q", key)
+	}
+	return v.Raw
 }
 
 func (f *internalFixture) audit(t *testing.T) []commands.AuditRecord {

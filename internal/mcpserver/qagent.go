@@ -107,12 +107,12 @@ func qAgentSchema(c *config.Config) *jsonschema.Schema {
 	if err != nil {
 		panic(err) // a programming error in qAgentInput
 	}
-	def := c.String("agent.model")
+	def := config.AgentModel.Get(c)
 	if def == "" {
 		def = "claude-sonnet-4"
 	}
 	p := schema.Properties["override-model"]
-	models := c.List("agent.models")
+	models := config.AgentModels.Get(c)
 	if len(models) == 0 {
 		// An empty agent.models lets any model through (agent.Validate); an empty enum would refuse all.
 		p.Description = fmt.Sprintf("Model to use (--model), any model the agent knows; %s (default).", def)

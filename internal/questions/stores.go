@@ -79,7 +79,7 @@ var (
 // the NATS bucket of questions.installation on questions.nats_url. A NATS server that cannot be
 // reached is an error naming the URL; Open never falls back to files.
 func Open(cfg *config.Config, opts Options) (Store, error) {
-	switch kind := cfg.String("questions.store"); kind {
+	switch kind := config.QuestionsStore.Get(cfg); kind {
 	case "file":
 		return NewFileStore(filepath.Join(cfg.Paths.State, "questions"), opts)
 	case "nats":
@@ -92,14 +92,14 @@ func Open(cfg *config.Config, opts Options) (Store, error) {
 // NATSConfigFrom reads the questions.nats_* settings.
 func NATSConfigFrom(cfg *config.Config) NATSConfig {
 	return NATSConfig{
-		URL:          cfg.String("questions.nats_url"),
-		Creds:        cfg.String("questions.nats_creds"),
-		Token:        cfg.String("questions.nats_token"),
-		TLSCert:      cfg.String("questions.nats_tls_cert"),
-		TLSKey:       cfg.String("questions.nats_tls_key"),
-		TLSCA:        cfg.String("questions.nats_tls_ca"),
-		Installation: cfg.String("questions.installation"),
-		Retention:    cfg.Duration("questions.retention"),
+		URL:          config.QuestionsNATSURL.Get(cfg),
+		Creds:        config.QuestionsNATSCreds.Get(cfg),
+		Token:        config.QuestionsNATSToken.Get(cfg),
+		TLSCert:      config.QuestionsNATSTLSCert.Get(cfg),
+		TLSKey:       config.QuestionsNATSTLSKey.Get(cfg),
+		TLSCA:        config.QuestionsNATSTLSCA.Get(cfg),
+		Installation: config.QuestionsInstallation.Get(cfg),
+		Retention:    config.QuestionsRetention.Get(cfg),
 	}
 }
 
