@@ -7,6 +7,7 @@ package filestore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,13 @@ func WriteAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
+	return ReplaceAtomic(path, data, perm, dirPerm)
+}
+
+// ReplaceAtomic is WriteAtomic without following a link: whatever is at path (a symbolic link, a
+// FIFO, a file) is replaced by the new file. For files in a folder only qkit writes, where a link
+// or device put there must not make qkit write elsewhere or fail to write at all.
+func ReplaceAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -115,6 +123,28 @@ func Update(path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte,
 
 // ErrNotRegular is returned by OpenRegular for anything but a regular file.
 var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned by ReadRegular for a file over its limit.
+var ErrTooLarge = errors.New("larger than the limit")
+
+// ReadRegular reads the whole of name when it is a regular file of at most limit bytes. Like
+// OpenRegular it never blocks on a FIFO or a device (nor on a link to one), and it never reads
+// more than limit+1 bytes, whatever the file holds.
+func ReadRegular(name string, limit int64) ([]byte, error) {
+	f, err := OpenRegular(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
+	}
+	return data, nil
+}
 
 // checkRegular returns f when it is a regular file, and closes it otherwise.
 func checkRegular(f *os.File) (*os.File, error) {

@@ -7,16 +7,22 @@ import (
 )
 
 // FuzzSessionFiles writes arbitrary request.json, status.json and answers.json into a set's folder,
-// as another tool (or a broken disk) could: reading it never panics, and a set that reads is in one
-// of the known states, with answers only when completed.
+// as another tool (or a broken disk) could, and may put something that is not a regular file (a FIFO,
+// a link to /dev/zero) or a file over the size limit in one's place (special; see plantSpecial):
+// reading it never panics nor blocks, and a set that reads is in one of the known states, with
+// answers only when completed.
 func FuzzSessionFiles(f *testing.F) {
-	f.Add(``, `{"status":"completed"}`, `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`)
-	f.Add(`{"sessionId":`, ``, ``)
-	f.Add(``, `{"status":"frozen","claim":{"by":{"pid":-1}}}`, `[]`)
-	f.Add(`{"questions":[]}`, `{"status":"pending","detached":true,"waiter":{"pid":1}}`, `{"answers":null}`)
-	f.Add(``, `null`, `{"answers":[{"questionIndex":9,"selected":["x"]}]}`)
+	f.Add(``, ``, ``, uint8(1))
+	f.Add(``, ``, ``, uint8(2))
+	f.Add(``, ``, ``, uint8(3))
+	f.Add(``, `{"status":"completed"}`, ``, uint8(7))
+	f.Add(``, `{"status":"completed"}`, `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`, uint8(0))
+	f.Add(`{"sessionId":`, ``, ``, uint8(0))
+	f.Add(``, `{"status":"frozen","claim":{"by":{"pid":-1}}}`, `[]`, uint8(0))
+	f.Add(`{"questions":[]}`, `{"status":"pending","detached":true,"waiter":{"pid":1}}`, `{"answers":null}`, uint8(0))
+	f.Add(``, `null`, `{"answers":[{"questionIndex":9,"selected":["x"]}]}`, uint8(0))
 	known := map[State]bool{Pending: true, Detached: true, InProgress: true, Completed: true, Rejected: true, TimedOut: true, Abandoned: true}
-	f.Fuzz(func(t *testing.T, request, status, answers string) {
+	f.Fuzz(func(t *testing.T, request, status, answers string, special uint8) {
 		s := newStore(t)
 		sess := create(t, s)
 		dir := filepath.Join(s.Dir(), sess.ID)
@@ -28,7 +34,10 @@ func FuzzSessionFiles(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.Get(sess.ID)
+		plantSpecial(t, dir, special)
+		var got *Session
+		var err error
+		notBlocked(t, "Get", func() { got, err = s.Get(sess.ID) })
 		if err != nil {
 			return
 		}
@@ -38,8 +47,10 @@ func FuzzSessionFiles(f *testing.F) {
 		if got.Status.Status == Completed && got.Request != nil {
 			_ = ResultOf(got).Text()
 		}
-		if _, err := s.List(); err != nil {
-			t.Fatalf("list: %v", err)
-		}
+		notBlocked(t, "List", func() {
+			if _, err := s.List(); err != nil {
+				t.Errorf("list: %v", err)
+			}
+		})
 	})
 }

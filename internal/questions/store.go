@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,6 +105,9 @@ type Session struct {
 	Status  Status
 	Answers *Answers
 	Problem string
+	// Refused says why answers.json was not read (not a regular file, or too large); the set
+	// stays open, as if there were no answers.json.
+	Refused string
 	// answersBad: answers.json exists but does not parse (perhaps a non-atomic write in progress).
 	answersBad bool
 	// answersMod is answers.json's modification time, when it exists.
@@ -207,6 +211,8 @@ type FileStore struct {
 	now    func() time.Time
 	poll   time.Duration
 	logger *slog.Logger
+
+	warned sync.Map // session id + refusal already logged, so a wait does not repeat it
 
 	hubs sharedHub[*hub] // started by the first wait, stopped when the last one ends
 
@@ -359,7 +365,8 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return filestore.WriteAtomic(path, append(data, '\n'), filePerm, dirPerm)
+	// Replaced, never written through: a link or FIFO put in a set's folder is not followed.
+	return filestore.ReplaceAtomic(path, append(data, '\n'), filePerm, dirPerm)
 }
 
 // Resolve turns an id or unambiguous prefix into a full session id.
@@ -457,8 +464,14 @@ func (s *FileStore) read(id string) (*Session, error) {
 	}
 	sess.fillStatus(id, dirInfo.ModTime().UTC()) // the folder's time: nothing better on record
 	var ans Answers
+	var refused *refusedError
 	switch err := readJSON(s.path(id, AnswersFile), &ans); {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &refused):
+		// Not an answer anyone could have written: ignored, and the set stays answerable (an
+		// answer replaces the file).
+		sess.Refused = err.Error()
+		s.warnRefused(id, sess.Refused)
 	case err != nil:
 		problems = append(problems, err.Error())
 		sess.answersBad = true
@@ -490,11 +503,35 @@ func roundTrip(qs []Question) any {
 	return v
 }
 
+// maxFileSize caps what qkit reads of a set's file. The largest set the schema allows, with every
+// answer's text at its limit and escaped, is far below it.
+const maxFileSize = 1 << 20
+
+// refusedError is a set's file that qkit does not read at all: not a regular file (a FIFO, a device,
+// a link to one, a folder), or larger than maxFileSize. Reading the first could block for ever, the
+// second use any amount of memory.
+type refusedError struct {
+	Name string
+	Err  error
+}
+
+func (e *refusedError) Error() string {
+	if errors.Is(e.Err, filestore.ErrTooLarge) {
+		return fmt.Sprintf("%s is larger than %d MiB; qkit does not read it", e.Name, maxFileSize>>20)
+	}
+	return fmt.Sprintf("%s is not a regular file; qkit does not read it", e.Name)
+}
+
+func (e *refusedError) Unwrap() error { return e.Err }
+
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := filestore.ReadRegular(path, maxFileSize)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("%s is missing: %w", filepath.Base(path), err)
+		case errors.Is(err, filestore.ErrNotRegular), errors.Is(err, filestore.ErrTooLarge):
+			return &refusedError{Name: filepath.Base(path), Err: err}
 		}
 		return err
 	}
@@ -502,6 +539,14 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s is malformed: %v", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// warnRefused logs, once per store, that a set's answers.json is not read.
+func (s *FileStore) warnRefused(id, why string) {
+	if _, seen := s.warned.LoadOrStore(id+"\x00"+why, true); !seen {
+		s.logger.Warn("answers.json ignored", "reason", why, "sessionId", id, "path", s.path(id, AnswersFile),
+			"hint", "remove it, or answer with qkit questions answer")
+	}
 }
 
 // Get loads one session by full id, settling it first (see reconcile).

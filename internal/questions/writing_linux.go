@@ -2,9 +2,10 @@ package questions
 
 import (
 	"errors"
-	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // beingWritten reports whether some process has path open for writing: an answers.json written in
@@ -12,7 +13,8 @@ import (
 // while the file is open for writing anywhere, and drops the lease at once. known is false when the
 // kernel cannot tell (a file of another owner, a filesystem without leases).
 func beingWritten(path string) (busy, known bool) {
-	f, err := os.Open(path)
+	// Never blocks: a FIFO or device put in answers.json's place is not opened for reading.
+	f, err := filestore.OpenRegular(path)
 	if err != nil {
 		return false, false
 	}
@@ -32,7 +34,7 @@ func beingWritten(path string) (busy, known bool) {
 // its answers.json and its status.json): the waiter then waits for that change's status event
 // instead of queueing behind the lock, which the writer keeps until its folder is synced.
 func lockHeld(statusPath string) bool {
-	fd, err := unix.Open(statusPath+".lock", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(statusPath+".lock", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}

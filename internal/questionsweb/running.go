@@ -26,7 +26,7 @@ func announce(stateDir string, r Running) (func(), error) {
 		return nil, err
 	}
 	path := filepath.Join(stateDir, runningFile)
-	if err := filestore.WriteAtomic(path, append(data, '\n'), 0o600, 0o700); err != nil {
+	if err := filestore.ReplaceAtomic(path, append(data, '\n'), 0o600, 0o700); err != nil {
 		return nil, err
 	}
 	return func() {
@@ -48,7 +48,8 @@ func FindRunning(stateDir string) (Running, bool) {
 
 func readRunning(path string) (Running, bool) {
 	var r Running
-	data, err := os.ReadFile(path)
+	// Never blocks, never reads much: a FIFO or a device put there is refused unread.
+	data, err := filestore.ReadRegular(path, 64<<10)
 	if err != nil || json.Unmarshal(data, &r) != nil || r.URL == "" {
 		return Running{}, false
 	}
