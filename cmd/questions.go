@@ -76,18 +76,61 @@ func questionsErr(err error) error {
 
 // resolveSession turns the optional ID argument into a session. Without one, the only open session
 // is meant; several are an error that lists them.
-// withSession opens the store, resolves the set args names (or the only pending one) and calls fn.
-func withSession(a *app.App, args []string, fn func(questions.Store, *questions.Session) error) error {
+// withSessionJSON opens the store, resolves the set args names (or the only pending one) and calls
+// fn. When the command ends without its usual result (the set is not found, no longer pending,
+// taken by another terminal, or the walk was interrupted), --json (asJSON) still prints its object
+// (see printEndedJSON) before the error is returned.
+func withSessionJSON(a *app.App, args []string, asJSON bool, fn func(questions.Store, *questions.Session) error) error {
 	st, err := openQuestions(a)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	s, err := resolveSession(st, args)
-	if err != nil {
-		return err
+	if err == nil {
+		err = fn(st, s)
 	}
-	return fn(st, s)
+	if err != nil && asJSON {
+		if jerr := printEndedJSON(a, st, s, err); jerr != nil {
+			return jerr
+		}
+	}
+	return err
+}
+
+// printEndedJSON prints, for --json, the object of a command that ended with err instead of its
+// result, in the shape of show --json: the set as it is now when there is one (its status says why
+// it could not be answered), otherwise an empty set whose status says what happened (timed_out,
+// not_found, interrupted) and whose reason is the message. Usage errors print nothing: the command
+// did not run, and stderr says what to fix.
+func printEndedJSON(a *app.App, st questions.Store, s *questions.Session, err error) error {
+	var status questions.State
+	switch output.Code(err) {
+	case output.ExitNotFound:
+		status = "not_found"
+	case output.ExitTimeout:
+		status = questions.TimedOut
+	case output.ExitInterrupted:
+		status = "interrupted"
+	default:
+		return nil
+	}
+	if s != nil {
+		if cur, gerr := st.Get(s.ID); gerr == nil {
+			s = cur
+		}
+		return output.JSON(a.IO.Out, toSessionDetail(a, s))
+	}
+	return output.JSON(a.IO.Out, noSetJSON(status, err))
+}
+
+// noSetJSON is the show --json shape without a set: every key present, id empty, status and reason
+// saying why there is no set.
+func noSetJSON(status questions.State, err error) sessionDetailJSON {
+	return sessionDetailJSON{
+		sessionJSON: sessionJSON{Status: status, Reason: err.Error()},
+		Questions:   []questions.Question{}, Answers: []questions.AnsweredQuestion{},
+	}
 }
 
 func resolveSession(st questions.Store, args []string) (*questions.Session, error) {

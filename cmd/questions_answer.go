@@ -89,7 +89,7 @@ the only pending set is shown.`,
 }
 
 func runQuestionsShow(a *app.App, opts *questionsShowOptions, args []string) error {
-	return withSession(a, args, func(_ questions.Store, s *questions.Session) error {
+	return withSessionJSON(a, args, opts.asJSON, func(_ questions.Store, s *questions.Session) error {
 		if opts.asJSON {
 			return output.JSON(a.IO.Out, toSessionDetail(a, s))
 		}
@@ -119,7 +119,8 @@ text instead of (or, for multiple choice, as well as) a label.
 from 0, as in the JSON of show and wait).
 
 An unknown label lists the valid ones; several labels on a single-choice question, a question out of
-range or a missing answer exit 2; a set that is no longer pending exits 4.`,
+range or a missing answer exit 2; a set that is no longer pending exits 4. With --json the set is
+printed then too, as it is now; when there is no such set, status is not_found and the id empty.`,
 		Example: `  qkit questions answer 1a2b --answer 1=Go --answer Extras=Lint,Docs
   qkit questions answer 1a2b --answer 1=Go --other 2="nightly CI only"
   echo '{"answers":[{"questionIndex":0,"selected":["Go"]}]}' | qkit questions answer 1a2b --answers-file -
@@ -143,7 +144,7 @@ range or a missing answer exit 2; a set that is no longer pending exits 4.`,
 }
 
 func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
-	return withSession(a, args, func(st questions.Store, s *questions.Session) error {
+	return withSessionJSON(a, args, opts.asJSON, func(st questions.Store, s *questions.Session) error {
 		return answerSession(a, opts, st, s)
 	})
 }
@@ -247,7 +248,7 @@ one is given. A set that is no longer pending exits 4.`,
 }
 
 func runQuestionsReject(a *app.App, opts *questionsRejectOptions, args []string) error {
-	return withSession(a, args, func(st questions.Store, s *questions.Session) error {
+	return withSessionJSON(a, args, opts.asJSON, func(st questions.Store, s *questions.Session) error {
 		done, err := st.Reject(s.ID, opts.reason, "")
 		if err != nil {
 			return questionsErr(err)

@@ -35,7 +35,8 @@ answered, or handed back with Ctrl-C.
 
 Piped, or with --json, print the oldest pending set as JSON (as show --json) and exit 0, so a script
 can answer it with 'qkit questions answer'. With --timeout, exit 124 when no set arrives in time;
-exit 130 when interrupted.`,
+exit 130 when interrupted. The JSON is printed then too, with the same keys: an empty id, status
+timed_out or interrupted, and the message as the reason.`,
 		Example: `  qkit questions wait
   qkit questions wait --once --timeout 10m
   id=$(qkit questions wait --json --timeout 1h | jq -r .id)`,
@@ -68,6 +69,10 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 	if !interactive {
 		s, err := waitPending(ctx, a, st, timeout, false)
 		if err != nil {
+			// Scripts read stdout: the timeout or interruption is an object there too.
+			if jerr := printEndedJSON(a, st, nil, err); jerr != nil {
+				return jerr
+			}
 			return err
 		}
 		return output.JSON(a.IO.Out, toSessionDetail(a, s))

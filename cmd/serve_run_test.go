@@ -216,7 +216,7 @@ func TestQuestionsServeRunFunction(t *testing.T) {
 }
 
 // TestQuestionsWaitRunFunction drives questions wait through runQuestionsWait: a bad --timeout,
-// no set in time (exit 124), and the pending set printed as JSON.
+// no set in time (exit 124, and the timeout printed as JSON), and the pending set printed as JSON.
 func TestQuestionsWaitRunFunction(t *testing.T) {
 	a, out, _ := testApp(t)
 	if err := runQuestionsWait(t.Context(), a, &waitOptions{timeout: "soon"}); output.Code(err) != output.ExitUsage ||
@@ -229,6 +229,12 @@ func TestQuestionsWaitRunFunction(t *testing.T) {
 	if err := runQuestionsWait(ctx, a, &waitOptions{timeout: "1ms"}); output.Code(err) != output.ExitTimeout || ctx.Err() != nil {
 		t.Fatalf("--timeout 1ms with nothing pending: %v (exit %d)", err, output.Code(err))
 	}
+	// Piped, or with --json, the timeout is an object on stdout too (with nothing there before).
+	if got := out.String(); !strings.Contains(got, `"id": "",`) || !strings.Contains(got, `"status": "timed_out",`) ||
+		!strings.Contains(got, `"reason": "no question set arrived within 1ms",`) {
+		t.Fatalf("timed out, stdout: %q", got)
+	}
+	out.Reset()
 	st, err := openQuestions(a)
 	if err != nil {
 		t.Fatal(err)
