@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +77,7 @@ func runQuestionsServe(ctx context.Context, a *app.App, opts *serveOptions) erro
 		fmt.Fprintf(a.IO.Out, "Answer questions at %s\n", url)
 	}
 	if remote {
-		fmt.Fprintf(a.IO.ErrOut, "qkit: serving on %s, reachable from other machines: anyone who can reach it and has the link can answer, and the connection is not encrypted. From another device, use this machine's address in place of 127.0.0.1.\n", ln.Addr())
+		fmt.Fprintln(a.IO.ErrOut, remoteWarning(ln.Addr()))
 	}
 	fmt.Fprintf(a.IO.ErrOut, "qkit: serving the question sets of %s; Ctrl-C stops\n", st.Location())
 	if err := srv.Serve(ctx, ln, a.Config.Paths.State); err != nil {
@@ -84,4 +85,15 @@ func runQuestionsServe(ctx context.Context, a *app.App, opts *serveOptions) erro
 	}
 	fmt.Fprintln(a.IO.ErrOut, "qkit: stopped serving questions")
 	return nil
+}
+
+// remoteWarning is what serving on a non-loopback address means. On every address at once
+// (0.0.0.0, ::) the link shows 127.0.0.1, which another device must replace by this machine's
+// address; on one address the link is already the one to open.
+func remoteWarning(addr net.Addr) string {
+	msg := fmt.Sprintf("qkit: serving on %s, reachable from other machines: anyone who can reach it and has the link can answer, and the connection is not encrypted.", addr)
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return msg + " From another device, use this machine's address in place of 127.0.0.1 in the link."
+	}
+	return msg + " Another device opens the link as printed."
 }

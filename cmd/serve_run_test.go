@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
@@ -212,6 +213,26 @@ func TestQuestionsServeRunFunction(t *testing.T) {
 	cancel()
 	if err := wait(); err != nil || !strings.Contains(errOut.String(), "qkit: stopped serving questions") {
 		t.Fatalf("stopped: %v %q", err, errOut.String())
+	}
+}
+
+// TestQuestionsServeRemoteWarning: on every address at once the link shows 127.0.0.1, and the warning
+// says to put this machine's address in its place; on one address (192.0.2.2) the link already shows
+// it, and the warning says to open the link as printed.
+func TestQuestionsServeRemoteWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr      net.TCPAddr
+		want, not string
+	}{
+		{net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "use this machine's address in place of 127.0.0.1", "as printed"},
+		{net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "use this machine's address in place of 127.0.0.1", "as printed"},
+		{net.TCPAddr{IP: net.ParseIP("192.0.2.2"), Port: 8080}, "Another device opens the link as printed.", "127.0.0.1"},
+	} {
+		got := remoteWarning(&tc.addr)
+		if !strings.HasPrefix(got, "qkit: serving on "+tc.addr.String()+", reachable from other machines") ||
+			!strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("%s: %q", tc.addr.String(), got)
+		}
 	}
 }
 
