@@ -1,9 +1,11 @@
 package fakeq
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -116,23 +118,50 @@ func TestFlavourFailures(t *testing.T) {
 func TestKiroDeviceLoginHangs(t *testing.T) {
 	c := exec.Command(self(t), "chat", "--no-interactive", "hi")
 	c.Env = append(testEnv(), flavoured("kiro", "FAKEQ_LOGGED_OUT=1", "KIRO_API_KEY=")...)
-	var errOut strings.Builder
-	c.Stderr = &errOut
+	errOut := &lockedBuffer{}
+	c.Stderr = errOut
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	defer func() { _ = c.Process.Kill(); <-done }()
+	// The URL comes (however slowly the fake starts), and the fake is still waiting a while after.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(errOut.String(), "user_code="); {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("exited: %v %q", err, errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no device-login URL in 30 s: stderr %q", errOut.String())
+		}
+	}
 	select {
 	case err := <-done:
-		t.Fatalf("exited: %v %q", err, errOut.String())
+		done <- err
+		t.Fatalf("exited after the URL: %v %q", err, errOut.String())
 	case <-time.After(300 * time.Millisecond):
 	}
-	_ = c.Process.Kill()
-	<-done
-	if !strings.Contains(errOut.String(), "user_code=") {
-		t.Fatalf("stderr %q", errOut.String())
-	}
+}
+
+// lockedBuffer is a bytes.Buffer a child's output can be copied into while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestFlavourPrompt(t *testing.T) {
