@@ -54,6 +54,9 @@ func TestEndOfInputWaitsForAnswers(t *testing.T) {
 			`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}`+"\n"+
 			`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`+"\n"), io.Discard, time.Hour)
 	done, _ := readAll(p)
+	for n, _ := p.unanswered(); n == 0; n, _ = p.unanswered() {
+		time.Sleep(time.Millisecond) // answer only a request the pipe has read
+	}
 	select {
 	case <-done:
 		t.Fatal("the end of stdin was not held while initialize was unanswered")
