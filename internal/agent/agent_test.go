@@ -383,14 +383,19 @@ func TestRunFailures(t *testing.T) {
 	})
 }
 
+// The timeouts below leave the fake (a re-exec of the test binary) 5 s to start and do what the test
+// needs before the deadline: a loaded CI machine can take far longer than the fraction of a second
+// it takes here.
+const startGrace = 5 * time.Second
+
 func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
-	l.Timeout = 500 * time.Millisecond
+	l.Timeout = startGrace
 	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 0.5 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
+	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 5 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
 	if !res.TimedOut || res.Output != want || res.Body() != "partial answer\n" {
 		t.Fatalf("result %+v", res)
 	}
@@ -437,7 +442,7 @@ func TestGrandchildGone(t *testing.T) {
 		setup func(l *Limits) (context.Context, func())
 	}{
 		{"timeout", []string{"FAKEQ_SLEEP=60s"}, func(l *Limits) (context.Context, func()) {
-			l.Timeout = 300 * time.Millisecond
+			l.Timeout = startGrace // the grandchild must be running (its pid written) by then
 			return context.Background(), func() {}
 		}},
 		{"cancel", []string{"FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x"}, func(l *Limits) (context.Context, func()) {
@@ -575,7 +580,9 @@ func TestRunFinishedInTimeIsNotTimedOut(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	l := Limits{Command: script, Timeout: 500 * time.Millisecond, Grace: 2 * time.Second}
+	// The agent exits well within the timeout (two shells started on a loaded machine); the sweep,
+	// a grace as long as the timeout after that, surely ends past the deadline.
+	l := Limits{Command: script, Timeout: startGrace, Grace: startGrace}
 	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
 	if err != nil || res.TimedOut || res.Output != "reply\n" {
 		t.Fatalf("err %v, result %+v", err, res)

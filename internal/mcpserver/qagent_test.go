@@ -227,10 +227,11 @@ func TestQAgentLimits(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		cs, _ := qServer(t, map[string]string{"AGENT_TIMEOUT": "1"}, `FAKEQ_OUTPUT=partial\n`, "FAKEQ_SLEEP=60s")
+		// 5 s: the fake must have started and printed before the deadline, on a loaded machine too.
+		cs, _ := qServer(t, map[string]string{"AGENT_TIMEOUT": "5"}, `FAKEQ_OUTPUT=partial\n`, "FAKEQ_SLEEP=60s")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
 		text := mcptest.Text(res)
-		if res.IsError || !strings.HasPrefix(text, "partial\n") || !strings.Contains(text, "timeout of 1 seconds") {
+		if res.IsError || !strings.HasPrefix(text, "partial\n") || !strings.Contains(text, "timeout of 5 seconds") {
 			t.Fatalf("%+v %q", res, text)
 		}
 	})
