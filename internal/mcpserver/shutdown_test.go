@@ -43,8 +43,9 @@ func TestServeStopsRunningAgents(t *testing.T) {
 	go func() {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
 	}()
+	// The condition, not a pause: the fake q writes the grandchild's pid only once the grandchild
+	// runs (Start has returned), so both are in the agent's process group when the stop comes.
 	waitPID(t, pidFile)
-	time.Sleep(50 * time.Millisecond) // the pid file is written before the sleeper is waited on
 	cancel()
 	select {
 	case <-served:
@@ -127,8 +128,7 @@ func TestEndOfInputCancelsRunningAgent(t *testing.T) {
 	a.Logger = app.NewLogger(logs, slog.LevelWarn)
 	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, 50*time.Millisecond)
 	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
-	waitPID(t, pidFile)
-	time.Sleep(50 * time.Millisecond) // the pid file is written before the sleeper is waited on
+	waitPID(t, pidFile) // the agent and its grandchild run (see TestServeStopsRunningAgents)
 	closeInput()
 	waitServed(t, served)
 	waitGone(t, pidFile)

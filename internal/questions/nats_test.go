@@ -129,11 +129,8 @@ func TestNATSRestartMidWaitLosesNothing(t *testing.T) {
 			s, err := asker.Wait(context.Background(), sess.ID, WaitOptions{Timeout: time.Minute})
 			done <- result{s, err}
 		}()
-		waitUntil(t, "the wait to start watching", func() bool {
-			asker.hubs.mu.Lock()
-			defer asker.hubs.mu.Unlock()
-			return asker.hubs.users > 0
-		})
+		// The watcher runs (not only the wait that asked for it): the restart comes mid-watch.
+		waitUntil(t, "the wait's watcher to run", func() bool { return natsWatching(asker) })
 		reconnects := asker.nc.Stats().Reconnects
 		if early {
 			g.setShut(true)
@@ -203,6 +200,14 @@ func TestNATSMalformedRecordIsAbandonedNotHidden(t *testing.T) {
 	}
 }
 
+// natsWatching reports whether the store's bucket watcher runs: a wait started before it may still
+// be reading, not watching.
+func natsWatching(s *NATSStore) bool {
+	on := false
+	s.hubs.do(func(h *natsHub) { on = h.watching.Load() })
+	return on
+}
+
 // A set someone still waits for outlives the bucket's TTL: the wait rewrites it in time.
 func TestNATSWaitKeepsItsSetAlive(t *testing.T) {
 	srv := startNATS(t)
@@ -219,17 +224,12 @@ func TestNATSWaitKeepsItsSetAlive(t *testing.T) {
 		_, err := s.Wait(ctx, sess.ID, WaitOptions{})
 		done <- err
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := s.Get(forgotten.ID); errors.Is(err, ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the TTL never removed the forgotten set")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond) // longer than the TTL once more
+	removed := func(id string) bool { _, err := s.Get(id); return errors.Is(err, ErrNotFound) }
+	waitUntil(t, "the TTL to remove the forgotten set", func() bool { return removed(forgotten.ID) })
+	// A second forgotten set, created now, is removed only once the TTL has passed again: by then
+	// the waited-for set would have been removed twice over, had the wait not rewritten it.
+	later := createIn(t, s)
+	waitUntil(t, "the TTL to remove the later forgotten set", func() bool { return removed(later.ID) })
 	if got, err := s.Get(sess.ID); err != nil || got.Status.Status != Pending {
 		t.Fatalf("the waited-for set: %+v %v", got, err)
 	}

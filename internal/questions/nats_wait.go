@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -170,6 +171,9 @@ type natsHub struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	done      chan struct{}
+	// watching is true while a watcher runs, from its start (when it sees every later write) until
+	// it ends; tests wait for it before they change what the watcher must survive.
+	watching atomic.Bool
 }
 
 func newNATSHub(kv jetstream.KeyValue, log *slog.Logger) *natsHub {
@@ -203,8 +207,10 @@ func (h *natsHub) run() {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		h.watching.Store(true)
 		h.notify("", true)
 		h.serve(w)
+		h.watching.Store(false)
 		_ = w.Stop()
 		go func() {
 			for range w.Updates() { // let a callback blocked on the channel finish

@@ -189,18 +189,17 @@ func TestHalfWrittenAnswersAreNotSettledEarly(t *testing.T) {
 	sess := create(t, s)
 	path := filepath.Join(s.Dir(), sess.ID, AnswersFile)
 	writeFile(t, path, `{"answers":[{"questionIn`)
-	got := make(chan error, 1)
-	go func() {
-		res, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 10 * time.Second})
-		if err == nil && res.Status.Status != Completed {
-			err = errors.New("status " + string(res.Status.Status))
+	// The complete file is written from the wait's third progress tick: the wait has read the
+	// truncated file first and gone round its loop (polls included) since, without settling it.
+	ticks := 0
+	complete := func(time.Duration) {
+		if ticks++; ticks == 3 {
+			writeFile(t, path, `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`)
 		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // several polls see the truncated file
-	writeFile(t, path, `{"answers":[{"questionIndex":0,"selected":["Go"]},{"questionIndex":1,"selected":[]}]}`)
-	if err := <-got; err != nil {
-		t.Fatal(err)
+	}
+	res, err := s.Wait(context.Background(), sess.ID, WaitOptions{Timeout: 10 * time.Second, ProgressEvery: 10 * time.Millisecond, Progress: complete})
+	if err != nil || res.Status.Status != Completed || ticks < 3 {
+		t.Fatalf("%+v %v after %d ticks", res, err, ticks)
 	}
 }
 
