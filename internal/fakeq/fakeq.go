@@ -111,6 +111,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,12 @@ func whoamiCommand(args []string) int {
 
 // plainChat is the unflavoured fake's chat.
 func plainChat(args []string) int {
+	if slices.Contains(args, "--list-models") {
+		// As q 1.19.7 (the kiro flavour lists models): a refusal at once, never a chat that
+		// FAKEQ_SLEEP would keep running while qkit waits for the list.
+		fmt.Fprintf(os.Stderr, "error: unexpected argument '--list-models' found\n\nUsage: q chat [OPTIONS] [INPUT]\n")
+		return 2
+	}
 	if f := os.Getenv("FAKEQ_GRANDCHILD"); f != "" {
 		if err := startGrandchild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "fakeq:", err)
