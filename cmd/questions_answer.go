@@ -219,9 +219,27 @@ func answerInteractively(a *app.App, st questions.Store, p prompt.Prompter, s *q
 	}
 	if err != nil {
 		_ = st.Release(s.ID, token)
+		var closed *questions.ClosedError
+		if errors.As(err, &closed) {
+			// The first answer counts: the assistant's form, the page or a script was first.
+			// The person is told, rather than finding out from the assistant.
+			fmt.Fprintln(a.IO.ErrOut, endedElsewhere(s.ShortID(), closed.Status))
+		}
 		return questionsErr(err)
 	}
 	return reportDone(a, done, asJSON)
+}
+
+// endedElsewhere tells the person at a terminal that the set they walked through ended another way
+// before they submitted.
+func endedElsewhere(id string, st questions.State) string {
+	switch st {
+	case questions.Completed:
+		return fmt.Sprintf("✗ Question set %s was answered elsewhere first; your answers were not sent.", id)
+	case questions.Rejected:
+		return fmt.Sprintf("✗ Question set %s was rejected elsewhere first; your answers were not sent.", id)
+	}
+	return fmt.Sprintf("✗ Question set %s ended first (%s); your answers were not sent.", id, st)
 }
 
 type questionsRejectOptions struct {

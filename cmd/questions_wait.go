@@ -31,7 +31,9 @@ func newQuestionsWaitCmd(a *app.App) *cobra.Command {
 On a terminal, walk through it: single choice, multiple choice, free text through "Other", a
 review before submitting, or rejecting the set with an optional reason. Then wait for the next one,
 unless --once. Two terminals never both answer one set: the first to take it holds it until it is
-answered, or handed back with Ctrl-C.
+answered, or handed back with Ctrl-C. The first answer counts whichever way it comes: when the
+assistant's form, the page or a script answers the set first, submitting says so, and the answers
+typed here are not sent.
 
 Piped, or with --json, print the oldest pending set as JSON (as show --json) and exit 0, so a script
 can answer it with 'qkit questions answer'. With --timeout, exit 124 when no set arrives in time;
