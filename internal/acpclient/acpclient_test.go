@@ -263,7 +263,12 @@ func TestBadAgents(t *testing.T) {
 		t.Run(c.bad, func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			o := fake(t, "FAKEQ_ACP_BAD="+c.bad, "FAKEQ_GRANDCHILD="+pidFile)
-			o.Limits.Timeout = 2 * time.Second
+			// A silent agent only has to run into the timeout; every other one must have started
+			// and done its part (failed, or sent its partial reply) before it, on a loaded machine too.
+			o.Limits.Timeout = 5 * time.Second
+			if c.bad == "silent" {
+				o.Limits.Timeout = 2 * time.Second
+			}
 			res, err := Run(t.Context(), o)
 			if c.timeout {
 				if err != nil || !res.TimedOut || !strings.Contains(res.Output, "TIMED OUT") {
@@ -573,10 +578,12 @@ func TestTypeScriptStandIn(t *testing.T) {
 // TestTimeoutPausedForPermission: the time a permission takes to decide is not the agent's time.
 func TestTimeoutPausedForPermission(t *testing.T) {
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_OUTPUT=done")
-	o.Limits.Timeout = 2 * time.Second
+	// The agent's own part (start, set-up, the tool, the reply) must fit in the timeout on a loaded
+	// machine too; the person takes a second longer than the whole timeout.
+	o.Limits.Timeout = 5 * time.Second
 	o.Permission = func(ctx context.Context, _ PermissionRequest) (Decision, error) {
 		select { // a person who takes longer than the whole run may
-		case <-time.After(3 * time.Second):
+		case <-time.After(6 * time.Second):
 		case <-ctx.Done():
 			return Decision{}, ctx.Err()
 		}

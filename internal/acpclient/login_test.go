@@ -72,7 +72,9 @@ func TestRunSilentLoginProbe(t *testing.T) {
 	gone(t, pidIn(t, pidFile))
 
 	rec := filepath.Join(t.TempDir(), "argv")
-	o = fake(t, "FAKEQ_LOGGED_OUT=", "FAKEQ_GRANDCHILD=", "FAKEQ_OUTPUT=slow answer", "FAKEQ_DELAY=300ms", "FAKEQ_RECORD="+rec)
+	// The reply comes 2 s into the turn, the probe 50 ms into it: the probe goes first however late
+	// a loaded machine runs its timer.
+	o = fake(t, "FAKEQ_LOGGED_OUT=", "FAKEQ_GRANDCHILD=", "FAKEQ_OUTPUT=slow answer", "FAKEQ_DELAY=2s", "FAKEQ_RECORD="+rec)
 	o.Limits.LoginProbeAfter = 50 * time.Millisecond
 	if res, err := Run(t.Context(), o); err != nil || res.Output != "slow answer" {
 		t.Fatalf("slow but logged in: %v %q", err, res.Output)
