@@ -631,7 +631,8 @@ func TestAgentFailureIsRefusal(t *testing.T) {
 func TestTimeoutEndsTheTurn(t *testing.T) {
 	t.Setenv("FAKEQ_OUTPUT", "partial answer\n")
 	t.Setenv("FAKEQ_SLEEP", "30s")
-	h := startWith(t, "", func(o *Options) { o.Limits.Timeout = time.Second })
+	// 5 s: q must have started and printed before the deadline, on a loaded machine too.
+	h := startWith(t, "", func(o *Options) { o.Limits.Timeout = 5 * time.Second })
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	resp, err := h.prompt(id, acp.TextBlock("slow"))
