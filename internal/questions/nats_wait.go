@@ -108,8 +108,10 @@ func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 	}
 	sb := s.watch("")
 	defer s.unwatch(sb)
-	// The watch wakes on every write. Only a claim lapsing writes nothing: recheck is set to when the
-	// earliest claim may have lapsed, and stays off while no set is claimed.
+	// The watch wakes on every write. Only a claim lapsing writes nothing: its terminal's exit is
+	// watched, and a lease from elsewhere looked at again when it ends (see exitWatches).
+	exits := newExitWatches()
+	defer exits.close()
 	recheck := time.NewTimer(time.Hour)
 	recheck.Stop()
 	defer recheck.Stop()
@@ -122,42 +124,22 @@ func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 		case err != nil:
 			return nil, err
 		}
-		next := time.Duration(-1)
 		for _, sess := range all {
 			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
-			if d, ok := claimRecheck(sess, s.now()); ok && (next < 0 || d < next) {
-				next = d
-			}
 		}
-		if next >= 0 && err == nil {
+		if next := exits.claims(all, s.now()); next >= 0 && err == nil {
 			recheck.Reset(next)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-sb.c:
+		case <-exits.wake:
 		case <-recheck.C:
 		}
 	}
-}
-
-// localClaimRecheck is how often a claim by a terminal on this machine is checked for a terminal
-// that died: its death writes nothing to the bucket.
-const localClaimRecheck = 2 * time.Second
-
-// claimRecheck says when sess's claim may next have lapsed: soon for a local terminal (it may die at
-// any time), at the lease's end for one on another machine. ok is false when sess holds no claim.
-func claimRecheck(sess *Session, now time.Time) (time.Duration, bool) {
-	c := sess.Status.Claim
-	if c == nil || !sess.Status.Status.Open() {
-		return 0, false
-	}
-	if c.By.Local() {
-		return localClaimRecheck, true
-	}
-	return max(c.Since.Add(claimLease).Sub(now)+time.Second, 0), true
 }
 
 // natsHub shares one watcher of the bucket among every wait of a NATSStore: a server waiting on a

@@ -202,10 +202,15 @@ func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 	}
 	sb, poll := s.watch(s.dir)
 	defer s.unwatch(sb)
-	// Claims that lapse are only seen by reading, so poll a little faster than a session wait does.
-	poll = min(poll, 2*time.Second)
-	pollT := time.NewTicker(poll)
+	pollT := time.NewTicker(poll) // the safety net for lost file events
 	defer pollT.Stop()
+	// A claim that lapses writes nothing: its terminal's exit is watched, and a lease from another
+	// machine (a shared folder) looked at again when it ends (see exitWatches).
+	exits := newExitWatches()
+	defer exits.close()
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	defer recheck.Stop()
 	for {
 		all, err := s.List()
 		if err != nil {
@@ -216,10 +221,15 @@ func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 				return sess, nil
 			}
 		}
+		if next := exits.claims(all, s.now()); next >= 0 {
+			recheck.Reset(next)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-sb.c:
+		case <-exits.wake:
+		case <-recheck.C:
 		case <-pollT.C:
 		}
 	}
