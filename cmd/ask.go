@@ -95,7 +95,7 @@ value, 4 no such profile, 124 timed out (partial output still printed), 130 inte
 	f.BoolVar(&opts.resume, "resume", false, "continue the conversation saved for this directory (--resume)")
 	f.StringVar(&opts.agentName, "agent", "", "the q agent `NAME` to use (--agent): q's agent configuration, not a qkit context --profile")
 	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model): any model the agent lists (--list-models), or of agent.models when set (default: agent.model)")
-	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes (the agent's own list, or agent.models when set) and exit; with --json, {models, default, source}")
+	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes (the agent's own list, or agent.models when set) and exit; with --json (--output-format json), {models, default, source}; the flags of a run are refused")
 	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
 	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
 	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS`, comma-separated (--trust-tools=a,b); an MCP tool as @server/tool (server/tool is passed so) or @server")
@@ -205,6 +205,38 @@ func listAskModels(ctx context.Context, a *app.App, asJSON bool) error {
 	return nil
 }
 
+// checkListModelsFlags refuses what --list-models has no use for, since it runs no prompt: the
+// flags of a run, and stream-json. --output-format json (or --json) prints the list as one object.
+func checkListModelsFlags(opts *askOptions) error {
+	o := &opts.events
+	var given []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{opts.resume, "resume"}, {o.session != "", "session"}, {opts.agentName != "", "agent"}, {opts.model != "", "model"},
+		{opts.trustAll, "yolo"}, {len(opts.trustTools) > 0, "trust-tools"}, {len(o.denyTools) > 0, "deny-tools"},
+		{o.onPermission != "", "on-permission"}, {opts.verbose, "verbose"}, {opts.timeout != "", "timeout"},
+		{opts.maxSize != "", "max-response-size"}, {opts.noContext, "no-context"}, {opts.dryRun, "dry-run"},
+		{o.backend != "", "backend"}, {o.refreshBackend, "refresh-backend"},
+	} {
+		if f.set {
+			given = append(given, "--"+f.name)
+		}
+	}
+	switch len(given) {
+	case 0:
+	case 1:
+		return output.UsageErrorf("--list-models runs no prompt, so %s has no use with it: leave it out", given[0])
+	default:
+		return output.UsageErrorf("--list-models runs no prompt, so %s have no use with it: leave them out", strings.Join(given, ", "))
+	}
+	if o.outputFormat == formatStreamJSON {
+		return output.UsageErrorf("--list-models prints one list, not events: --output-format stream-json has nothing to stream; use --output-format json (or --json)")
+	}
+	return checkAskEventFlags(opts)
+}
+
 // askJSON is what the --json object says of the run on every backend (askEventsJSON adds the rest).
 type askJSON struct {
 	Output       string `json:"output"`
@@ -229,6 +261,9 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	if opts.listModels {
 		if len(args) > 0 {
 			return output.UsageErrorf("--list-models takes no prompt")
+		}
+		if err := checkListModelsFlags(opts); err != nil {
+			return err
 		}
 		return listAskModels(ctx, a, opts.asJSON)
 	}
