@@ -81,7 +81,7 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend), `MODE` fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
 	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")
-	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run) instead of opening a new one")
+	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run) instead of opening a new one; not with --resume")
 	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{formatText, formatJSON, formatStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("on-permission", cobra.FixedCompletions(approval.Modes, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat}, cobra.ShellCompDirectiveNoFileComp))
@@ -102,6 +102,9 @@ func checkAskEventFlags(opts *askOptions) error {
 	}
 	if opts.dryRun && o.outputFormat == formatStreamJSON {
 		return output.UsageErrorf("--dry-run runs nothing, so it has no events for --output-format stream-json: use --output-format json (or --json) for it as one object")
+	}
+	if o.session != "" && opts.resume {
+		return output.UsageErrorf("--session and --resume contradict each other: --session loads the session it names, --resume this directory's last one; give one")
 	}
 	if opts.asJSON {
 		o.outputFormat = formatJSON

@@ -117,6 +117,8 @@ func TestAskRunUsageErrors(t *testing.T) {
 			approval.ErrDenyWithTrustAll.Error()},
 		{"session on chat", askOpts(func(o *askOptions) { o.events.session = "s1"; o.events.backend = "chat" }), []string{"hi"},
 			"--session loads an ACP session: it needs the acp backend, not chat"},
+		{"session and resume", askOpts(func(o *askOptions) { o.events.session, o.resume = "s1", true }), []string{"hi"},
+			"--session and --resume contradict each other: --session loads the session it names, --resume this directory's last one; give one"},
 		{"dry run as stream-json", askOpts(func(o *askOptions) { o.dryRun, o.events.outputFormat = true, formatStreamJSON }), []string{"hi"},
 			"--dry-run runs nothing, so it has no events for --output-format stream-json"},
 		{"list-models with a prompt", askOpts(func(o *askOptions) { o.listModels = true }), []string{"hi"}, "--list-models takes no prompt"},
