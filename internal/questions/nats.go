@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -133,6 +135,9 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 			s.reconnected()
 		}),
 	}
+	if err := checkNATSFiles(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Creds != "" {
 		nopts = append(nopts, nats.UserCredentials(cfg.Creds))
 	}
@@ -190,6 +195,36 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkNATSFiles reads the credentials and TLS files before connecting, so that a file missing here
+// is named with its setting instead of surfacing as the server's fault (the client library reports
+// it as a failed connection).
+func checkNATSFiles(cfg NATSConfig) error {
+	for _, f := range []struct{ setting, path string }{
+		{"questions.nats_creds", cfg.Creds},
+		{"questions.nats_tls_cert", cfg.TLSCert},
+		{"questions.nats_tls_key", cfg.TLSKey},
+		{"questions.nats_tls_ca", cfg.TLSCA},
+	} {
+		if f.path == "" {
+			continue
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("%s: cannot read %s: %v", f.setting, f.path, err)
+		}
+		info, err := fh.Stat()
+		fh.Close()
+		if err == nil && info.IsDir() {
+			return fmt.Errorf("%s: %s is a directory, not a file", f.setting, f.path)
+		}
+	}
+	return nil
 }
 
 // Location names the server and the bucket.

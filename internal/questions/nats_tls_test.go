@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -113,12 +114,30 @@ func TestNATSOverTLSWithClientCertificates(t *testing.T) {
 	}
 }
 
-// A credentials file that cannot be read is an error naming the server, at start.
+// A credentials or TLS file that cannot be read is named with its setting, at start, before any
+// connection: it is a local file, not the server's fault.
 func TestNATSMissingCredsFile(t *testing.T) {
 	srv := startNATS(t)
-	creds := filepath.Join(t.TempDir(), "missing.creds")
-	_, err := NewNATSStore(NATSConfig{URL: srv.URL(), Installation: "x", Creds: creds}, Options{})
-	if err == nil || !strings.Contains(err.Error(), srv.URL()) || !strings.Contains(err.Error(), "missing.creds") {
-		t.Fatalf("got %v", err)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.creds")
+	cert := filepath.Join(dir, "c.pem")
+	writeFile(t, cert, "x")
+	for name, c := range map[string]struct {
+		cfg  NATSConfig
+		want string
+	}{
+		"creds":   {NATSConfig{Creds: missing}, "questions.nats_creds: cannot read " + missing + ": no such file or directory"},
+		"ca":      {NATSConfig{TLSCA: missing}, "questions.nats_tls_ca: cannot read " + missing + ": no such file or directory"},
+		"cert":    {NATSConfig{TLSCert: missing, TLSKey: missing}, "questions.nats_tls_cert: cannot read " + missing},
+		"key dir": {NATSConfig{TLSCert: cert, TLSKey: dir}, "questions.nats_tls_key: " + dir + " is a directory, not a file"},
+	} {
+		c.cfg.URL, c.cfg.Installation = srv.URL(), "x"
+		_, err := NewNATSStore(c.cfg, Options{})
+		if err == nil || err.Error() != c.want && !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", name, err, c.want)
+		}
+		if strings.Contains(fmt.Sprint(err), "NATS server") {
+			t.Errorf("%s: a local file is blamed on the server: %v", name, err)
+		}
 	}
 }
