@@ -51,6 +51,7 @@ the server stopped.`,
 	c.Flags().StringVar(&opts.addr, "addr", "127.0.0.1:0", "listen on `HOST:PORT` (port 0: a free one)")
 	c.Flags().BoolVar(&opts.allowRemote, "allow-remote", false, "allow a non-loopback --addr (reachable from other machines)")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, `print {"url", "address", "token"} as one JSON line at start`)
+	_ = c.RegisterFlagCompletionFunc("addr", cobra.NoFileCompletions) // HOST:PORT, not a file
 	return interruptible(c)
 }
 

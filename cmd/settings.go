@@ -165,6 +165,9 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 				return completeKeys(nil)
 			}
 			if k, ok := config.LookupKey(args[0]); ok && len(args) == 1 {
+				if k.File {
+					return nil, cobra.ShellCompDirectiveDefault
+				}
 				return k.Choices(), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -184,6 +187,9 @@ func runSettingsSet(a *app.App, name, value string) error {
 	}
 	if err := a.Config.Set(k.Name, value); err != nil {
 		return err
+	}
+	if p := k.FileProblem(value); p != "" {
+		a.Warnf("%s (set anyway; qkit reads it when it connects)", p)
 	}
 	if cur, _ := a.Config.Lookup(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
 		a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +44,9 @@ type Key struct {
 	Check func(v any) error
 	// Secret values (tokens) are never printed: settings list and get show them as ********.
 	Secret bool
+	// File values name a file qkit reads (credentials, certificates): shells complete file names,
+	// and `settings set` warns when the file is not there.
+	File bool
 }
 
 // EnvName is the QKIT_* variable for the key: dots become underscores, upper-cased.
@@ -66,11 +72,11 @@ var Keys = []Key{
 	{Name: "questions.store", Kind: String, Default: "file", Help: "where question sets wait: file (the state folder) or nats (a JetStream bucket other machines share)", Values: []string{"file", "nats"}},
 	{Name: "questions.installation", Kind: String, Default: "default", Help: "name shared by the qkit installations that answer each other's questions (NATS bucket qkit-questions-NAME)", Check: bucketName},
 	{Name: "questions.nats_url", Kind: String, Default: "nats://127.0.0.1:4222", Help: "NATS server for questions.store=nats (comma-separated for a cluster)", Check: nonEmpty},
-	{Name: "questions.nats_creds", Kind: String, Default: "", Help: "NATS credentials file (JWT and NKey seed)"},
+	{Name: "questions.nats_creds", Kind: String, Default: "", Help: "NATS credentials file (JWT and NKey seed)", File: true},
 	{Name: "questions.nats_token", Kind: String, Default: "", Help: "NATS authentication token, shown as ******** (prefer QKIT_QUESTIONS_NATS_TOKEN to the config file)", Secret: true},
-	{Name: "questions.nats_tls_cert", Kind: String, Default: "", Help: "client certificate file for NATS over TLS (with questions.nats_tls_key)"},
-	{Name: "questions.nats_tls_key", Kind: String, Default: "", Help: "client key file for NATS over TLS"},
-	{Name: "questions.nats_tls_ca", Kind: String, Default: "", Help: "CA file that signs the NATS server's certificate"},
+	{Name: "questions.nats_tls_cert", Kind: String, Default: "", Help: "client certificate file for NATS over TLS (with questions.nats_tls_key)", File: true},
+	{Name: "questions.nats_tls_key", Kind: String, Default: "", Help: "client key file for NATS over TLS", File: true},
+	{Name: "questions.nats_tls_ca", Kind: String, Default: "", Help: "CA file that signs the NATS server's certificate", File: true},
 	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
 	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
 	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},
@@ -91,10 +97,19 @@ func LookupKey(name string) (Key, bool) {
 func (k Key) Parse(raw string) (any, error) {
 	v, err := parseKind(k.Kind, raw)
 	if err != nil {
+		if abs, ok := strings.CutPrefix(strings.TrimSpace(raw), "-"); ok && (k.Kind == Duration || k.Kind == Size) {
+			if _, err := parseKind(k.Kind, abs); err == nil {
+				return nil, fmt.Errorf("invalid value %q for %s: a %s cannot be negative; expected %s", raw, k.Name, k.Kind, k.expected())
+			}
+		}
 		return nil, fmt.Errorf("invalid value %q for %s: expected %s", raw, k.Name, k.expected())
 	}
 	if len(k.Values) > 0 && !slices.Contains(k.Values, v.(string)) {
-		return nil, fmt.Errorf("invalid value %q for %s: expected one of %s", raw, k.Name, strings.Join(k.Values, ", "))
+		msg := fmt.Sprintf("invalid value %q for %s: expected one of %s", raw, k.Name, strings.Join(k.Values, ", "))
+		if near := closestValue(k.Values, v.(string)); near != "" {
+			msg += "; did you mean " + near + "?"
+		}
+		return nil, errors.New(msg)
 	}
 	if k.Check != nil {
 		if err := k.Check(v); err != nil {
@@ -102,6 +117,44 @@ func (k Key) Parse(raw string) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// closestValue is the one value of values within two edits of s (ignoring case), or "" when none
+// or several are that close.
+func closestValue(values []string, s string) string {
+	s = strings.ToLower(s)
+	near := ""
+	for _, v := range values {
+		if editDistance(s, strings.ToLower(v)) <= 2 {
+			if near != "" {
+				return ""
+			}
+			near = v
+		}
+	}
+	return near
+}
+
+// FileProblem says what is wrong with a File key's value on this machine (the file is missing, or is
+// a directory), or "" when it names a readable file or the key takes no file. It is a warning, not a
+// refusal: the file may be put there later, and qkit reads it only when it connects.
+func (k Key) FileProblem(value string) string {
+	if !k.File || value == "" {
+		return ""
+	}
+	f, err := os.Open(value)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Sprintf("%s: cannot read %s: %v", k.Name, value, err)
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return fmt.Sprintf("%s: %s is a directory, not a file", k.Name, value)
+	}
+	return ""
 }
 
 // Choices are the values shells offer for the key: its Values, or true and false for a Bool.
