@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -191,9 +192,10 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusMisdirectedRequest {
-		t.Fatalf("foreign Host: %d", res.StatusCode)
+	if res.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "Refused: this page answers only on its loopback address.") {
+		t.Fatalf("foreign Host: %d %s", res.StatusCode, body)
 	}
 	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending {
 		t.Fatalf("changed: %s", got.Status.Status)
@@ -224,7 +226,8 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 	if r := post(t, c, f.base+"sets/not-an-id/answer", f.answerForm(), nil); r.code != 404 {
 		t.Fatalf("bad id: %+v", r)
 	}
-	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 {
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 ||
+		r.Msg != `The form has a field "q0" that a rejection does not take; nothing was recorded.` {
 		t.Fatalf("reject with answers: %+v", r)
 	}
 	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending || got.Answers != nil {
@@ -414,6 +417,74 @@ func TestRefusalsSayWhatHappened(t *testing.T) {
 		}
 		if r := post(t, c, f.base+"sets/"+sess.ID+"/"+action, form, nil); r.code != 404 || r.Msg != "This question set no longer exists." {
 			t.Fatalf("%s of a removed set: %+v", action, r)
+		}
+	}
+}
+
+// Every response, the page, its assets and the refusals alike, carries the headers that keep the page
+// out of frames and other sites' scripts and stop browsers from guessing content types.
+func TestEveryResponseCarriesTheSecurityHeaders(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	foreign, _ := http.NewRequest("GET", f.base, nil)
+	foreign.Host = "evil.example:80"
+	page, _ := http.NewRequest("GET", f.base, nil)
+	script, _ := http.NewRequest("GET", f.base+"app.js", nil)
+	noToken, _ := http.NewRequest("GET", f.base, nil)
+	for name, tc := range map[string]struct {
+		c    *http.Client
+		req  *http.Request
+		code int
+	}{
+		"page":         {c, page, 200},
+		"app.js":       {c, script, 200},
+		"no token":     {http.DefaultClient, noToken, 401},
+		"foreign Host": {c, foreign, http.StatusMisdirectedRequest},
+	} {
+		res, err := tc.c.Do(tc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.code {
+			t.Errorf("%s: status %d, want %d", name, res.StatusCode, tc.code)
+		}
+		csp := res.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s: Content-Security-Policy %q lacks %q", name, csp, want)
+			}
+		}
+		for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"} {
+			if got := res.Header.Get(h); got != want {
+				t.Errorf("%s: %s is %q, want %q", name, h, got, want)
+			}
+		}
+	}
+}
+
+// A set whose asking call went away, and one a terminal is answering, say so on the page.
+func TestPageNotesDetachedAndClaimedSets(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	detached := f.ask(t)
+	if got, err := f.st.Detach(detached.ID, "the MCP call was cancelled"); err != nil || got.Status.Status != questions.Detached {
+		t.Fatalf("detach: %v %+v", err, got)
+	}
+	claimed := f.ask(t)
+	if _, got, err := f.st.Claim(claimed.ID); err != nil || got.Status.Status != questions.InProgress {
+		t.Fatalf("claim: %v %+v", err, got)
+	}
+	res, err := c.Get(f.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	page := html.UnescapeString(string(body))
+	for _, want := range []string{"the assistant's call has ended; your answer waits for it to ask again", "being answered in a terminal"} {
+		if strings.Count(page, want) != 1 {
+			t.Errorf("the page shows %q %d times, want once:\n%s", want, strings.Count(page, want), page)
 		}
 	}
 }
