@@ -288,6 +288,7 @@ func (p *proxy) deliver(s *proxySession, agentID, method string, params []byte) 
 			s.cmds = n.Update.AvailableCommandsUpdate.AvailableCommands
 			s.mu.Unlock()
 			n.Update.AvailableCommandsUpdate.AvailableCommands = p.mergedCommands(s)
+			n.SessionId = acp.SessionId(s.id) // Go's decoder also took keys like "SessionID"
 			if b, err := json.Marshal(n); err == nil {
 				params = b
 			}
@@ -488,13 +489,15 @@ func sessionIDOf(params []byte) string {
 }
 
 // replaceSessionID puts qkit's session id in place of the agent's. The agents write the field
-// compactly; anything else is decoded and encoded again.
+// once and compactly, without escapes: then it is replaced in place. Anything else (a nested or
+// repeated "sessionId", an escaped key) is decoded and encoded again, so that the params carry one
+// top-level sessionId, qkit's, however the editor reads duplicate keys.
 func replaceSessionID(params []byte, from, to string) []byte {
 	if from == to {
 		return params
 	}
 	old := appendJSONString([]byte(`"sessionId":`), from)
-	if i := bytes.Index(params, old); i >= 0 {
+	if i := bytes.Index(params, old); i >= 0 && bytes.Count(params, []byte("sessionId")) == 1 && !bytes.Contains(params, []byte(`\u00`)) {
 		out := make([]byte, 0, len(params)+len(to)-len(from))
 		out = append(out, params[:i]...)
 		out = appendJSONString(append(out, `"sessionId":`...), to)

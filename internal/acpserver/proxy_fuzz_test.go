@@ -1,0 +1,130 @@
+package acpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/stdiorpc"
+)
+
+// lockedBuf is the editor's side of the pipe: what the proxy wrote, line by line.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) take() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := bytes.Clone(l.b.Bytes())
+	l.b.Reset()
+	return out
+}
+
+// FuzzProxyNotify: whatever notification the agent sends for a session qkit knows, the editor
+// gets exactly one JSON-RPC line, with the agent's method, params that are valid JSON, and qkit's
+// session id in place of the agent's however the JSON is read (the first "sessionId" key, as the
+// proxy reads it, and the last, as JavaScript's JSON.parse does). Notifications for sessions qkit
+// does not know send nothing.
+func FuzzProxyNotify(f *testing.F) {
+	const agentID, qkitID = "agent-7f3c", "0b6f3a52-2f0e-4c7e-9d1a-5c2b8e7f9a10"
+	f.Add("session/update", []byte(`{"sessionId":"agent-7f3c","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}`))
+	f.Add("session/update", []byte(`{"sessionId":"agent-7f3c","update":{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"compact","description":"Compact the conversation"},{"name":"context show","description":"theirs"}]}}`))
+	f.Add("session/update", []byte(`{"update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls","status":"pending"},"sessionId" : "agent-7f3c"}`))
+	f.Add("_kiro.dev/metadata", []byte(`{"sessionId":"agent-7f3c","contextUsagePercentage":12.5,"credits":0.04}`))
+	f.Add("session/update", []byte(`{"sessionId":"agent-7f3c","update":{"sessionId":"agent-7f3c"}}`))
+	f.Add("session/update", []byte(`{"sessionId":"agent-7f3c","sessionId":"other"}`))
+	f.Add("session/update", []byte(`{"x\"sessionId":"agent-7f3c","sessionId":"agent-7f3c"}`))
+	f.Add("session/update", []byte(`{"session\u0049d":"agent-7f3c","update":{}}`))
+	f.Add("session/update", []byte(`{"sessionId":"someone-else","update":{}}`))
+	f.Add("session/update", []byte(`{"sessionId":"agent-7f3c","SessionID":"x","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}`))
+	f.Add("qkit/bare_text", []byte(`"hello"`))
+	f.Fuzz(func(t *testing.T, method string, params []byte) {
+		// What route hands over: a JSON value read from one line of the agent's stdout.
+		if !json.Valid(params) || bytes.ContainsAny(params, "\n") {
+			return
+		}
+		out := &lockedBuf{}
+		ctx := context.Background()
+		a := &adapter{opts: Options{Logger: slog.New(slog.DiscardHandler), Commands: testRegistry()}, ctx: ctx,
+			pipe: stdiorpc.New(ctx, strings.NewReader(""), out, stdiorpc.Options{})}
+		p := newProxy(a)
+		s := &proxySession{id: qkitID, agentID: agentID, ready: true}
+		p.register(s)
+
+		p.notify(method, params)
+		got := out.take()
+		if sessionIDOf(params) != agentID {
+			if len(got) != 0 {
+				t.Fatalf("a notification for another session reached the editor: %s", got)
+			}
+			return
+		}
+		if bytes.Count(got, []byte("\n")) != 1 || got[len(got)-1] != '\n' {
+			t.Fatalf("not one line: %q", got)
+		}
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			Method  *string         `json:"method"`
+			Params  json.RawMessage `json:"params"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(got, &msg); err != nil {
+			t.Fatalf("not JSON: %v: %s", err, got)
+		}
+		if msg.JSONRPC != "2.0" || msg.Method == nil || msg.ID != nil || !json.Valid(msg.Params) {
+			t.Fatalf("not a JSON-RPC notification: %s", got)
+		}
+		if utf8.ValidString(method) && *msg.Method != method {
+			t.Fatalf("method %q became %q", method, *msg.Method)
+		}
+		if id := sessionIDOf(msg.Params); id != qkitID {
+			t.Fatalf("the editor reads session %q (first key) in %s", id, msg.Params)
+		}
+		var last map[string]json.RawMessage // exact keys, the last one wins
+		if err := json.Unmarshal(msg.Params, &last); err != nil || string(last["sessionId"]) != `"`+qkitID+`"` {
+			t.Fatalf("the editor reads session %s (last key, %v) in %s", last["sessionId"], err, msg.Params)
+		}
+		var in acp.SessionNotification
+		if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"available_commands_update"`)) &&
+			json.Unmarshal(params, &in) == nil && in.Update.AvailableCommandsUpdate != nil {
+			var n acp.SessionNotification
+			if err := json.Unmarshal(msg.Params, &n); err != nil || n.Update.AvailableCommandsUpdate == nil {
+				t.Fatalf("the agent's commands update became %s (%v)", msg.Params, err)
+			} else {
+				// qkit's commands come first, whatever the agent offered, and no name twice.
+				cmds := n.Update.AvailableCommandsUpdate.AvailableCommands
+				own := a.availableCommands()
+				if len(cmds) < len(own) {
+					t.Fatalf("merged commands %+v lack qkit's %+v", cmds, own)
+				}
+				for i, c := range own {
+					if cmds[i].Name != c.Name {
+						t.Fatalf("merged commands %+v do not start with qkit's %+v", cmds, own)
+					}
+				}
+				for _, c := range cmds[len(own):] {
+					for _, o := range own {
+						if c.Name == o.Name {
+							t.Fatalf("the agent's %q shadows qkit's: %+v", c.Name, cmds)
+						}
+					}
+				}
+			}
+		}
+	})
+}
