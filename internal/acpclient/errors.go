@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
 )
 
 // NotACPError is returned by Start when the agent ended before answering initialize, or answered
@@ -64,5 +66,7 @@ func agentError(err error) error {
 			ae.Details = string(b)
 		}
 	}
+	// The agent's words go into a message on the user's terminal.
+	ae.Message, ae.Details = agent.Printable(ae.Message), agent.Printable(ae.Details)
 	return ae
 }

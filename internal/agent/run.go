@@ -442,10 +442,10 @@ func query(ctx context.Context, command, what string, timeout time.Duration, arg
 	return out.String(), errOut.String(), c.ProcessState.ExitCode(), nil
 }
 
-// StderrSuffix is ": " and the agent's stderr, trimmed, for the end of an error message; "" when
-// it printed nothing.
+// StderrSuffix is ": " and the agent's stderr, made Printable and trimmed, for the end of an error
+// message; "" when it printed nothing.
 func StderrSuffix(stderr string) string {
-	s := strings.TrimSpace(stderr)
+	s := strings.TrimSpace(Printable(stderr))
 	if s == "" {
 		return ""
 	}

@@ -77,8 +77,8 @@ func (r StderrReport) Failed() bool {
 	return len(r.Errors) > 0 || r.DeviceLogin
 }
 
-// Summary is the failure lines, one per line, for a message.
-func (r StderrReport) Summary() string { return strings.Join(r.Errors, "\n") }
+// Summary is the failure lines, one per line, for a message (made Printable).
+func (r StderrReport) Summary() string { return Printable(strings.Join(r.Errors, "\n")) }
 
 // lazyRegexp compiles expr once, when it is first needed.
 func lazyRegexp(expr string) func() *regexp.Regexp {
