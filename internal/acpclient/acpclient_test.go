@@ -700,3 +700,50 @@ func TestNoHandlersMethodNotFound(t *testing.T) {
 		t.Errorf("with DirFiles: %q %v", r.Content, err)
 	}
 }
+
+// An answer to a permission request that names none of the agent's options ends the turn, saying so.
+func TestPermissionAnswerNotAnOption(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_ACP_RAN="+ran)
+	o.Permission = allow("allow_sometimes")
+	res, err := Run(t.Context(), o)
+	if err == nil || err.Error() != `permission for "Running: echo hi": the answer "allow_sometimes" is not one of the agent's options` {
+		t.Fatalf("err %v", err)
+	}
+	if res.StopReason != "cancelled" {
+		t.Errorf("stop reason %q", res.StopReason)
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the tool ran")
+	}
+}
+
+// A line past MaxLine is refused with the limit named, not read into memory without end.
+func TestRouteLineTooLong(t *testing.T) {
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"x","params":"` + strings.Repeat("a", MaxLine) + "\"}\n")
+	var sdk strings.Builder
+	err := route(in, &sdk, func(string, json.RawMessage) {})
+	if err == nil || err.Error() != "the agent sent a line longer than 10 MiB" {
+		t.Fatalf("err %v", err)
+	}
+	if strings.Count(sdk.String(), "\n") != 1 {
+		t.Errorf("the line before was not passed on: %q", sdk.String())
+	}
+}
+
+// An agent that closes its stdout but does not exit is named as such once the grace has passed,
+// with what it wrote on stderr, and is stopped.
+func TestAgentClosesStdout(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	command := filepath.Join(dir, "kiro-cli")
+	must(t, os.WriteFile(command, []byte("#!/bin/sh\necho $$ > \""+pidFile+"\"\necho 'error: lost the terminal' >&2\nexec >&-\nexec sleep 60\n"), 0o755))
+	o := fake(t)
+	o.Limits.Command = command
+	o.Limits.Grace = 200 * time.Millisecond
+	_, err := Run(t.Context(), o)
+	if err == nil || !strings.Contains(err.Error(), command+" closed its stdout: error: lost the terminal") {
+		t.Fatalf("err %v", err)
+	}
+	gone(t, pidIn(t, pidFile))
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,9 +23,17 @@ func TestParseModels(t *testing.T) {
 	if _, ok := list.Find("auto "); ok {
 		t.Fatal("matched a different name")
 	}
-	for _, bad := range []string{``, `[]`, `{"models":[]}`, `{"models":[1]}`, `null`} {
-		if _, err := ParseModels([]byte(bad)); err == nil {
-			t.Errorf("%q: no error", bad)
+	for bad, want := range map[string]string{
+		``:                 "reading the model list: unexpected end of JSON input",
+		`[]`:               "reading the model list: json: cannot unmarshal array into Go value",
+		`{"models":[]}`:    "reading the model list: it names no model",
+		`{"models":[""]}`:  "reading the model list: it names no model",
+		`{"models":[1]}`:   "reading the model list: a model is neither a name nor an object: 1",
+		`{"models":[[2]]}`: "reading the model list: a model is neither a name nor an object: [2]",
+		`null`:             "reading the model list: it names no model",
+	} {
+		if _, err := ParseModels([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", bad, err, want)
 		}
 	}
 }
@@ -138,5 +147,39 @@ func TestModelChoicesOneRule(t *testing.T) {
 	}
 	if _, _, err := c.FreshChoices(t.Context(), Limits{Command: "qkit-no-such-agent"}); err == nil {
 		t.Fatal("fresh, missing agent: no error")
+	}
+}
+
+// An agent whose --list-models fails for another reason than not knowing the flag is an error with
+// its exit status and stderr; one that does not know the flag (a usage error, or stderr naming the
+// flag) or prints no list cannot list, and any model passes.
+func TestListModelsFailures(t *testing.T) {
+	var command string
+	agent := func(body string) { // a new file each time: one being rewritten cannot be run
+		t.Helper()
+		command = filepath.Join(t.TempDir(), "kiro-cli")
+		if err := os.WriteFile(command, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent("echo 'error: the service is unreachable' >&2\nexit 3\n")
+	_, err := ListModels(t.Context(), command)
+	if err == nil || err.Error() != "kiro-cli chat --list-models failed (exit status 3): error: the service is unreachable" {
+		t.Fatalf("failed: %v", err)
+	}
+	agent("exit 1\n")
+	if _, err = ListModels(t.Context(), command); err == nil || err.Error() != "kiro-cli chat --list-models failed (exit status 1)" {
+		t.Fatalf("failed silently: %v", err)
+	}
+	for name, body := range map[string]string{
+		"usage error":   "echo 'error: bad usage' >&2\nexit 2\n",
+		"flag named":    "echo \"error: unexpected argument '--list-models' found\" >&2\nexit 1\n",
+		"no list":       "echo 'Models: auto'\n",
+		"an empty list": `echo '{"models":[]}'` + "\n",
+	} {
+		agent(body)
+		if _, err := ListModels(t.Context(), command); !errors.Is(err, ErrCannotListModels) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
