@@ -69,7 +69,7 @@ without --json, and a failure's message still goes to stderr.
 {argv, prompt, prompt_on_stdin} (stream-json is refused: a dry run has no events).
 
 Exit status: 0 ok, 1 the agent failed (its stderr is in the message) or stdout closed early, 2 empty prompt or bad flag
-value, 4 no such profile, 124 timed out (partial output still printed), 130 interrupted.`,
+value, 4 no such profile or ACP session (--session, --resume), 124 timed out (partial output still printed), 130 interrupted.`,
 		Example: `  qkit ask "Summarise the open TODOs in this repository"
   git diff | qkit ask -
   qkit ask --model claude-3.7-sonnet --trust-tools fs_read "Review internal/agent"

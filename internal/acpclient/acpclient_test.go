@@ -359,7 +359,37 @@ func TestLoadUnknownSession(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("err %v, want %q", err, want)
 			}
+			// Only the agent's "not found" answer says the session does not exist.
+			var nf *SessionNotFoundError
+			if errors.As(err, &nf) != (how == "error") || (nf != nil && nf.ID != o.SessionID) {
+				t.Errorf("SessionNotFoundError %+v from %v", nf, err)
+			}
 		})
+	}
+}
+
+// TestSessionNotFound: which answers to session/load say the session does not exist (kiro's
+// -32603 with "session … not found" in its details, or ACP's -32002 resource not found) and which
+// are other failures (kiro's "active in another process", a login).
+func TestSessionNotFound(t *testing.T) {
+	for _, c := range []struct {
+		err  *AgentError
+		want bool
+	}{
+		{&AgentError{Code: CodeInternal, Message: "Internal error", Details: "Failed to start session: session 0b6f not found"}, true},
+		{&AgentError{Code: CodeInternal, Message: "Internal error", Details: "Failed to start session: Session not found"}, true},
+		{&AgentError{Code: CodeResourceNotFound, Message: "Resource not found"}, true},
+		{&AgentError{Code: CodeInternal, Message: "Internal error", Details: "Failed to start session: Session is active in another process (PID 42)"}, false},
+		{&AgentError{Code: CodeInternal, Message: "Internal error", Details: "model not found"}, false},
+		{&AgentError{Code: CodeAuthRequired, Message: "Authentication required"}, false},
+	} {
+		if got := sessionNotFound(c.err); got != c.want {
+			t.Errorf("%v: not found %v, want %v", c.err, got, c.want)
+		}
+	}
+	e := &SessionNotFoundError{ID: "s1", Err: &AgentError{Code: CodeInternal, Message: "Internal error", Details: "session s1 not found"}}
+	if want := `session "s1" not found: session/load: the agent answered error -32603: Internal error: session s1 not found`; e.Error() != want {
+		t.Errorf("%q, want %q", e.Error(), want)
 	}
 }
 

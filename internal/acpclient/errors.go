@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -43,7 +44,38 @@ const (
 	CodeMethodNotFound = -32601
 	CodeInternal       = -32603
 	CodeAuthRequired   = -32000
+	// CodeResourceNotFound is ACP's "resource not found".
+	CodeResourceNotFound = -32002
 )
+
+// SessionNotFoundError is the agent's answer to session/load that it does not know the session.
+type SessionNotFoundError struct {
+	ID  string
+	Err error // the agent's answer, an *AgentError
+}
+
+func (e *SessionNotFoundError) Error() string {
+	return fmt.Sprintf("session %q not found: session/load: %v", e.ID, e.Err)
+}
+
+func (e *SessionNotFoundError) Unwrap() error { return e.Err }
+
+// notFoundSession matches kiro's "Failed to start session: session <id> not found" (and "Session
+// not found"), not "Failed to start session: Session is active in another process" nor an error
+// about something else after the colon.
+var notFoundSession = regexp.MustCompile(`(?i)\bsession\b[^:]*\bnot found\b`)
+
+// sessionNotFound says whether the agent's answer to session/load means the session does not
+// exist: ACP's resource-not-found code, or kiro's internal error saying so.
+func sessionNotFound(e *AgentError) bool {
+	switch e.Code {
+	case CodeResourceNotFound:
+		return true
+	case CodeInternal:
+		return notFoundSession.MatchString(e.Message + ": " + e.Details)
+	}
+	return false
+}
 
 func agentError(err error) error {
 	var re *acp.RequestError

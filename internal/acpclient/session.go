@@ -61,6 +61,10 @@ func (c *Conn) LoadSession(ctx context.Context, id, cwd string, mcp []acp.McpSer
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return resp, fmt.Errorf("session %q: session/load got no answer within %s (the agent may not know the session)", id, c.o.LoadTimeout)
 	}
+	var ae *AgentError
+	if errors.As(err, &ae) && sessionNotFound(ae) {
+		return resp, &SessionNotFoundError{ID: id, Err: ae}
+	}
 	if err != nil {
 		return resp, c.sessionError(fmt.Sprintf("session %q: session/load", id), err)
 	}

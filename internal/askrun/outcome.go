@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/output"
@@ -13,15 +14,20 @@ import (
 
 // Outcome maps how a `qkit ask` run ended to the error ask returns, with its exit code
 // (output.Code), the same on every backend and in every format; a Result's exit_code, is_error
-// and error are this error's. In order: an interrupted run (130); a permission nothing gave (1);
+// and error are this error's. In order: an interrupted run (130); a session the agent does not
+// know (acpclient.SessionNotFoundError: 4); a permission nothing gave (1);
 // the agent's failure (1, with the hint to trust a tool it did not trust); a timeout (124); a
 // path outside the working directory that was refused (refused, acpclient.Refusals.Err: 1,
 // even when the agent carried on and ended its turn well). A run that did none of these is nil.
 func Outcome(interrupted bool, timeout time.Duration, res agent.Result, runErr, refused error) error {
 	var needs *approval.NeedsPermissionError
+	var unknown *acpclient.SessionNotFoundError
 	switch {
 	case runErr != nil && interrupted:
 		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
+	case errors.As(runErr, &unknown):
+		return output.NotFoundf("the agent has no session %s (session/load: %v); --session completes to the sessions qkit "+
+			"remembers, and a run without --session or --resume opens a new one", unknown.ID, unknown.Err)
 	case errors.As(runErr, &needs):
 		return output.Errorf(output.ExitFailure, "%v", needs)
 	case runErr != nil:

@@ -2,6 +2,7 @@ package askrun_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func TestOutcome(t *testing.T) {
 	failed := errors.New("kiro-cli exited 1")
 	untrusted := &agent.UntrustedToolError{Command: "kiro-cli", Denied: true, Tools: []agent.ToolCall{{Name: "shell"}}, Trusted: []string{"read"}}
 	needs := &approval.NeedsPermissionError{Tool: agent.ToolCall{Title: "Running: ls", Kind: "execute"}}
+	notFound := &acpclient.SessionNotFoundError{ID: "s1", Err: &acpclient.AgentError{Code: acpclient.CodeInternal, Message: "Internal error", Details: "session s1 not found"}}
 	for _, c := range []struct {
 		name        string
 		interrupted bool
@@ -36,6 +38,9 @@ func TestOutcome(t *testing.T) {
 		{name: "untrusted tool", runErr: untrusted, code: output.ExitFailure, msg: "; to allow it, run again with --trust-tools read,shell (or"},
 		{name: "permission needed", runErr: needs, code: output.ExitFailure, msg: "^the agent asked to run"},
 		{name: "timeout wins over a refusal", res: agent.Result{TimedOut: true}, refused: refused, code: output.ExitTimeout, msg: "^timed out after 2s"},
+		{name: "unknown session", runErr: fmt.Errorf("starting: %w", notFound), code: output.ExitNotFound,
+			msg: `^the agent has no session s1 (session/load: the agent answered error -32603: Internal error: session s1 not found); ` +
+				`--session completes to the sessions qkit remembers, and a run without --session or --resume opens a new one$`},
 		{name: "interrupted", interrupted: true, runErr: failed, refused: refused, code: output.ExitInterrupted, msg: "^interrupted"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
