@@ -112,8 +112,14 @@ value, 4 no such profile or ACP session (--session, --resume), 124 timed out (pa
 	for _, name := range []string{"agent", "timeout", "max-response-size"} {
 		_ = c.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
+	_ = c.RegisterFlagCompletionFunc("deny-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return askToolNames(a, approval.DenyNames), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = c.RegisterFlagCompletionFunc("session", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return askSessions(a), cobra.ShellCompDirectiveNoFileComp
+	})
 	_ = c.RegisterFlagCompletionFunc("trust-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return askTrustNames(a), cobra.ShellCompDirectiveNoFileComp
+		return askToolNames(a, approval.ToolNames), cobra.ShellCompDirectiveNoFileComp
 	})
 	return interruptible(c)
 }
@@ -138,12 +144,36 @@ func askModels(a *app.App) []string {
 	return agent.OfferedModels(agent.NewModelCache(c.Paths.State).Choices(context.Background(), agent.LimitsFromConfig(c)))
 }
 
-// askTrustNames are the tool names --trust-tools completes to: kiro-cli 2.x has its own names.
-func askTrustNames(a *app.App) []string {
-	if c := askConfig(a); c != nil && strings.Contains(filepath.Base(config.AgentCommand.Get(c)), "kiro") {
-		return []string{"read", "write", "shell", "grep", "glob", "aws", "web_fetch", "web_search", "code", "knowledge", "todo", "delegate"}
+// askToolNames are the agent's tool names, for --trust-tools and --deny-tools completion.
+func askToolNames(a *app.App, names func(command string) []string) []string {
+	c := askConfig(a)
+	if c == nil {
+		return names("")
 	}
-	return []string{"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate"}
+	return names(config.AgentCommand.Get(c))
+}
+
+// askSessions are the ACP sessions --session completes to: the last of each directory qkit
+// remembers, this directory's first, each described by its directory.
+func askSessions(a *app.App) []string {
+	c := askConfig(a)
+	if c == nil {
+		return nil
+	}
+	here, _ := a.WorkingDir()
+	var out []string
+	for dir, id := range acpclient.Sessions(filepath.Join(c.Paths.State, sessionsFileName)) {
+		line := id + "\t" + dir
+		if dir == here {
+			out = append([]string{line}, out...)
+		} else {
+			out = append(out, line)
+		}
+	}
+	if len(out) > 1 {
+		slices.Sort(out[1:])
+	}
+	return out
 }
 
 // checkAskModel refuses a model the agent does not list, before anything runs. Without

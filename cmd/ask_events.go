@@ -81,12 +81,10 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend), `MODE` fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
 	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")
-	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run) instead of opening a new one; not with --resume")
+	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run; completion offers the last of each directory) instead of opening a new one; not with --resume")
 	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{formatText, formatJSON, formatStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("on-permission", cobra.FixedCompletions(approval.Modes, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat}, cobra.ShellCompDirectiveNoFileComp))
-	_ = c.RegisterFlagCompletionFunc("session", cobra.NoFileCompletions)
-	_ = c.RegisterFlagCompletionFunc("deny-tools", cobra.FixedCompletions([]string{"shell", "write", "read", "execute", "edit", "fetch"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // checkAskEventFlags validates the flags before anything runs; --json is --output-format json.
@@ -346,7 +344,11 @@ func printDryRunACP(a *app.App, opts *askOptions, argv []string, prompt string) 
 	return err
 }
 
-func sessionsFile(a *app.App) string { return filepath.Join(a.Config.Paths.State, "acp-sessions.json") }
+// sessionsFileName is the file in the state folder where ask remembers each directory's last
+// ACP session.
+const sessionsFileName = "acp-sessions.json"
+
+func sessionsFile(a *app.App) string { return filepath.Join(a.Config.Paths.State, sessionsFileName) }
 
 // rememberSession keeps the last ACP session of each working directory, for ask --resume.
 func rememberSession(a *app.App, dir, id string) {

@@ -161,12 +161,14 @@ func RememberSession(file, dir, id string) error {
 }
 
 // LastSession is the last ACP session RememberSession recorded for dir, or "".
-func LastSession(file, dir string) string {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return ""
-	}
+func LastSession(file, dir string) string { return Sessions(file)[dir] }
+
+// Sessions are the ACP sessions RememberSession recorded: the last of each working directory,
+// by directory (empty when there are none, or the file is damaged).
+func Sessions(file string) map[string]string {
 	m := map[string]string{}
-	_ = json.Unmarshal(data, &m)
-	return m[dir]
+	if data, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(data, &m)
+	}
+	return m
 }

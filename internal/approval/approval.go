@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -173,6 +174,27 @@ var kindNames = map[string][]string{
 	"read":    {"read", "fs_read"},
 	"search":  {"grep", "glob"},
 	"fetch":   {"web_fetch", "fetch"},
+}
+
+// ToolNames are the agent's own names for its built-in tools, what --trust-tools takes: kiro-cli
+// 2.x (command is its path or name) has its own, q the rest.
+func ToolNames(command string) []string {
+	if strings.Contains(filepath.Base(command), "kiro") {
+		return []string{"read", "write", "shell", "grep", "glob", "aws", "web_fetch", "web_search", "code", "knowledge", "todo", "delegate"}
+	}
+	return []string{"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate"}
+}
+
+// DenyNames are what --deny-tools is offered: the agent's tool names (ToolNames), the usual names
+// of the kinds (shell, write, read), and the ACP kinds an agent reports a tool call with.
+func DenyNames(command string) []string {
+	names := ToolNames(command)
+	for _, n := range []string{"shell", "write", "read", "execute", "edit", "delete", "move", "search", "fetch"} {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // Names are what a pattern can call a tool: its name (for an MCP tool also @server/name, which
