@@ -798,3 +798,61 @@ func TestProxyAgentDiedSessionLoads(t *testing.T) {
 		t.Fatalf("the agent session changed from %s to %s: the new agent did not load it", before.AgentSession, after.AgentSession)
 	}
 }
+
+// refusingAgent writes an agent, named kiro-cli, that is the fake until the file broken exists;
+// then its `acp` answers initialize (unless refuse is "initialize") and refuses every refuse
+// request with a JSON-RPC internal error saying "no space left on device".
+func refusingAgent(t *testing.T, refuse string) (command, broken string) {
+	t.Helper()
+	command = filepath.Join(t.TempDir(), "kiro-cli")
+	script := "#!/bin/sh\nif [ \"$1\" != acp ] || [ ! -e \"$0.broken\" ]; then exec \"$QKIT_TEST_FAKE\" \"$@\"; fi\n" +
+		"while IFS= read -r line; do\n" +
+		"  id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\).*/\\1/p')\n" +
+		"  case \"$line\" in\n" +
+		"  *'\"method\":\"" + refuse + "\"'*) printf '{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32603,\"message\":\"no space left on device\"}}\\n' \"$id\";;\n" +
+		"  *'\"method\":\"initialize\"'*) printf '{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{}}}\\n' \"$id\";;\n" +
+		"  esac\n" +
+		"done\n"
+	if err := os.WriteFile(command, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("QKIT_TEST_FAKE", os.Args[0])
+	return command, command + ".broken"
+}
+
+// TestProxyAgentRefusesSession: an agent that answers initialize but fails session/new gives the
+// editor an internal error saying the agent did not open a session, with the agent's reason.
+func TestProxyAgentRefusesSession(t *testing.T) {
+	command, broken := refusingAgent(t, "session/new")
+	if err := os.WriteFile(broken, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendACP; o.Limits.Command = command })
+	h.initialize()
+	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new refused by the agent", err, -32603, "the agent did not open a session: session/new: the agent answered error -32603: no space left on device")
+	if list, err := h.store.List(context.Background(), "", "", 10); err != nil || len(list) != 0 {
+		t.Fatalf("a session was stored: %v %v", list, err)
+	}
+}
+
+// TestProxyAgentCannotTakePrompt: when the agent died and the one started for the next prompt
+// fails (here at initialize), the editor reads why in the reply, and the turn is refused.
+func TestProxyAgentCannotTakePrompt(t *testing.T) {
+	command, broken := refusingAgent(t, "initialize")
+	t.Setenv("FAKEQ_ACP_BAD", "die")
+	t.Setenv("FAKEQ_OUTPUT", "partial")
+	t.Setenv("HOME", t.TempDir())
+	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendACP; o.Limits.Command = command })
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "go", acp.StopReasonRefusal)
+	if err := os.WriteFile(broken, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.mustPrompt(id, "again", acp.StopReasonRefusal)
+	got := h.tc.agentText(id)
+	if !strings.Contains(got, "\n\nkiro-cli failed: the agent could not take the prompt: initialize: the agent answered error -32603: no space left on device\n") {
+		t.Fatalf("reply %q", got)
+	}
+}
