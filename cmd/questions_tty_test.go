@@ -29,6 +29,7 @@ type term struct {
 	buf  bytes.Buffer
 	seen int // bytes of buf already matched
 	done chan struct{}
+	wmu  sync.Mutex // one writer at a time: the answers to cursor queries, or send
 }
 
 func newTerm(t *testing.T) (*term, *os.File) {
@@ -46,7 +47,9 @@ func newTerm(t *testing.T) (*term, *os.File) {
 			if n > 0 {
 				chunk := b[:n]
 				if bytes.Contains(chunk, []byte("\x1b[6n")) { // cursor position query
+					tm.wmu.Lock()
 					_, _ = ptmx.Write([]byte("\x1b[1;1R"))
+					tm.wmu.Unlock()
 				}
 				tm.mu.Lock()
 				tm.buf.Write(chunk)
@@ -83,16 +86,37 @@ func (tm *term) expect(text string) {
 	tm.t.Fatalf("terminal never showed %q; it showed:\n%s", text, ansi.ReplaceAllString(tm.buf.String(), "")[tm.seen:])
 }
 
-// send types keys once the prompt reads them. A survey prompt draws itself before it makes the
-// terminal raw (and the one before restores cooked mode as it ends), so the text a test expects can
-// show while the terminal is still cooked; a key typed then is echoed, and Ctrl-C is lost.
+// send types keys once the prompt reads them: the terminal is raw and the program has read all
+// that was written to it. A survey prompt draws itself before it makes the terminal raw (and the one
+// before restores cooked mode as it ends), so the text a test expects can show while the terminal is
+// still cooked; a key typed then is echoed, and Ctrl-C is lost. A line prompt then asks where the
+// cursor is and reads the answer through a buffer it drops after the answer, so keys that arrive
+// right behind an answer it has not read yet are lost; keys written while nothing is unread come
+// before any later answer, which it keeps.
 func (tm *term) send(keys string) {
 	tm.t.Helper()
-	if err := ptytest.WaitRaw(tm.tty, 20*time.Second); err != nil {
-		tm.t.Fatalf("before typing %q: %v", keys, err)
-	}
-	if _, err := tm.ptmx.Write([]byte(keys)); err != nil {
-		tm.t.Fatal(err)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		tm.wmu.Lock()
+		canonical, err := ptytest.Canonical(tm.tty)
+		unread := 0
+		if err == nil && !canonical {
+			unread, err = ptytest.Pending(tm.tty)
+		}
+		if err == nil && !canonical && unread == 0 {
+			_, err = tm.ptmx.Write([]byte(keys))
+			tm.wmu.Unlock()
+			if err != nil {
+				tm.t.Fatal(err)
+			}
+			return
+		}
+		tm.wmu.Unlock()
+		if err != nil {
+			tm.t.Fatalf("before typing %q: %v", keys, err)
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("before typing %q: after 20 s the terminal is still cooked (%v) or has %d unread bytes", keys, canonical, unread)
+		}
 	}
 }
 

@@ -44,3 +44,18 @@ func Canonical(f *os.File) (bool, error) {
 	}
 	return canonical, ierr
 }
+
+// Pending is the number of bytes typed into the terminal of tty (its program's side) that the program
+// has not read yet, everything written to the other side so far included.
+func Pending(tty *os.File) (int, error) {
+	rc, err := tty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = pendingFd(int(fd)) }); err != nil {
+		return 0, err
+	}
+	return n, ierr
+}

@@ -1,4 +1,4 @@
-//go:build !(aix || linux || solaris || zos || darwin || dragonfly || freebsd || netbsd || openbsd)
+//go:build !(linux || darwin || dragonfly || freebsd || netbsd || openbsd)
 
 package ptytest
 
@@ -9,4 +9,8 @@ import (
 
 func canonicalFd(int) (bool, error) {
 	return false, errors.New("ptytest: the terminal mode cannot be read on " + runtime.GOOS)
+}
+
+func pendingFd(int) (int, error) {
+	return 0, errors.New("ptytest: the terminal's input queue cannot be read on " + runtime.GOOS)
 }
