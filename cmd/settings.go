@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
@@ -174,7 +177,24 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 		},
 		RunE: func(_ *cobra.Command, args []string) error { return runSettingsSet(a, args[0], args[1]) },
 	}
+	c.SetFlagErrorFunc(negativeValueHint)
 	return annotate(exposeChange(c), annCreatesConfig, "true")
+}
+
+// negativeValueHint is the flag error of `settings set`: a value such as -5s is read as flags, so
+// the error says how to pass it (after --), then the value's own check says what is wrong with it.
+func negativeValueHint(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if short := ne.GetSpecifiedShortnames(); short != "" && strings.ContainsAny(short[:1], "0123456789.") {
+			key := "KEY"
+			if args := c.Flags().Args(); len(args) > 0 {
+				key = args[0]
+			}
+			err = fmt.Errorf("-%s is read as flags: a value that starts with \"-\" goes after --, as in qkit settings set %s -- -%s", short, key, short)
+		}
+	}
+	return output.WithCode(output.ExitUsage, usageError{err})
 }
 
 func runSettingsSet(a *app.App, name, value string) error {
