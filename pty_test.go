@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/creack/pty"
@@ -63,9 +64,18 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		c.Env = append(c.Env, name+"="+ts.Getenv(name))
 	}
 	c.Env = append(c.Env, "PATH="+ts.Getenv("PATH"), "HOME="+ts.Getenv("HOME"), "QKIT_HOME="+ts.Getenv("QKIT_HOME"), "TERM=xterm", "NO_COLOR="+ts.Getenv("NO_COLOR"))
-	f, err := pty.StartWithSize(c, &pty.Winsize{Rows: 40, Cols: 120})
+	f, tty, err := pty.Open()
 	ts.Check(err)
 	defer f.Close()
+	ts.Check(pty.Setsize(f, &pty.Winsize{Rows: 40, Cols: 120}))
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	err = c.Start()
+	// The program's side is opened again by name to see what it has not read: kept open here, it
+	// would keep the reader below from ending when the program exits.
+	ttyName := tty.Name()
+	_ = tty.Close()
+	ts.Check(err)
 
 	var mu sync.Mutex
 	var screen bytes.Buffer
@@ -127,10 +137,26 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		seen = screen.Len()
 		mu.Unlock()
 	}
+	// typeKeys writes k once the program has read everything written to the terminal, under the
+	// lock the answers to cursor queries are written with: a line prompt reads such an answer
+	// through a buffer it drops afterwards, so keys right behind an answer it has not read yet
+	// would be lost, while keys written first are kept.
+	typeKeys := func(k string) {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+			mu.Lock()
+			unread, err := unreadInput(ttyName)
+			if err != nil || unread == 0 || time.Now().After(deadline) {
+				_, werr := f.Write([]byte(k))
+				mu.Unlock()
+				ts.Check(werr)
+				return
+			}
+			mu.Unlock()
+		}
+	}
 	for _, k := range keys {
 		quiet()
-		_, err := f.Write([]byte(k))
-		ts.Check(err)
+		typeKeys(k)
 	}
 	// A program still waiting for input a minute after the last key would hang the whole test run:
 	// stop it and fail with what the terminal showed.
@@ -166,4 +192,14 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if (werr != nil) != neg {
 		ts.Fatalf("%s: unexpected exit status: %v", args[1], werr)
 	}
+}
+
+// unreadInput is how many bytes written to the terminal named name its program has not read.
+func unreadInput(name string) (int, error) {
+	tty, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer tty.Close()
+	return ptytest.Pending(tty)
 }
