@@ -132,17 +132,27 @@ func readBackendCache(file string) map[string]backendEntry {
 		return out // a damaged cache is only a reason to probe again
 	}
 	for _, e := range entries {
-		out[e.Path] = e
+		if e.valid() {
+			out[e.Path] = e
+		}
 	}
 	return out
+}
+
+// valid reports whether e is an entry writeBackendCache could have written; anything else in the
+// cache is damage, and the binary is probed again.
+func (e backendEntry) valid() bool {
+	return filepath.IsAbs(e.Path) && (e.Backend == BackendACP || e.Backend == BackendChat)
 }
 
 // writeBackendCache records e, under the cache's lock, atomically.
 func writeBackendCache(file string, e backendEntry) error {
 	return filestore.Update(file, 0o600, 0o700, func(old []byte) ([]byte, error) {
 		var entries []backendEntry
-		_ = json.Unmarshal(old, &entries) // a damaged cache is rewritten
-		entries = slices.DeleteFunc(entries, func(x backendEntry) bool { return x.Path == e.Path })
+		if json.Unmarshal(old, &entries) != nil {
+			entries = nil // a damaged cache is rewritten, not half kept
+		}
+		entries = slices.DeleteFunc(entries, func(x backendEntry) bool { return x.Path == e.Path || !x.valid() })
 		entries = append(entries, e)
 		data, err := json.MarshalIndent(entries, "", "  ")
 		return append(data, '\n'), err

@@ -156,6 +156,24 @@ type cachedModels struct {
 	List    ModelList `json:"list"`
 }
 
+// valid reports whether v is what Refresh could have stored: a list ParseModels could have given
+// (a model at least, each with an id), or none when the agent cannot list them. A damaged cache
+// is asked again, not trusted.
+func (v cachedModels) valid() bool {
+	if !v.Listed {
+		return len(v.List.Models) == 0 && v.List.Default == ""
+	}
+	if len(v.List.Models) == 0 {
+		return false
+	}
+	for _, m := range v.List.Models {
+		if m.ID == "" || strings.TrimSpace(m.ID) != m.ID {
+			return false
+		}
+	}
+	return true
+}
+
 // Models returns command's models, from the cache while fresh, else from the agent (and stores
 // them). listed is false when the agent cannot list its models; err is for anything else (a missing
 // binary, a failure), in which case nothing is stored.
@@ -171,7 +189,7 @@ func (c ModelCache) Models(ctx context.Context, command string) (list ModelList,
 	if c.File != "" {
 		if data, err := os.ReadFile(c.File); err == nil {
 			var v cachedModels
-			if json.Unmarshal(data, &v) == nil && v.Command == command && now().Sub(v.Fetched) < ttl && now().Sub(v.Fetched) >= 0 {
+			if json.Unmarshal(data, &v) == nil && v.Command == command && now().Sub(v.Fetched) < ttl && now().Sub(v.Fetched) >= 0 && v.valid() {
 				return v.List, v.Listed, nil
 			}
 		}

@@ -2,8 +2,12 @@ package questionsweb
 
 import (
 	"encoding/json"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -50,8 +54,28 @@ func readRunning(path string) (Running, bool) {
 	var r Running
 	// Never blocks, never reads much: a FIFO or a device put there is refused unread.
 	data, err := filestore.ReadRegular(path, 64<<10)
-	if err != nil || json.Unmarshal(data, &r) != nil || r.URL == "" {
-		return Running{}, false
+	if err != nil || json.Unmarshal(data, &r) != nil || !pageURL(r.URL) || r.Process.PID <= 0 {
+		return Running{}, false // missing or damaged: no page is announced
 	}
 	return r, true
+}
+
+// pageURL reports whether u is what BaseURL writes: http://IP:port/. The URL is shown to the
+// person (by the MCP tool), so a damaged or planted file cannot send them anywhere else.
+func pageURL(u string) bool {
+	rest, http := strings.CutPrefix(u, "http://")
+	hostPort, slash := strings.CutSuffix(rest, "/")
+	if !http || !slash {
+		return false
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Zone() != "" {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0 && net.JoinHostPort(ip.String(), strconv.FormatUint(n, 10)) == hostPort
 }
