@@ -135,6 +135,9 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 			s.reconnected()
 		}),
 	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("questions.nats_tls_cert and questions.nats_tls_key go together: set both or neither")
+	}
 	if err := checkNATSFiles(cfg); err != nil {
 		return nil, err
 	}
@@ -144,10 +147,7 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 	if cfg.Token != "" {
 		nopts = append(nopts, nats.Token(cfg.Token))
 	}
-	if cfg.TLSCert != "" || cfg.TLSKey != "" {
-		if cfg.TLSCert == "" || cfg.TLSKey == "" {
-			return nil, errors.New("questions.nats_tls_cert and questions.nats_tls_key go together: set both or neither")
-		}
+	if cfg.TLSCert != "" {
 		nopts = append(nopts, nats.ClientCert(cfg.TLSCert, cfg.TLSKey))
 	}
 	if cfg.TLSCA != "" {
