@@ -74,7 +74,10 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	c.Long += askEventsHelp
 	c.Example += `
   qkit ask --output-format stream-json --trust-tools read "Summarise README.md" | jq -c 'select(.type=="tool_call")'
-  qkit ask --backend acp --on-permission ask "Fix the failing test"   # approve in: qkit questions wait`
+  qkit ask --backend acp --on-permission ask "Fix the failing test"   # approve in: qkit questions wait
+  qkit ask --trust-tools read --deny-tools shell,write --on-permission deny "Review the diff"
+  qkit ask --session "$(qkit ask --json "Plan the change" | jq -r .session_id)" "Now make it"
+  qkit ask --refresh-backend --json "hello" | jq -r .backend   # probe again after upgrading the agent`
 	f := c.Flags()
 	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT` of what is printed: text (the reply as it arrives), json (one object at the end, as --json), stream-json (one JSON object per line as things happen, then a result)")
 	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` (wins over --yolo and --trust-tools): on the ACP backend whenever the agent asks; on chat they are left out of --trust-tools (not with --yolo)")
