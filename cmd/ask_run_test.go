@@ -139,3 +139,31 @@ func TestAskRunUsageErrors(t *testing.T) {
 		t.Errorf("a refused ask started the agent (%v)", err)
 	}
 }
+
+// resultFails takes every write but the stream-json result line, as a reader that goes away after
+// the events would.
+type resultFails struct{ bytes.Buffer }
+
+func (w *resultFails) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"type":"result"`)) {
+		return 0, errors.New("broken pipe")
+	}
+	return w.Buffer.Write(b)
+}
+
+// TestAskRunResultWriteFails: a run whose events were written but whose result line could not be
+// is a failure (exit 1) that says so, on both backends.
+func TestAskRunResultWriteFails(t *testing.T) {
+	for _, c := range []struct{ flavour, backend string }{{"kiro", "acp"}, {"q", "chat"}} {
+		a, _, _, _ := agentApp(t, c.flavour, []string{"FAKEQ_OUTPUT=the reply"}, "agent.backend="+c.backend)
+		w := &resultFails{}
+		a.IO.Out = w
+		err := runAsk(t.Context(), a, askOpts(func(o *askOptions) { o.events.outputFormat = formatStreamJSON }), []string{"hello"})
+		if output.Code(err) != output.ExitFailure || err.Error() != "writing the result: broken pipe" {
+			t.Errorf("%s: %v (exit %d), want exit 1 and writing the result: broken pipe", c.backend, err, output.Code(err))
+		}
+		if !strings.Contains(w.String(), `"type":"message"`) {
+			t.Errorf("%s: the events before the result were not written: %q", c.backend, w.String())
+		}
+	}
+}
