@@ -6,6 +6,7 @@ package natstest
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -40,8 +41,11 @@ func (s *Server) start() error {
 	if s.srv != nil {
 		return errors.New("nats-server: already running")
 	}
-	// A restart on the same port can find it not yet free (the new server then never gets ready),
-	// and JetStream's recovery of the store is slow on a loaded machine: short tries, many of them.
+	// A restart on the same port can find it taken for a moment: a client reconnecting to the
+	// stopped server may be given that very port as its own and connect to itself. The server then
+	// reports that it cannot listen, and is tried again at once. Otherwise it gets all the time a
+	// loaded machine needs (JetStream's recovery of the store can be slow): a short wait here would
+	// give up on a server that was about to be ready, and fail every try on a busy machine.
 	for try := 1; ; try++ {
 		o := s.opts
 		o.Port = s.port
@@ -49,18 +53,47 @@ func (s *Server) start() error {
 		if err != nil {
 			return err
 		}
+		fatal := &fatalLog{c: make(chan string, 1)}
+		srv.SetLogger(fatal, false, false)
 		go srv.Start()
-		if srv.ReadyForConnections(2 * time.Second) {
-			s.srv, s.port = srv, srv.Addr().(*net.TCPAddr).Port
-			return nil
+		why := ""
+		for deadline := time.Now().Add(time.Minute); why == ""; {
+			if srv.ReadyForConnections(100 * time.Millisecond) {
+				s.srv, s.port = srv, srv.Addr().(*net.TCPAddr).Port
+				return nil
+			}
+			select {
+			case why = <-fatal.c:
+			default:
+				if time.Now().After(deadline) {
+					why = "not ready for connections after a minute"
+				}
+			}
 		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		if try == 15 {
-			return errors.New("the embedded NATS server did not start")
+		if try == 50 {
+			return fmt.Errorf("the embedded NATS server did not start: %s", why)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// fatalLog is the server's logger: it passes on the first fatal error (such as a port it cannot
+// listen on) and drops the rest.
+type fatalLog struct{ c chan string }
+
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	select {
+	case l.c <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // Stop shuts the server down and waits until it is down (idempotent).
 func (s *Server) Stop() {
