@@ -10,7 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/filestore"
@@ -163,7 +166,9 @@ func writeBackendCache(file string, e backendEntry) error {
 func RememberSession(file, dir, id string) error {
 	return filestore.Update(file, 0o600, 0o700, func(old []byte) ([]byte, error) {
 		m := map[string]string{}
-		_ = json.Unmarshal(old, &m) // a damaged file is rewritten
+		if json.Unmarshal(old, &m) != nil {
+			m = map[string]string{} // a damaged file is rewritten, not half kept
+		}
 		m[dir] = id
 		data, err := json.MarshalIndent(m, "", "  ")
 		return append(data, '\n'), err
@@ -174,11 +179,20 @@ func RememberSession(file, dir, id string) error {
 func LastSession(file, dir string) string { return Sessions(file)[dir] }
 
 // Sessions are the ACP sessions RememberSession recorded: the last of each working directory,
-// by directory (empty when there are none, or the file is damaged).
+// by directory (empty when there are none, or the file is damaged). An entry RememberSession
+// could not have written (a relative folder, an empty id, control characters or spaces, which
+// --session's completion lines cannot carry) is left out.
 func Sessions(file string) map[string]string {
 	m := map[string]string{}
-	if data, err := os.ReadFile(file); err == nil {
-		_ = json.Unmarshal(data, &m)
+	data, err := os.ReadFile(file)
+	if err != nil || json.Unmarshal(data, &m) != nil {
+		return map[string]string{}
+	}
+	for dir, id := range m {
+		if !filepath.IsAbs(dir) || strings.ContainsFunc(dir, unicode.IsControl) || id == "" ||
+			strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError }) {
+			delete(m, dir)
+		}
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +47,47 @@ func FuzzBackendCache(f *testing.F) {
 		got := readBackendCache(file)[probe.Path]
 		if got.Backend != probe.Backend || got.Size != probe.Size || !got.ModTime.Equal(probe.ModTime) {
 			t.Fatalf("the probe read back as %+v from %s", got, raw)
+		}
+	})
+}
+
+// FuzzSessions: whatever the remembered-sessions file holds, Sessions and LastSession give only
+// what RememberSession could have written (an absolute folder, an id without spaces or control
+// characters, fit for a --session completion line), nothing from a damaged file; and
+// remembering a session rewrites any file into one that gives it back.
+func FuzzSessions(f *testing.F) {
+	f.Add([]byte(`{"/home/dev/project":"0b6f3a52-2f0e-4c7e-9d1a-5c2b8e7f9a10","/tmp/x":"sess_1"}`))
+	f.Add([]byte(`{"/home/dev/project":"a\tb","relative":"s1","/tmp/y":""}`))
+	f.Add([]byte(`{"/home/dev/project":"s1","/tmp/z":7}`))
+	f.Add([]byte(`{"/home/dev/pro\nject":"s1","/tmp/w":"s\u001b[2J"}`))
+	f.Add([]byte(`["/home/dev/project"]`))
+	f.Add([]byte(`{"/home/dev/project":"s1"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		state := t.TempDir()
+		file := filepath.Join(state, "acp-sessions.json")
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var whole map[string]string
+		damaged := json.Unmarshal(data, &whole) != nil
+		got := Sessions(file)
+		if damaged && len(got) != 0 {
+			t.Fatalf("a damaged file gave %q: %q", got, data)
+		}
+		for dir, id := range got {
+			if !filepath.IsAbs(dir) || id == "" || strings.ContainsAny(id, " \t\r\n") || strings.ContainsAny(dir, "\t\r\n") {
+				t.Fatalf("Sessions gave %q -> %q from %q", dir, id, data)
+			}
+			if LastSession(file, dir) != id {
+				t.Fatalf("LastSession(%q) = %q, Sessions says %q", dir, LastSession(file, dir), id)
+			}
+		}
+		dir, id := filepath.Join(state, "project"), "0b6f3a52-2f0e-4c7e-9d1a-5c2b8e7f9a10"
+		if err := RememberSession(file, dir, id); err != nil {
+			t.Fatalf("remembering over %q: %v", data, err)
+		}
+		if got := LastSession(file, dir); got != id {
+			t.Fatalf("LastSession after RememberSession over %q = %q", data, got)
 		}
 	})
 }
