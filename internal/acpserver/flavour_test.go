@@ -8,29 +8,14 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 // The text path (`chat --no-interactive`) against q 1.19.7 and kiro-cli 2.x: what either reports
 // at exit 0 is a failure that ends the turn with refusal, after the partial reply, and says what
-// to do; a prompt over the agent's cut is refused before anything runs.
-
-// flavour makes the agent runs act as q or kiro-cli, with the given knobs (and none left over).
-func flavour(t *testing.T, f string, env ...string) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FAKEQ_") {
-			t.Setenv(k, "")
-		}
-	}
-	for _, k := range []string{"KIRO_API_KEY", "AMAZON_Q_SIGV4", "NO_COLOR"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("FAKEQ_FLAVOUR", f)
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-}
+// to do; a prompt over the agent's cut is refused before anything runs. TestMain makes every agent
+// run this test binary; fakeqtest.Knobs sets its flavour and knobs.
 
 // An expired login and an API error, each at exit 0 after a partial reply: the partial reply
 // reaches the editor, then the failure; the turn ends with refusal.
@@ -38,7 +23,7 @@ func TestTextPathFailuresAfterPartialReply(t *testing.T) {
 	name := filepath.Base(os.Args[0])
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			flavour(t, f, "FAKEQ_OUTPUT=partial answer\n")
+			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=partial answer\n")
 			h := start(t, "")
 			h.initialize()
 			for _, c := range []struct{ fail, want string }{
@@ -65,7 +50,7 @@ func TestTextPathFailuresAfterPartialReply(t *testing.T) {
 func TestTextPathUnknownAgent(t *testing.T) {
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			flavour(t, f, "FAKEQ_OUTPUT=default agent's answer", "FAKEQ_AGENTS=dev")
+			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=default agent's answer", "FAKEQ_AGENTS=dev")
 			h := startWith(t, "", func(o *Options) { o.Agent = "reviewer" })
 			h.initialize()
 			id := h.newSession(t.TempDir())
@@ -85,7 +70,7 @@ func TestTextPathUnknownAgent(t *testing.T) {
 // without a word (whoami after a silence). The login went away after initialize checked it.
 func TestTextPathKiroDeviceLogin(t *testing.T) {
 	for _, silent := range []string{"", "1"} {
-		flavour(t, "kiro", "FAKEQ_OUTPUT=the answer")
+		fakeqtest.Knobs(t, "kiro", "FAKEQ_OUTPUT=the answer")
 		h := startWith(t, "", func(o *Options) {
 			o.Limits.Timeout = 10 * time.Minute
 			o.Limits.LoginProbeAfter = 100 * time.Millisecond
@@ -112,7 +97,7 @@ func TestTextPathKiroDeviceLogin(t *testing.T) {
 func TestTextPathPromptTooLong(t *testing.T) {
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			flavour(t, f, "FAKEQ_OUTPUT=ok")
+			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=ok")
 			runs := record(t)
 			h := start(t, "")
 			h.initialize()

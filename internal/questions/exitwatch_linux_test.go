@@ -15,17 +15,7 @@ func TestWaitPendingWatchesTheClaimersExit(t *testing.T) {
 	t.Cleanup(func() { localClaimRecheck = was })
 	eachStore(t, func(t *testing.T, b *backend) {
 		s, other := b.open(t, Options{Poll: time.Hour}), b.open(t, Options{Poll: time.Hour})
-		sess := createIn(t, s)
-		if _, _, err := s.Claim(sess.ID); err != nil {
-			t.Fatal(err)
-		}
-		term := exec.Command("sleep", "60")
-		if err := term.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
-		me := Self()
-		setClaimerTo(t, s, sess.ID, Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot})
+		sess, term := claimedByTerminal(t, s)
 		decoy := createIn(t, s)
 		done := waitPendingPast(other, decoy.ID, 30*time.Second)
 		_ = term.Process.Kill()
@@ -44,8 +34,8 @@ func TestExitWatchesStopAndFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
+	local := terminalProcess(term)
 	me := Self()
-	local := Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot}
 	now := time.Now()
 	claimed := func(p Process) *Session {
 		return &Session{Status: Status{Status: InProgress, Claim: &Claim{By: p, Since: now}}}

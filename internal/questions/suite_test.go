@@ -619,17 +619,7 @@ func TestStoreUnseenAskerTimesOutAtItsExpiry(t *testing.T) {
 func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 	eachStore(t, func(t *testing.T, b *backend) {
 		s, other := b.open(t, Options{}), b.open(t, Options{})
-		sess := createIn(t, s)
-		if _, _, err := s.Claim(sess.ID); err != nil {
-			t.Fatal(err)
-		}
-		term := exec.Command("sleep", "60")
-		if err := term.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
-		me := Self()
-		setClaimerTo(t, s, sess.ID, Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot})
+		sess, term := claimedByTerminal(t, s)
 		// A decoy asked later is listed after the claimed set: once the waiter has looked at it,
 		// it has passed over the claimed set too.
 		decoy := createIn(t, s)
@@ -645,6 +635,29 @@ func TestStoreWaitPendingSeesAClaimLapseThatWritesNothing(t *testing.T) {
 			t.Fatalf("got %v", p)
 		}
 	})
+}
+
+// claimedByTerminal creates a set in s claimed by a live process of this machine that stands for
+// a person's terminal (it lives a minute unless killed, as the test does to end the claim).
+func claimedByTerminal(t *testing.T, s Store) (*Session, *exec.Cmd) {
+	t.Helper()
+	sess := createIn(t, s)
+	if _, _, err := s.Claim(sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	term := exec.Command("sleep", "60")
+	if err := term.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = term.Process.Kill(); _ = term.Wait() })
+	setClaimerTo(t, s, sess.ID, terminalProcess(term))
+	return sess, term
+}
+
+// terminalProcess is term as a claim records the process that holds it.
+func terminalProcess(term *exec.Cmd) Process {
+	me := Self()
+	return Process{PID: term.Process.Pid, Start: processStart(term.Process.Pid), Host: me.Host, Boot: me.Boot}
 }
 
 // onceWaiting is a wait's Progress callback that runs fn on the first tick only: by then the wait

@@ -40,6 +40,15 @@ func Use(t testing.TB, env ...string) string {
 // login variables or NO_COLOR left over to change what it does.
 func Flavour(t testing.TB, flavour string, env ...string) string {
 	t.Helper()
+	Knobs(t, flavour, env...)
+	return Use(t)
+}
+
+// Knobs sets the fake's knobs for t alone: the flavour (q, kiro, or "" for the bare mechanics)
+// and env ("KEY=VALUE"), with every other FAKEQ_ variable, the login variables and NO_COLOR
+// cleared. For a package whose test binary becomes the fake its own way (Use does it otherwise).
+func Knobs(t testing.TB, flavour string, env ...string) {
+	t.Helper()
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FAKEQ_") {
 			t.Setenv(k, "")
@@ -48,7 +57,11 @@ func Flavour(t testing.TB, flavour string, env ...string) string {
 	for _, k := range []string{"KIRO_API_KEY", "AMAZON_Q_SIGV4", "NO_COLOR"} {
 		t.Setenv(k, "")
 	}
-	return Use(t, append([]string{"FAKEQ_FLAVOUR=" + flavour}, env...)...)
+	t.Setenv("FAKEQ_FLAVOUR", flavour)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 }
 
 // requireInterop, set by `make test`, turns a missing node or interop/node_modules into a test
