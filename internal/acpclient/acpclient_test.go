@@ -349,7 +349,12 @@ func TestLoadUnknownSession(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			o := fake(t, "FAKEQ_ACP_LOAD="+how)
 			o.SessionID = "0b6f3c1e-7d0a-4b8e-9d3c-2f1e0a9b8c7d"
-			o.LoadTimeout = time.Second
+			// The hanging agent runs into the load timeout; the others answer at once, and must
+			// not be taken for hanging when a loaded machine slows them.
+			o.LoadTimeout = 10 * time.Second
+			if how == "hang" {
+				o.LoadTimeout = time.Second
+			}
 			_, err := Run(t.Context(), o)
 			want := map[string]string{
 				"error": "session/load: the agent answered error -32603: Internal error: Failed to start session",
