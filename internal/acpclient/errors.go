@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -63,7 +64,7 @@ func (e *SessionNotFoundError) Unwrap() error { return e.Err }
 // notFoundSession matches kiro's "Failed to start session: session <id> not found" (and "Session
 // not found"), not "Failed to start session: Session is active in another process" nor an error
 // about something else after the colon.
-var notFoundSession = regexp.MustCompile(`(?i)\bsession\b[^:]*\bnot found\b`)
+var notFoundSession = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bsession\b[^:]*\bnot found\b`) })
 
 // sessionNotFound says whether the agent's answer to session/load means the session does not
 // exist: ACP's resource-not-found code, or kiro's internal error saying so.
@@ -72,7 +73,7 @@ func sessionNotFound(e *AgentError) bool {
 	case CodeResourceNotFound:
 		return true
 	case CodeInternal:
-		return notFoundSession.MatchString(e.Message + ": " + e.Details)
+		return notFoundSession().MatchString(e.Message + ": " + e.Details)
 	}
 	return false
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"regexp"
 )
 
 // EventType says what an Event reports. Both backends (the text runner that scrapes
@@ -94,7 +93,7 @@ func (t ToolCall) TrustName() string {
 
 // kiroMCPTitle is how kiro-cli's ACP agent titles an MCP tool call, with kind other: ACP carries
 // no tool name, so the title is where the server and the tool are read from.
-var kiroMCPTitle = regexp.MustCompile(`^Running: @([^\s/@]+)/(\S+)$`)
+var kiroMCPTitle = lazyRegexp(`^Running: @([^\s/@]+)/(\S+)$`)
 
 // MCP returns the MCP server and tool of t: Server and Name when the backend knows them (the
 // text backend's banners), else what kiro's ACP title "Running: @server/tool" says for a call of
@@ -107,7 +106,7 @@ func (t ToolCall) MCP() (server, tool string, ok bool) {
 	if t.Name != "" || t.Kind != "" && t.Kind != "other" {
 		return "", "", false
 	}
-	if m := kiroMCPTitle.FindStringSubmatch(t.Title); m != nil {
+	if m := kiroMCPTitle().FindStringSubmatch(t.Title); m != nil {
 		return m[1], m[2], true
 	}
 	return "", "", false
