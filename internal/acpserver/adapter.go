@@ -64,6 +64,18 @@ func (a *adapter) authRequired() error {
 	return &acp.RequestError{Code: -32000, Message: fmt.Sprintf("Authentication required: %s; then authenticate with method \"cli\"", agent.LoginHint(a.opts.Limits.Command))}
 }
 
+// agentError is the editor's error for an agent that did not open or load a session (what says
+// why): "authentication required" when it is not logged in (its auth-required answer, or kiro's
+// kiro-login method at initialize with no headless credential), an internal error otherwise.
+func (a *adapter) agentError(what string, err error) error {
+	var ae *acpclient.AgentError
+	var le *agent.LoginError
+	if errors.As(err, &ae) && ae.Code == acpclient.CodeAuthRequired || errors.As(err, &le) {
+		return a.authRequired()
+	}
+	return internalError(fmt.Errorf("%s: %w", what, err))
+}
+
 // Initialize answers with protocol version 1 and the capabilities; authMethods is empty when the
 // agent CLI says someone is logged in.
 func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
@@ -180,12 +192,7 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	var ps *proxySession
 	if a.proxy != nil && a.proxy.available(ctx) {
 		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {
-			var ae *acpclient.AgentError
-			var le *agent.LoginError // kiro's kiro-login method at initialize, no headless credential
-			if errors.As(err, &ae) && ae.Code == acpclient.CodeAuthRequired || errors.As(err, &le) {
-				return acp.NewSessionResponse{}, a.authRequired()
-			}
-			return acp.NewSessionResponse{}, internalError(fmt.Errorf("the agent did not open a session: %w", err))
+			return acp.NewSessionResponse{}, a.agentError("the agent did not open a session", err)
 		}
 	}
 	if err := a.opts.Store.Create(ctx, rec); err != nil {
@@ -267,7 +274,7 @@ func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (ac
 	replayed := false
 	if a.onProxy(ctx, rec) {
 		if _, replayed, err = a.proxy.reopen(ctx, rec, p.McpServers, true); err != nil {
-			return acp.LoadSessionResponse{}, internalError(fmt.Errorf("the agent did not load the session: %w", err))
+			return acp.LoadSessionResponse{}, a.agentError("the agent did not load the session", err)
 		}
 	}
 	if !replayed {
@@ -339,7 +346,7 @@ func (a *adapter) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest)
 	}
 	if a.onProxy(ctx, rec) {
 		if _, _, err = a.proxy.reopen(ctx, rec, p.McpServers, false); err != nil {
-			return acp.ResumeSessionResponse{}, internalError(fmt.Errorf("the agent did not load the session: %w", err))
+			return acp.ResumeSessionResponse{}, a.agentError("the agent did not load the session", err)
 		}
 	}
 	opts, err := a.sessionConfig(h)

@@ -856,3 +856,28 @@ func TestProxyAgentCannotTakePrompt(t *testing.T) {
 		t.Fatalf("reply %q", got)
 	}
 }
+
+// TestProxyAgentKiroLoginOnLoad: a stored session loaded (or resumed) after a restart, with the
+// agent now answering initialize with kiro's kiro-login method, is "authentication required",
+// as session/new is, not an internal error.
+func TestProxyAgentKiroLoginOnLoad(t *testing.T) {
+	t.Setenv("KIRO_API_KEY", "")
+	t.Setenv("AMAZON_Q_SIGV4", "")
+	t.Setenv("FAKEQ_FLAVOUR", "kiro")
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	cwd := t.TempDir()
+	h := startProxy(t, db)
+	h.initialize()
+	id := h.newSession(cwd)
+	h.stop()
+
+	h = startProxy(t, db)
+	h.initialize()
+	t.Setenv("FAKEQ_LOGGED_OUT", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang fails, not blocks
+	defer cancel()
+	_, err := h.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/load with the agent waiting for a login", err, -32000, "Authentication required")
+	_, err = h.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}})
+	wantCode(t, "session/resume with the agent waiting for a login", err, -32000, "Authentication required")
+}
