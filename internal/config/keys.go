@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // Kind is the type of a setting's value; it decides how a value is parsed and validated.
@@ -135,25 +137,29 @@ func closestValue(values []string, s string) string {
 	return near
 }
 
-// FileProblem says what is wrong with a File key's value on this machine (the file is missing, or is
-// a directory), or "" when it names a readable file or the key takes no file. It is a warning, not a
-// refusal: the file may be put there later, and qkit reads it only when it connects.
+// FileProblem says what is wrong with a File key's value on this machine (the file is missing, is a
+// directory or is not a regular file), or "" when it names a readable file or the key takes no file.
+// It never blocks: a FIFO or a device is named, not opened for reading. For `settings set` it is a
+// warning (the file may be put there later); the NATS store refuses to connect on it.
 func (k Key) FileProblem(value string) string {
 	if !k.File || value == "" {
 		return ""
 	}
-	f, err := os.Open(value)
-	if err != nil {
+	f, err := filestore.OpenRegular(value)
+	switch {
+	case errors.Is(err, filestore.ErrNotRegular):
+		if info, serr := os.Stat(value); serr == nil && info.IsDir() {
+			return fmt.Sprintf("%s: %s is a directory, not a file", k.Name, value)
+		}
+		return fmt.Sprintf("%s: %s is not a regular file", k.Name, value)
+	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
 		return fmt.Sprintf("%s: cannot read %s: %v", k.Name, value, err)
 	}
-	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.IsDir() {
-		return fmt.Sprintf("%s: %s is a directory, not a file", k.Name, value)
-	}
+	_ = f.Close()
 	return ""
 }
 

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/qkit-cli/qkit/internal/config"
 )
 
 // NATSConfig says how to reach the NATS server and which bucket holds the question sets.
@@ -197,31 +197,21 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 	return s, nil
 }
 
-// checkNATSFiles reads the credentials and TLS files before connecting, so that a file missing here
-// is named with its setting instead of surfacing as the server's fault (the client library reports
-// it as a failed connection).
+// checkNATSFiles looks at the credentials and TLS files before connecting, so that a file missing
+// here is named with its setting instead of surfacing as the server's fault (the client library
+// reports it as a failed connection). The check is the one `settings set` warns with.
 func checkNATSFiles(cfg NATSConfig) error {
-	for _, f := range []struct{ setting, path string }{
-		{"questions.nats_creds", cfg.Creds},
-		{"questions.nats_tls_cert", cfg.TLSCert},
-		{"questions.nats_tls_key", cfg.TLSKey},
-		{"questions.nats_tls_ca", cfg.TLSCA},
+	for _, f := range []struct {
+		key  config.Setting[string]
+		path string
+	}{
+		{config.QuestionsNATSCreds, cfg.Creds},
+		{config.QuestionsNATSTLSCert, cfg.TLSCert},
+		{config.QuestionsNATSTLSKey, cfg.TLSKey},
+		{config.QuestionsNATSTLSCA, cfg.TLSCA},
 	} {
-		if f.path == "" {
-			continue
-		}
-		fh, err := os.Open(f.path)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return fmt.Errorf("%s: cannot read %s: %v", f.setting, f.path, err)
-		}
-		info, err := fh.Stat()
-		fh.Close()
-		if err == nil && info.IsDir() {
-			return fmt.Errorf("%s: %s is a directory, not a file", f.setting, f.path)
+		if p := f.key.Key().FileProblem(f.path); p != "" {
+			return errors.New(p)
 		}
 	}
 	return nil

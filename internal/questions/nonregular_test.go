@@ -162,3 +162,20 @@ func TestNonRegularSetFilesAbandonTheSet(t *testing.T) {
 		})
 	}
 }
+
+// A credentials or TLS file that is a FIFO is named with its setting before any connection, never
+// opened for reading: no writer would ever come, and NewNATSStore would hang.
+func TestNATSCredsFIFONotRead(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pipe.creds")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	notBlocked(t, "NewNATSStore with a FIFO for credentials", func() {
+		_, err = NewNATSStore(NATSConfig{URL: "nats://127.0.0.1:1", Installation: "x", Creds: fifo}, Options{})
+	})
+	want := "questions.nats_creds: " + fifo + " is not a regular file"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
