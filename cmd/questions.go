@@ -74,8 +74,6 @@ func questionsErr(err error) error {
 	return err
 }
 
-// resolveSession turns the optional ID argument into a session. Without one, the only open session
-// is meant; several are an error that lists them.
 // withSessionJSON opens the store, resolves the set args names (or the only pending one) and calls
 // fn. When the command ends without its usual result (the set is not found, no longer pending,
 // taken by another terminal, or the walk was interrupted), --json (asJSON) still prints its object
@@ -133,6 +131,8 @@ func noSetJSON(status questions.State, err error) sessionDetailJSON {
 	}
 }
 
+// resolveSession turns the optional ID argument into a session. Without one, the only open session
+// is meant; several are an error that lists them.
 func resolveSession(st questions.Store, args []string) (*questions.Session, error) {
 	if len(args) == 1 {
 		id, err := st.Resolve(args[0])
