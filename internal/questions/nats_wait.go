@@ -125,7 +125,7 @@ func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 			return nil, err
 		}
 		for _, sess := range all {
-			if (sess.Status.Status == Pending || sess.Status.Status == Detached) && sess.Request != nil && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if sess.Offered() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
 				return sess, nil
 			}
 		}
