@@ -42,6 +42,8 @@ type proxy struct {
 	early    map[string][]earlyNote // notifications for agent sessions not registered yet
 	opening  int                    // session/new and loads in flight: only then can a session register late
 	closed   map[string]bool        // agent sessions closed here: what they still send is dropped
+	watchers sync.WaitGroup         // watch of every agent started: shutdown waits for them
+	down     bool                   // shutdown began: no agent is started any more
 }
 
 // earlyNote is a notification that came before its session was registered (the updates kiro
@@ -148,8 +150,13 @@ func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 		case errors.As(err, &nacp):
 			p.notACP = fmt.Errorf("%w: %w", errNotACP, err)
 			p.a.opts.Logger.Warn("the agent does not speak ACP: sessions take the text path (chat --no-interactive)", "reason", err)
+		case err == nil && p.down:
+			p.mu.Unlock()
+			c.Close()
+			return nil, errors.New("acp serve is shutting down")
 		case err == nil:
 			p.conn = c
+			p.watchers.Add(1)
 			go p.watch(c)
 		}
 		p.mu.Unlock()
@@ -199,8 +206,11 @@ func (p *proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 	return acpclient.Start(ctx, copts)
 }
 
-// watch forgets a dead agent; its sessions are loaded into the next one when they are used.
+// watch forgets a dead agent; its sessions are loaded into the next one when they are used. A
+// dead agent may still run (it sent broken JSON, or closed its stdout) or have left processes
+// behind: it is stopped, with its process group.
 func (p *proxy) watch(c *acpclient.Conn) {
+	defer p.watchers.Done()
 	<-c.Dead()
 	p.mu.Lock()
 	if p.conn == c {
@@ -210,11 +220,13 @@ func (p *proxy) watch(c *acpclient.Conn) {
 	if p.a.ctx.Err() == nil {
 		p.a.opts.Logger.Warn("the ACP agent ended; its sessions are loaded again when next used", "err", c.Err(), "stderr", c.Stderr())
 	}
+	c.Close()
 }
 
 // shutdown stops the agent and every bridged MCP server.
 func (p *proxy) shutdown() {
 	p.mu.Lock()
+	p.down = true
 	c := p.conn
 	p.conn = nil
 	all := make([]*proxySession, 0, len(p.byID))
@@ -231,6 +243,7 @@ func (p *proxy) shutdown() {
 		}
 	}
 	p.bridge.Close()
+	p.watchers.Wait() // the agents that died before are stopped too
 }
 
 // register makes s reachable by its agent session id, and takes the notifications that came first.

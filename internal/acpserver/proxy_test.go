@@ -881,3 +881,23 @@ func TestProxyAgentKiroLoginOnLoad(t *testing.T) {
 	_, err = h.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}})
 	wantCode(t, "session/resume with the agent waiting for a login", err, -32000, "Authentication required")
 }
+
+// TestProxyAgentMalformedStopped: an agent that sends broken JSON mid-turn can no longer be
+// talked to, though it still runs; the proxy stops it and what it started (its process group)
+// while acp serve goes on, rather than leaving it behind when the next agent starts.
+func TestProxyAgentMalformedStopped(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild")
+	t.Setenv("FAKEQ_ACP_BAD", "malformed")
+	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
+	h := startProxy(t, "")
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	if _, err := h.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}); err != nil {
+		t.Logf("prompt: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile(pidFile)))))
+	if pid == 0 {
+		t.Fatal("no grandchild pid")
+	}
+	waitGone(t, pid) // acp serve still runs
+}
