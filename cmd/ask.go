@@ -161,19 +161,16 @@ func askSessions(a *app.App) []string {
 		return nil
 	}
 	here, _ := a.WorkingDir()
-	var out []string
+	var first, out []string
 	for dir, id := range acpclient.Sessions(filepath.Join(c.Paths.State, sessionsFileName)) {
-		line := id + "\t" + dir
-		if dir == here {
-			out = append([]string{line}, out...)
+		if line := id + "\t" + dir; dir == here {
+			first = []string{line}
 		} else {
 			out = append(out, line)
 		}
 	}
-	if len(out) > 1 {
-		slices.Sort(out[1:])
-	}
-	return out
+	slices.Sort(out) // the map's order is random
+	return append(first, out...)
 }
 
 // checkAskModel refuses a model the agent does not list, before anything runs. Without
