@@ -97,9 +97,14 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	if opts.Backend == acpclient.BackendACP || opts.Backend == acpclient.BackendAuto {
 		a.proxy = newProxy(a)
 	}
-	conn := acp.NewAgentSideConnection(a, pipe, pipe)
+	// acp-go-sdk starts reading in NewAgentSideConnection, before SetLogger and before a.conn is
+	// set, which the handlers use; an input that ends at once raced with both. Its reads wait
+	// until the connection is whole.
+	whole := make(chan struct{})
+	conn := acp.NewAgentSideConnection(a, pipe, heldReader{r: pipe, open: whole})
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
+	close(whole)
 	go srv.loop(ctx)
 	select {
 	case <-conn.Done():
@@ -111,6 +116,17 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		a.proxy.shutdown() // the agent's process group and every bridged MCP server
 	}
 	return nil
+}
+
+// heldReader reads from r once open is closed.
+type heldReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (h heldReader) Read(p []byte) (int, error) {
+	<-h.open
+	return h.r.Read(p)
 }
 
 // server is the actor that owns the session table. Its state is touched only by its goroutine,
