@@ -125,7 +125,7 @@ func (s *NATSStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 			return nil, err
 		}
 		for _, sess := range all {
-			if sess.Offered() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if opts.takes(sess) {
 				return sess, nil
 			}
 		}

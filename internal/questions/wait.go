@@ -192,6 +192,11 @@ type WaitPendingOptions struct {
 	Skip func(id string) bool
 }
 
+// takes says whether a wait for a pending set offers sess: offered to a person, and not skipped.
+func (o WaitPendingOptions) takes(sess *Session) bool {
+	return sess.Offered() && (o.Skip == nil || !o.Skip(sess.ID))
+}
+
 // WaitPending blocks until an open, unclaimed session exists and returns the oldest one. A session
 // whose answers.json is being written (not settled yet) is not offered.
 func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error) {
@@ -217,7 +222,7 @@ func (s *FileStore) WaitPending(ctx context.Context, opts WaitPendingOptions) (*
 			return nil, err
 		}
 		for _, sess := range all {
-			if sess.Offered() && !sess.answersPending() && (opts.Skip == nil || !opts.Skip(sess.ID)) {
+			if opts.takes(sess) && !sess.answersPending() {
 				return sess, nil
 			}
 		}
