@@ -132,19 +132,25 @@ test('list, load after a restart (the agent replays its session) and close', () 
   }, { home });
 }));
 
-test('cancel mid-tool-call: the prompt answers cancelled and no process is left', () => inHome(async (home) => {
+// cancelMidTool prompts a new session of the agent envFor(pidFile) configures, whose tool writes
+// its pid to pidFile and sleeps; once it runs, the session is cancelled: the prompt answers
+// cancelled and the tool is gone while qkit and the agent still run. prepare sets up the editor.
+async function cancelMidTool(home, envFor, prepare = () => {}) {
   const pidFile = join(home, 'tool.pid');
-  await serve({ FAKEQ_ACP_TOOLS: `shell:echo $$ > ${pidFile}; exec sleep 60` }, async (agent, editor) => {
+  await serve(envFor(pidFile), async (agent, editor) => {
     await init(agent);
+    prepare(editor);
     const { sessionId: id } = await agent.request(m.agent.session.new, { cwd: mkdtempSync(join(home, 'project-')), mcpServers: [] });
     const running = agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'sleep' }] });
     await editor.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
     await agent.notify(m.agent.session.cancel, { sessionId: id });
     assert.equal((await running).stopReason, 'cancelled');
-    // The agent stopped its tool on the cancel: gone while qkit and the agent still run.
     await gone(Number(readFileSync(pidFile, 'utf8')));
   }, { home });
-}));
+}
+
+test('cancel mid-tool-call: the prompt answers cancelled and no process is left', () => inHome((home) =>
+  cancelMidTool(home, (pidFile) => ({ FAKEQ_ACP_TOOLS: `shell:echo $$ > ${pidFile}; exec sleep 60` }))));
 
 // The same paths in front of the second stand-in agent, written with the TypeScript SDK's agent
 // side (stand-in-agent.js): other session ids and option ids, the standard usage_update, no
@@ -203,20 +209,10 @@ test('TypeScript stand-in: cancel mid-turn, and a load after a restart from an a
   }, { home });
 }));
 
-test('TypeScript stand-in: cancel mid-tool-call stops the tool; no process is left', () => inHome(async (home) => {
-  const pidFile = join(home, 'tool.pid');
-  await serve({ ...tsAgent, TS_AGENT_TOOLS: `echo $$ > ${pidFile}; exec sleep 60` }, async (agent, editor) => {
-    await init(agent);
+test('TypeScript stand-in: cancel mid-tool-call stops the tool; no process is left', () => inHome((home) =>
+  cancelMidTool(home, (pidFile) => ({ ...tsAgent, TS_AGENT_TOOLS: `echo $$ > ${pidFile}; exec sleep 60` }), (editor) => {
     editor.answer = ({ params }) => ({ outcome: { outcome: 'selected', optionId: params.options.find((o) => o.kind === 'allow_once').optionId } });
-    const { sessionId: id } = await agent.request(m.agent.session.new, { cwd: mkdtempSync(join(home, 'project-')), mcpServers: [] });
-    const running = agent.request(m.agent.session.prompt, { sessionId: id, prompt: [{ type: 'text', text: 'sleep' }] });
-    await editor.waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
-    await agent.notify(m.agent.session.cancel, { sessionId: id });
-    assert.equal((await running).stopReason, 'cancelled');
-    // The stand-in stopped its tool on the cancel: gone while qkit and the agent still run.
-    await gone(Number(readFileSync(pidFile, 'utf8')));
-  }, { home });
-}));
+  })));
 
 test('TypeScript stand-in: a stdio MCP server reaches it through the bridge; its edit arrives with the diff', () => inHome(async (home) => {
   const cwd = mkdtempSync(join(home, 'project-'));
