@@ -175,14 +175,8 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		}
 	}
 
-	res := streamjson.Result{Backend: backend}
-	var runErr error
-	var body string
-	var timedOut bool
-	var agentRes agent.Result
+	run := askrun.Run{Backend: backend, Timeout: l.Timeout, Started: time.Now()}
 	var denied func() []string
-	var refused acpclient.Refusals
-	start := time.Now()
 	if backend == acpclient.BackendACP {
 		dir, err := a.WorkingDir()
 		if err != nil {
@@ -203,9 +197,10 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 			// The agent would not ask about what it trusts itself: qkit decides everything.
 			r.TrustAll, r.TrustTools = false, nil
 		}
+		run.Refused = &acpclient.Refusals{}
 		onRefused := func(e *acpclient.OutsideError) {
 			a.Warnf("%v", e)
-			refused.Add(e)
+			run.Refused.Add(e)
 		}
 		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
 		defer terms.Close()
@@ -214,25 +209,21 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
 			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms,
 		})
-		runErr, agentRes = err, ares.Result
-		res.SessionID, res.StopReason = ares.SessionID, ares.StopReason
-		if ares.Usage != (agent.Usage{}) {
-			u := ares.Usage
-			res.Usage = &u
-		}
+		run.Err, run.Agent = err, ares.Result
+		run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, ares.Usage
 		if ares.SessionID != "" {
 			rememberSession(a, dir, ares.SessionID)
 		}
 	} else {
-		agentRes, runErr = agent.Stream(runCtx, l, r, onEvent)
-		res.StopReason = "end_turn"
+		run.Agent, run.Err = agent.Stream(runCtx, l, r, onEvent)
+		run.StopReason = "end_turn"
 		// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
 		// carried on: that is the run the user asked for, as on the ACP backend.
-		if labels, ok := approval.ChatRefusals(runErr, opts.events.denyTools, opts.events.onPermission); ok {
-			runErr, denied = nil, func() []string { return labels }
+		if labels, ok := approval.ChatRefusals(run.Err, opts.events.denyTools, opts.events.onPermission); ok {
+			run.Err, denied = nil, func() []string { return labels }
 		}
 	}
-	body, timedOut = agentRes.Body(), agentRes.TimedOut
+	agentRes, body := run.Agent, run.Agent.Body()
 	if text != nil {
 		if text.err != nil {
 			return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", text.err)
@@ -246,27 +237,16 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	}
 
 	// How the run ended, as ask reports it (the same codes as the text path).
-	exitErr := askrun.Outcome(ctx.Err() != nil, l.Timeout, agentRes, runErr, refused.Err())
-	code := output.Code(exitErr)
-	res.StopReason = streamjson.StopReason(backend, res.StopReason, timedOut, ctx.Err() != nil, exitErr != nil)
+	run.Interrupted = ctx.Err() != nil
 	if denied != nil {
-		res.Denied = denied()
+		run.Denied = denied()
 	}
-	if paths := refused.Paths(); len(paths) > 0 {
-		res.RefusedPaths = paths
-	}
-	res.Tools = streamjson.Summaries(agentRes.Tools)
+	res, exitErr := askrun.Report(run)
 	if len(res.Denied) > 0 {
 		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
 	}
 	if res.StopReason == "refusal" {
 		a.Warnf("the agent ended its turn after a refusal (stop reason: refusal)")
-	}
-	res.Output, res.Truncated, res.TimedOut = body, agentRes.Truncated, timedOut
-	res.ExitCode, res.AgentExitCode = code, agentRes.ExitCode
-	res.DurationMS = time.Since(start).Milliseconds()
-	if exitErr != nil && code != output.ExitTimeout {
-		res.IsError, res.Error = true, exitErr.Error()
 	}
 
 	switch format {
@@ -277,7 +257,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	case formatJSON:
 		if err := output.JSON(a.IO.Out, askEventsJSON{
 			askJSON: askJSON{
-				Output: body, Truncated: agentRes.Truncated, OriginalSize: agentRes.OriginalSize, TimedOut: timedOut,
+				Output: body, Truncated: agentRes.Truncated, OriginalSize: agentRes.OriginalSize, TimedOut: agentRes.TimedOut,
 				ExitCode: agentRes.ExitCode, DurationMS: agentRes.Duration.Milliseconds(), Stderr: agentRes.Stderr,
 			},
 			Backend: backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,

@@ -1,5 +1,6 @@
 // Package askrun holds what `qkit ask` decides of a run beside its events: how the run ended
-// (Outcome), as ask's error and exit code, the same on every backend and in every format.
+// (Outcome), as ask's error and exit code, and the result object that reports it (Report), the
+// same on every backend and in every format.
 package askrun
 
 import (

@@ -1,0 +1,59 @@
+package askrun
+
+import (
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/streamjson"
+)
+
+// Run is what a finished `qkit ask` run left behind, on either backend.
+type Run struct {
+	Backend     string
+	Interrupted bool          // ask's own context ended (Ctrl-C, a signal)
+	Timeout     time.Duration // the configured limit, for Outcome's message
+	Agent       agent.Result
+	Err         error               // the runner's error
+	Refused     *acpclient.Refusals // paths outside the working directory that were refused; nil on chat
+	Denied      []string            // the tools the run's policy refused
+	SessionID   string              // the ACP session
+	StopReason  string              // the agent's (ACP); "end_turn" on chat
+	Usage       agent.Usage         // kiro's, on ACP
+	Started     time.Time
+}
+
+// Report is how ask reports run: the result object (stream-json's last line; --json takes its
+// fields) and the error ask returns (Outcome), whose exit code the result carries.
+func Report(run Run) (streamjson.Result, error) {
+	var refusedErr error
+	var refusedPaths []string
+	if run.Refused != nil {
+		refusedErr, refusedPaths = run.Refused.Err(), run.Refused.Paths()
+	}
+	exitErr := Outcome(run.Interrupted, run.Timeout, run.Agent, run.Err, refusedErr)
+	code := output.Code(exitErr)
+	res := streamjson.Result{
+		Backend:       run.Backend,
+		SessionID:     run.SessionID,
+		StopReason:    streamjson.StopReason(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil),
+		Output:        run.Agent.Body(),
+		Truncated:     run.Agent.Truncated,
+		TimedOut:      run.Agent.TimedOut,
+		ExitCode:      code,
+		AgentExitCode: run.Agent.ExitCode,
+		DurationMS:    time.Since(run.Started).Milliseconds(),
+		Tools:         streamjson.Summaries(run.Agent.Tools),
+		Denied:        run.Denied,
+		RefusedPaths:  refusedPaths,
+	}
+	if run.Usage != (agent.Usage{}) {
+		u := run.Usage
+		res.Usage = &u
+	}
+	if exitErr != nil && code != output.ExitTimeout {
+		res.IsError, res.Error = true, exitErr.Error()
+	}
+	return res, exitErr
+}
