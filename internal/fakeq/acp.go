@@ -33,7 +33,10 @@ package fakeq
 //	FAKEQ_ACP_STALL=1      a stream_stall_notice update (kiro 2.19.0; no ACP schema has it) before
 //	                       the reply
 //	FAKEQ_ACP_MODEL_ERROR=m the prompt fails with JSON-RPC -32603 and message m
-//	FAKEQ_ACP_LOAD=how     loading an unknown session: error (default, -32603), hang, or exit
+//	FAKEQ_ACP_LOAD=how     loading an unknown session: error (default, -32603), hang, or exit.
+//	                       kiro-acp.md §9: 1.28.1 hangs; 2.16.0 answers -32603 "Failed to start
+//	                       session: …" for a locked one. The default's "session <id> not found"
+//	                       wording follows that shape but is a guess (⚠, no source gives it)
 //	FAKEQ_ACP_BAD=how      a bad agent: text (prints a banner, not JSON), exit (exits 2 at once,
 //	                       as q 1.19.7 does for an unknown subcommand), silent (never answers),
 //	                       die (exits 1 mid-turn), malformed (broken JSON mid-turn), hang (the
