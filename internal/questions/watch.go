@@ -11,7 +11,12 @@ import (
 // hub shares one fsnotify watcher among every wait of a FileStore: a server waiting on a hundred
 // sessions holds one inotify instance (the default per-user limit is 128), not a hundred.
 type hub struct {
-	w    *fsnotify.Watcher // nil when file events are unavailable
+	w *fsnotify.Watcher // nil when file events are unavailable
+	// wmu orders subscribing and unsubscribing with the watcher's Add and Remove. mu guards subs
+	// and is never held across a call into the watcher: fsnotify's reader holds its own lock
+	// while it hands run an event, and run takes mu to wake the subscribers, so Add or Remove
+	// under mu could wait on the reader while the reader waits on run.
+	wmu  sync.Mutex
 	mu   sync.Mutex
 	subs subscribers // by watched directory
 	done chan struct{}
@@ -69,9 +74,11 @@ func (h *hub) subscribe(dir string) (s *sub, watching bool) {
 
 // subscribeTo is subscribe waking c, which several subscriptions may share.
 func (h *hub) subscribeTo(dir string, c chan struct{}) (s *sub, watching bool) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, first := h.subs.add(dir, c)
+	h.mu.Unlock()
 	if first && (h.w == nil || h.w.Add(dir) != nil) {
 		return s, false
 	}
@@ -88,9 +95,12 @@ func watched(w *fsnotify.Watcher, dir string) bool {
 }
 
 func (h *hub) unsubscribe(s *sub) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.subs.remove(s) && h.w != nil {
+	last := h.subs.remove(s)
+	h.mu.Unlock()
+	if last && h.w != nil {
 		_ = h.w.Remove(s.dir)
 	}
 }
