@@ -34,9 +34,9 @@ package fakeq
 //	                       the reply
 //	FAKEQ_ACP_MODEL_ERROR=m the prompt fails with JSON-RPC -32603 and message m
 //	FAKEQ_ACP_LOAD=how     loading an unknown session: error (default, -32603), hang, or exit.
-//	                       kiro-acp.md §9: 1.28.1 hangs; 2.16.0 answers -32603 "Failed to start
-//	                       session: …" for a locked one. The default's "session <id> not found"
-//	                       wording follows that shape but is a guess (⚠, no source gives it)
+//	                       kiro-cli 1.28.1 hangs; 2.16.0 answers -32603 "Failed to start session:
+//	                       …" for a locked one. The default's "session <id> not found" wording
+//	                       follows that shape but is a guess: no public report shows it
 //	FAKEQ_ACP_BAD=how      a bad agent: text (prints a banner, not JSON), exit (exits 2 at once,
 //	                       as q 1.19.7 does for an unknown subcommand), silent (never answers),
 //	                       die (exits 1 mid-turn), malformed (broken JSON mid-turn), hang (the
