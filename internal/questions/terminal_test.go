@@ -29,7 +29,7 @@ func TestPrintSessionEscapesAnswers(t *testing.T) {
 	set := mustSet(t, `{"questions":[{"question":"Ship?","header":"Release","options":[{"label":"Yes"},{"label":"No"}]}]}`)
 	now := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
 	s := &Session{ID: "aaaa1111-1111-4111-8111-111111111111", Request: &Request{Source: "mcp", Questions: set.Questions},
-		Status: Status{Status: Completed, CallID: "c", CreatedAt: now.Add(-5 * time.Second)},
+		Status:  Status{Status: Completed, CallID: "c", CreatedAt: now.Add(-5 * time.Second)},
 		Answers: &Answers{Answers: []Answer{{QuestionIndex: 0, Selected: []string{}, Other: "fine\u202e\x1b[2J"}}}}
 	var b strings.Builder
 	PrintSession(&b, s, now)
