@@ -119,7 +119,7 @@ func (f *fixture) ask(t *testing.T) *questions.Session {
 }
 
 type reply struct {
-	code int
+	code  int
 	OK    bool   `json:"ok"`
 	Msg   string `json:"message"`
 	State string `json:"state"` // the set's status now, when the request closed it or found it closed
