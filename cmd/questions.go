@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 func newQuestionsCmd(a *app.App) *cobra.Command {
@@ -52,7 +54,8 @@ func openQuestions(a *app.App) (questions.Store, error) {
 	return questions.Open(a.Config, questions.Options{Now: a.Now, Logger: a.Logger})
 }
 
-// questionsErr maps the core's errors to exit codes.
+// questionsErr maps the core's errors to exit codes. A set that was already answered, rejected or
+// closed is a failure (1), not "not found": the set is there, and its status says what became of it.
 func questionsErr(err error) error {
 	var (
 		ve    *questions.ValidationError
@@ -66,7 +69,9 @@ func questionsErr(err error) error {
 		return nil
 	case errors.As(err, &ve), errors.As(err, &inv), errors.As(err, &amb):
 		return output.WithCode(output.ExitUsage, err)
-	case errors.Is(err, questions.ErrNotFound), errors.As(err, &clo), errors.Is(err, questions.ErrClaimed):
+	case errors.As(err, &clo):
+		return output.WithCode(output.ExitFailure, err)
+	case errors.Is(err, questions.ErrNotFound), errors.Is(err, questions.ErrClaimed):
 		return output.WithCode(output.ExitNotFound, err)
 	case errors.As(err, &ended) && ended.Status == questions.TimedOut:
 		return output.WithCode(output.ExitTimeout, err)
@@ -103,7 +108,12 @@ func withSessionJSON(a *app.App, args []string, asJSON bool, fn func(questions.S
 // did not run, and stderr says what to fix.
 func printEndedJSON(a *app.App, st questions.Store, s *questions.Session, err error) error {
 	var status questions.State
+	var closed *questions.ClosedError
 	switch output.Code(err) {
+	case output.ExitFailure:
+		if !errors.As(err, &closed) || s == nil {
+			return nil
+		}
 	case output.ExitNotFound:
 		status = "not_found"
 	case output.ExitTimeout:
@@ -183,7 +193,8 @@ func completeSessions(a *app.App, all bool) func(*cobra.Command, []string, strin
 		var out []string
 		for _, s := range sessions {
 			if all || s.Status.Status.Open() {
-				out = append(out, s.ID+"\t"+string(s.Status.Status)+": "+s.Header())
+				// The description is shown by the shell: one line, nothing a terminal obeys.
+				out = append(out, s.ID+"\t"+termtext.VisibleLine(string(s.Status.Status)+": "+s.Header()))
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
@@ -241,66 +252,19 @@ func toSessionDetail(a *app.App, s *questions.Session) sessionDetailJSON {
 	return j
 }
 
-// printSession writes one session in full, for people.
-func printSession(w io.Writer, a *app.App, s *questions.Session) {
-	fmt.Fprintf(w, "Question set %s\n", s.ID)
-	fmt.Fprintf(w, "Status:  %s", s.Status.Status)
-	if s.Status.Reason != "" {
-		fmt.Fprintf(w, " (%s)", s.Status.Reason)
-	}
-	fmt.Fprintln(w)
-	from := s.Source()
-	if from == "" {
-		from = "unknown"
-	}
-	fmt.Fprintf(w, "Asked:   %s ago by %s (call %s)\n", s.Age(a.Now()), from, s.Status.CallID)
-	if s.Status.Status == questions.Rejected {
-		reason := s.Status.RejectionReason
-		if reason == "" {
-			reason = "no reason given"
-		}
-		fmt.Fprintf(w, "Rejected: %s\n", reason)
-	}
-	var res *questions.Result
-	if s.Status.Status == questions.Completed && s.Answers != nil {
-		res = questions.ResultOf(s)
-	}
-	for i, q := range s.Set().Questions {
-		kind := "single choice"
-		if q.MultiSelect {
-			kind = "multiple choice"
-		}
-		fmt.Fprintf(w, "\n%d. [%s] %s (%s)\n", i+1, q.Header, q.Question, kind)
-		for _, o := range q.Options {
-			line := "   - " + o.Label
-			if o.Description != "" {
-				line += " — " + o.Description
-			}
-			fmt.Fprintln(w, line)
-		}
-		if res != nil {
-			aq := res.Answers[i]
-			for _, l := range aq.Selected {
-				fmt.Fprintf(w, "   → %s\n", l)
-			}
-			if aq.Other != "" {
-				fmt.Fprintf(w, "   → Other: %q\n", aq.Other)
-			}
-			if len(aq.Selected) == 0 && aq.Other == "" {
-				fmt.Fprintln(w, "   → (no selection)")
-			}
-		}
-	}
-}
-
-// readInput reads a file argument, with "-" meaning stdin.
-func readInput(a *app.App, name string) ([]byte, error) {
+// readInput reads the file a flag names, with "-" meaning stdin. A file that does not exist is
+// not found (exit 4, as for a missing context path); one that cannot be read is a failure that names
+// the flag and the file.
+func readInput(a *app.App, flag, name string) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(a.IO.In)
 	}
 	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, output.WithCode(output.ExitUsage, err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, output.NotFoundf("%s %s: no such file", flag, name)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
 	return data, nil
 }

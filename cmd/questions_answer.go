@@ -10,6 +10,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/prompt"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 type questionsListOptions struct{ all, asJSON bool }
@@ -55,8 +56,7 @@ func runQuestionsList(a *app.App, opts *questionsListOptions) error {
 			continue
 		}
 		out = append(out, toSessionJSON(a, s))
-		rows = append(rows, []string{s.ShortID(), s.Age(a.Now()), string(s.Status.Status),
-			fmt.Sprint(len(s.Set().Questions)), s.Header()})
+		rows = append(rows, questions.ListRow(s, a.Now()))
 	}
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, out)
@@ -93,7 +93,7 @@ func runQuestionsShow(a *app.App, opts *questionsShowOptions, args []string) err
 		if opts.asJSON {
 			return output.JSON(a.IO.Out, toSessionDetail(a, s))
 		}
-		printSession(a.IO.Out, a, s)
+		questions.PrintSession(a.IO.Out, s, a.Now())
 		return nil
 	})
 }
@@ -110,18 +110,25 @@ func newQuestionsAnswerCmd(a *app.App) *cobra.Command {
 		Use:   "answer [ID]",
 		Short: "Answer a pending question set",
 		Long: `Answer a pending question set from a script, or interactively on a terminal when no answers are
-given. N is the question's number (from 1) or its header. Labels are matched exactly, then ignoring
-case; a label that holds a comma may be given whole, or with the comma written \,. A
-multiple-choice question takes several labels, comma-separated, or none (N=). --other gives free
-text instead of (or, for multiple choice, as well as) a label.
+given. On a terminal, a line on stderr confirms the answer was sent; piped, nothing is printed.
+
+In --answer N=LABEL, N is the question's number (from 1) or its header, and LABEL is an option's
+label or its number (from 1, as 'qkit questions show' numbers the options). Labels are matched
+exactly, then ignoring case; a label that is itself a number (a set asking "How many?" with labels
+1, 2, 3) matches as a label first. A label that holds a comma may be given whole, or with the comma
+written \,. A multiple-choice question takes several, comma-separated (2=Lint,Docs or 2=1,2), or
+none (N=). --other gives free text instead of (or, for multiple choice, as well as) a label.
 
 --answers-file reads {"answers":[{"questionIndex":0,"selected":["Go"],"other":"..."}]} (questionIndex
-from 0, as in the JSON of show and wait).
+from 0, as in the JSON of show and wait; labels only, no numbers).
 
-An unknown label lists the valid ones; several labels on a single-choice question, a question out of
-range or a missing answer exit 2; a set that is no longer pending exits 4. With --json the set is
-printed then too, as it is now; when there is no such set, status is not_found and the id empty.`,
+An unknown label says which labels and numbers are accepted; several on a single-choice question, a
+question out of range or a missing answer exit 2. No such set, or no pending set when ID is left
+out, exits 4; a set that was already answered, rejected, timed out or abandoned exits 1 and says
+which. A file for --answers-file that does not exist exits 4. With --json the set is printed then
+too, as it is now; when there is no such set, status is not_found and the id empty.`,
 		Example: `  qkit questions answer 1a2b --answer 1=Go --answer Extras=Lint,Docs
+  qkit questions answer 1a2b --answer 1=2 --answer 2=1,2   # by option number
   qkit questions answer 1a2b --answer 1=Go --other 2="nightly CI only"
   echo '{"answers":[{"questionIndex":0,"selected":["Go"]}]}' | qkit questions answer 1a2b --answers-file -
   qkit questions answer            # the only pending set, interactively`,
@@ -132,7 +139,7 @@ printed then too, as it is now; when there is no such set, status is not_found a
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.answers, "answer", nil, "answer question `N=LABEL[,LABEL...]` (N: number from 1, or header; repeatable)")
+	f.StringArrayVar(&opts.answers, "answer", nil, "answer question `N=LABEL[,LABEL...]` (N: number from 1, or header; LABEL: label, or option number from 1; repeatable)")
 	f.StringArrayVar(&opts.others, "other", nil, "free-text answer `N=TEXT` for question N (repeatable)")
 	f.StringVar(&opts.file, "answers-file", "", "read the answers as JSON from `FILE` (- for stdin)")
 	f.BoolVar(&opts.asJSON, "json", false, "print the answered set as JSON (as show --json)")
@@ -156,7 +163,7 @@ func answerSession(a *app.App, opts *answerOptions, st questions.Store, s *quest
 	var answers []questions.Answer
 	switch {
 	case opts.file != "":
-		data, err := readInput(a, opts.file)
+		data, err := readInput(a, "--answers-file", opts.file)
 		if err != nil {
 			return err
 		}
@@ -253,7 +260,8 @@ func newQuestionsRejectCmd(a *app.App) *cobra.Command {
 		Use:   "reject [ID]",
 		Short: "Reject a pending question set",
 		Long: `Reject a pending question set. The assistant is told the user rejected it, with the reason when
-one is given. A set that is no longer pending exits 4.`,
+one is given. On a terminal, a line on stderr confirms it; piped, nothing is printed. No such set
+exits 4; a set that was already answered, rejected, timed out or abandoned exits 1 and says which.`,
 		Example: `  qkit questions reject 1a2b
   qkit questions reject 1a2b --reason "Ask me after the release"`,
 		Args:              cobra.MaximumNArgs(1),
@@ -295,15 +303,22 @@ func completeAnswerSpecs(a *app.App, other bool) cobra.CompletionFunc {
 		var out []string
 		for i, q := range s.Set().Questions {
 			if other {
-				out = append(out, fmt.Sprintf("%d=\t%s: %s", i+1, q.Header, q.Question))
+				out = append(out, fmt.Sprintf("%d=\t%s", i+1, termtext.VisibleLine(q.Header+": "+q.Question)))
 				continue
 			}
-			for _, o := range q.Options {
+			for j, o := range q.Options {
 				desc := q.Header
 				if o.Description != "" {
 					desc += ": " + o.Description
 				}
-				out = append(out, fmt.Sprintf("%d=%s\t%s", i+1, o.Label, desc))
+				// The label is what the shell inserts, so it stays as stored; a label a terminal
+				// would act on is offered by its number instead.
+				value := o.Label
+				if termtext.VisibleLine(value) != value {
+					value = fmt.Sprint(j + 1)
+					desc = termtext.VisibleLine(o.Label) + ": " + desc
+				}
+				out = append(out, fmt.Sprintf("%d=%s\t%s", i+1, value, termtext.VisibleLine(desc)))
 			}
 		}
 		if other {

@@ -12,6 +12,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 type questionsAskOptions struct {
@@ -32,7 +33,8 @@ it (qkit questions wait, or qkit questions answer). The set is JSON:
     "multiSelect":false}]}
 
 1 to 4 questions, each with 2 to 4 options; free text ("Other") is always allowed. It is read from
---file, or from stdin when stdin is not a terminal.
+--file, or from stdin when stdin is not a terminal. A --file that does not exist exits 4; a set that
+does not fit the rules exits 2 and names each field that is wrong.
 
 Prints the answers as the assistant would get them, or with --json as {sessionId, callId, status,
 answers:[{questionIndex, header, question, selected, other}], rejectionReason}. Exits 3 when the set is
@@ -66,7 +68,7 @@ func runQuestionsAsk(ctx context.Context, a *app.App, opts *questionsAskOptions)
 		}
 		file = "-"
 	}
-	data, err := readInput(a, file)
+	data, err := readInput(a, "--file", file)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,8 @@ func runQuestionsAsk(ctx context.Context, a *app.App, opts *questionsAskOptions)
 	if opts.asJSON {
 		err = output.JSON(a.IO.Out, res)
 	} else {
-		_, err = fmt.Fprintln(a.IO.Out, res.Text())
+		// The labels and free text come from the set and whoever answered it.
+		_, err = fmt.Fprintln(a.IO.Out, termtext.Visible(res.Text()))
 	}
 	if err != nil {
 		return err

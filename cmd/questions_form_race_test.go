@@ -97,7 +97,7 @@ func cliAnswer(args ...string) (code int, stdout, stderr string) {
 
 // The client's form races `qkit questions answer` (the command itself, not the store's Answer):
 // the first answer counts, the call returns it in the usual shape, and the command that came second
-// exits 4 saying the set is no longer pending, its --json showing the set as answered. Each order is
+// exits 1 saying the set was already answered, its --json showing the set as answered. Each order is
 // forced once, then both go at the same moment.
 func TestQuestionsFormRacesTheAnswerCommand(t *testing.T) {
 	for _, version := range formVersions {
@@ -159,11 +159,11 @@ func TestQuestionsFormRacesTheAnswerCommand(t *testing.T) {
 					if !strings.Contains(stdout, `"status": "completed"`) || !strings.Contains(stdout, `"Go"`) {
 						t.Fatalf("answer --json: %s", stdout)
 					}
-				case code == output.ExitNotFound:
+				case code == output.ExitFailure:
 					if order == "command first" || text != tsAndLintText || stored != "TypeScript" {
 						t.Fatalf("the form won, but the call returned %q and the store holds %q", text, stored)
 					}
-					if !strings.Contains(stderr, "is no longer pending (completed)") {
+					if !strings.Contains(stderr, "was already answered (completed)") {
 						t.Fatalf("the command's message: %q", stderr)
 					}
 					if !strings.Contains(stdout, `"status": "completed"`) || !strings.Contains(stdout, `"TypeScript"`) {

@@ -29,9 +29,12 @@ reason. Approvals put to the questions store by the ACP backend show there too. 
 counts, whichever way it comes (this page, the assistant's own form, a terminal, a script); the page
 says so when another way was first.
 
-The page needs a secret token: the link printed at start carries it (a new one each start), and the
-page then keeps it in a cookie for its port. Answers also need the token in the form, and requests a
-browser marks as coming from another site are refused.
+The page needs a secret token: the link printed at start carries it (a new one each start). Opening
+the link trades the token for a session cookie of the browser's own and drops the token from the
+address; the cookie never holds the token, since browsers send it to every other web server on this
+host too (it opens the page only as that cookie, until the server stops). Scripts send the token as
+'Authorization: Bearer TOKEN' (--json prints it). Answers also need the page's form value, and
+requests a browser marks as coming from another site are refused.
 
 By default the page listens on a free port of 127.0.0.1, reachable only from this machine. A
 non-loopback --addr makes it reachable from other machines (a phone, another laptop) and needs

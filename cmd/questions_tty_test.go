@@ -151,7 +151,11 @@ type askResult struct {
 }
 
 func askInBackground(t *testing.T, st *questions.FileStore) <-chan askResult {
-	set, err := questions.ParseQuestionSet([]byte(ttySet))
+	return askSetInBackground(t, st, ttySet)
+}
+
+func askSetInBackground(t *testing.T, st *questions.FileStore, setJSON string) <-chan askResult {
+	set, err := questions.ParseQuestionSet([]byte(setJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +398,45 @@ func TestQuestionsWaitSaysHowManyMoreAreWaiting(t *testing.T) {
 	tm.send("\x03")
 	if c := <-code; c != 130 {
 		t.Fatalf("wait exited %d, want 130", c)
+	}
+}
+
+// A set whose text holds what a terminal would obey (cursor up and erase line, a window title, a
+// bidi override): the form shows each as a visible escape, and the answer recorded is the stored
+// label, not the text shown.
+func TestQuestionsFormShowsHostileTextEscaped(t *testing.T) {
+	const hostile = `{"questions":[{"question":"Proceed?\u001b]0;pwned\u0007","header":"Go\u001b[2J",
+ "options":[{"label":"yes\u001b[1A\u001b[2Kno","description":"\u202eevil"},{"label":"No"}]}]}`
+	tm, tty := newTerm(t)
+	a, st := ttyApp(t, tty)
+	asked := askSetInBackground(t, st, hostile)
+	pendingSet(t, st)
+	code := runInBackground(a, "questions", "answer")
+
+	tm.expect(`[1/1 Go\x1b[2J] Proceed?\x1b]0;pwned\x07`)
+	tm.expect(`> yes\x1b[1A\x1b[2Kno — \u202eevil`)
+	tm.expect("Reject this question set…")
+	tm.send(keyEnter)
+	tm.expect(`1. [Go\x1b[2J] yes\x1b[1A\x1b[2Kno`)
+	tm.expect("Reject this question set")
+	tm.send(keyEnter)
+	tm.expect("✓ Answers sent: question set")
+	if c := <-code; c != 0 {
+		t.Fatalf("answer exited %d", c)
+	}
+	r := <-asked
+	if r.err != nil || r.res.Status != questions.Completed {
+		t.Fatalf("%+v %v", r.res, r.err)
+	}
+	if got := r.res.Answers[0].Selected; len(got) != 1 || got[0] != "yes\x1b[1A\x1b[2Kno" {
+		t.Fatalf("recorded %q, want the stored label", got)
+	}
+	tm.mu.Lock()
+	screen := tm.buf.String()
+	tm.mu.Unlock()
+	for _, raw := range []string{"\x1b]0;", "\u202e", "yes\x1b[1A", "\x1b[2J"} {
+		if strings.Contains(screen, raw) {
+			t.Errorf("the terminal received %q as it is", raw)
+		}
 	}
 }

@@ -92,9 +92,10 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 			fmt.Fprintf(a.IO.Out, "\n%s waiting after this one.\n", plural(n, "more question set is", "more question sets are"))
 		}
 		err = answerInteractively(a, st, p, s, false)
+		var closed *questions.ClosedError
 		switch {
-		case errors.Is(err, questions.ErrClaimed), output.Code(err) == output.ExitNotFound:
-			continue // another terminal took it, or it ended meanwhile
+		case errors.Is(err, questions.ErrClaimed), errors.As(err, &closed), output.Code(err) == output.ExitNotFound:
+			continue // another terminal took it, or it ended (or went) meanwhile
 		case err != nil:
 			return err
 		}

@@ -1,9 +1,10 @@
 // The page of `qkit questions serve` in a real headless Chromium (Debian's, driven by playwright-core,
 // which never downloads a browser of its own), while the official TypeScript MCP client waits on
 // ask_user_questions through `qkit mcp serve`: the page loads, shows a new set as soon as it is
-// asked, and its answer (or rejection) is what the waiting call returns; without the token it shows
-// nothing, a cross-site post is refused, a page open across a restart says it lost its access, and
-// a page left open when the server stops says so.
+// asked, and its answer (or rejection) is what the waiting call returns, the set's badge then saying
+// how it ended; without the token it shows nothing, the cookie the browser holds (and hands to any
+// other web server on 127.0.0.1) is not the token, a cross-site post is refused, a page open across
+// a restart says it lost its access, and a page left open when the server stops says so.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
@@ -98,13 +99,94 @@ test('the page shows a new set as soon as it is asked, and its answer is what th
   await set.getByLabel('Go').check();
   await set.getByLabel('Docs').check();
   await set.locator('input[name=q1_other]').fill('and CI');
+  assert.equal(await set.locator('.status').textContent(), 'pending');
   await set.getByRole('button', { name: 'Send answers' }).click();
   await set.locator('.msg', { hasText: 'Answer recorded' }).waitFor();
+  // The badge says how the set ended, not "pending" any more.
+  await set.locator('.status', { hasText: 'completed' }).waitFor();
 
   const out = await call;
   assert.equal(out.isError ?? false, false, text(out));
   assert.equal(text(out), "Here are the user's answers:\n\n1. [Language] Which language should we use?\n→ Go — static binary\n\n" +
     '2. [Extras] Which extras?\n→ Docs\n→ Other: "and CI"');
+  await page.close();
+});
+
+test('a set answered elsewhere is closed on the open page, its badge saying how it ended', { skip }, async () => {
+  const page = await browser.newPage();
+  await page.goto(link);
+  await page.locator('#conn', { hasText: 'Live' }).waitFor();
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const set = page.locator('section.set:not(.closed)');
+  await set.waitFor({ timeout: 30000 });
+  const id = await set.getAttribute('data-id');
+  assert.equal(await set.locator('.status').textContent(), 'pending');
+  await run(qkitBin, ['questions', 'answer', id, '--answer', '1=2', '--answer', '2=1'], { env: iso.env });
+  const closed = page.locator(`#set-${id}.closed`);
+  await closed.locator('.msg', { hasText: 'This question set was answered.' }).waitFor();
+  assert.equal(await closed.locator('.status').textContent(), 'completed');
+  assert.match(text(await call), /→ TypeScript/);
+  await page.close();
+});
+
+test('the cookie the browser holds is not the token, and is worth nothing to another local server', { skip }, async () => {
+  const page = await browser.newPage();
+  await page.goto(link);
+  await page.locator('#conn', { hasText: 'Live' }).waitFor();
+  const port = new URL(base).port;
+  const cookies = (await context.cookies(base)).filter((c) => c.name === `qkit_questions_${port}`);
+  assert.equal(cookies.length, 1, 'the page set no cookie');
+  assert.ok(cookies[0].value.length >= 32, 'the session value is too short to be a secret');
+  assert.ok(!cookies[0].value.includes(serve.token) && !serve.token.includes(cookies[0].value), 'the cookie holds the token');
+  assert.equal(cookies[0].httpOnly, true);
+  assert.equal(cookies[0].sameSite, 'Strict');
+  for (const c of await context.cookies()) {
+    assert.ok(!c.value.includes(serve.token), `cookie ${c.name} holds the token`);
+  }
+  // A set shown to this browser carries its session's form value, not the token.
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  await page.locator('section.set:not(.closed)').waitFor({ timeout: 30000 });
+  const id = await page.locator('section.set:not(.closed)').getAttribute('data-id');
+  const set = page.locator(`#set-${id}`);
+  assert.ok(!(await page.content()).includes(serve.token), 'the page holds the token');
+
+  // Another web server on 127.0.0.1 (another port) that the browser visits is sent the cookie:
+  // what it gets is no bearer token and no link token.
+  let got = '';
+  const other = createServer((req, res) => {
+    got = req.headers.cookie ?? '';
+    res.setHeader('Content-Type', 'text/html');
+    res.end('<p>another local server</p>');
+  });
+  await new Promise((r) => other.listen(0, '127.0.0.1', r));
+  try {
+    const visit = await browser.newPage();
+    await visit.goto(`http://127.0.0.1:${other.address().port}/`);
+    await visit.close();
+  } finally {
+    other.close();
+  }
+  assert.match(got, new RegExp(`qkit_questions_${port}=`), 'the browser did not send the page\'s cookie to the other port');
+  assert.ok(!got.includes(serve.token), 'another local server received the token');
+  const leaked = got.match(new RegExp(`qkit_questions_${port}=([^;]+)`))[1];
+  for (const [what, req] of [
+    ['as a bearer token', fetch(base, { headers: { Authorization: `Bearer ${leaked}` } })],
+    ['as the link\'s token', fetch(`${base}?token=${leaked}`, { redirect: 'manual' })],
+  ]) {
+    const r = await req;
+    assert.equal(r.status, 401, `the cookie's value ${what}`);
+    assert.ok(!(await r.text()).includes(serve.token));
+  }
+  const ans = await fetch(`${base}sets/${id}/answer`, {
+    method: 'POST', body: new URLSearchParams({ csrf: leaked, q0: 'Go' }),
+    headers: { Authorization: `Bearer ${leaked}`, Accept: 'application/json' },
+  });
+  assert.equal(ans.status, 401, 'the cookie\'s value answered as a bearer token');
+
+  await set.getByLabel('Go').check();
+  await set.getByRole('button', { name: 'Send answers' }).click();
+  await set.locator('.msg', { hasText: 'Answer recorded' }).waitFor();
+  assert.match(text(await call), /→ Go/);
   await page.close();
 });
 

@@ -330,19 +330,17 @@ func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count 
 }
 
 func (k *keepAlive) created(s *questions.Session) {
-	k.how = "qkit questions wait"
-	if k.inForm {
-		k.how = "the form in your client, " + k.how
-	}
+	page := ""
 	if r, ok := questionsweb.FindRunning(k.d.App.Config.Paths.State); ok {
-		k.how += " or on the web page at " + r.URL
+		page = r.URL
 	}
-	k.send(fmt.Sprintf("Question set %s is waiting for the user's answer to %d question(s); they answer with %s.",
+	k.how = questions.AnswerHint(k.inForm, page)
+	k.send(fmt.Sprintf("Question set %s is waiting for the user's answer to %d question(s); they answer %s.",
 		s.ShortID(), k.count, k.how))
 }
 
 func (k *keepAlive) progress(elapsed time.Duration, s *questions.Session) {
-	k.send(fmt.Sprintf("Waiting for the user to answer %d question(s) (question set %s, %s so far); they answer with %s.",
+	k.send(fmt.Sprintf("Waiting for the user to answer %d question(s) (question set %s, %s so far); they answer %s.",
 		k.count, s.ShortID(), elapsed.Round(time.Second), k.how))
 }
 

@@ -25,7 +25,7 @@ var ExitCodes = []struct {
 	Meaning string
 }{
 	{ExitOK, "success"},
-	{ExitFailure, "failure: the command or the agent it ran failed (the agent's stderr is in the message)"},
+	{ExitFailure, "failure: the command or the agent it ran failed (the agent's stderr is in the message), or a question set was already answered, rejected or closed"},
 	{ExitUsage, "usage error: unknown command or flag, bad value, or an answer is needed and no TTY or --no-input (the message names the flag to pass)"},
 	{ExitRejected, "rejected or declined by the user"},
 	{ExitNotFound, "not found: no such profile, session, question set or setting target"},

@@ -33,7 +33,7 @@ func CheckAnswers(set *QuestionSet, answers []Answer) ([]Answer, error) {
 		qi := a.QuestionIndex
 		q := set.Questions[qi]
 		if seen[qi] {
-			ve.add(path+".questionIndex", "question %d (%s) is answered twice", qi+1, q.Header)
+			ve.add(path+".questionIndex", "question %d (%s) is answered twice", qi+1, termLine(q.Header))
 			continue
 		}
 		seen[qi] = true
@@ -44,7 +44,7 @@ func CheckAnswers(set *QuestionSet, answers []Answer) ([]Answer, error) {
 		for _, l := range a.Selected {
 			label, err := matchLabel(q, l)
 			if err != nil {
-				ve.add(path+".selected", "question %d (%s): %v", qi+1, q.Header, err)
+				ve.add(path+".selected", "question %d (%s): %v", qi+1, termLine(q.Header), err)
 				continue
 			}
 			if !contains(norm.Selected, label) {
@@ -58,16 +58,16 @@ func CheckAnswers(set *QuestionSet, answers []Answer) ([]Answer, error) {
 			}
 			switch {
 			case n > 1:
-				ve.add(path, "question %d (%s) is single-choice: give one label or free text, not %s", qi+1, q.Header, describeChoice(norm))
+				ve.add(path, "question %d (%s) is single-choice: give one label or free text, not %s", qi+1, termLine(q.Header), describeChoice(norm))
 			case n == 0:
-				ve.add(path, "question %d (%s) has no answer: choose one of %s or give free text", qi+1, q.Header, quoteLabels(q))
+				ve.add(path, "question %d (%s) has no answer: choose one of %s or give free text", qi+1, termLine(q.Header), quoteLabels(q))
 			}
 		}
 		out[qi] = norm
 	}
 	for qi, ok := range seen {
 		if !ok {
-			ve.add("answers", "question %d (%s) has no answer", qi+1, set.Questions[qi].Header)
+			ve.add("answers", "question %d (%s) has no answer", qi+1, termLine(set.Questions[qi].Header))
 		}
 	}
 	if err := ve.orNil(); err != nil {
@@ -120,6 +120,19 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// labelOrNumber finds the option an --answer value names: a label (as matchLabel matches it), or
+// else the option's number from 1, in the order the set lists them. A label wins over a number, so
+// a label that is itself a number still means that option.
+func labelOrNumber(q Question, v string) (string, error) {
+	if label, err := matchLabel(q, v); err == nil {
+		return label, nil
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && n <= len(q.Options) {
+		return q.Options[n-1].Label, nil
+	}
+	return "", fmt.Errorf("unknown option %q; accepted: a label (%s) or an option number from 1 to %d", v, quoteLabels(q), len(q.Options))
+}
+
 // Spec is one --answer or --other flag: a question (1-based number or header) and its value.
 type Spec struct {
 	Key   string
@@ -156,7 +169,7 @@ func questionFor(set *QuestionSet, flag string, sp Spec) (int, error) {
 	if found < 0 {
 		hs := make([]string, len(set.Questions))
 		for i, q := range set.Questions {
-			hs[i] = fmt.Sprintf("%d (%s)", i+1, q.Header)
+			hs[i] = fmt.Sprintf("%d (%s)", i+1, termLine(q.Header))
 		}
 		return 0, fmt.Errorf("%s %s=…: no such question; the questions are %s", flag, sp.Key, strings.Join(hs, ", "))
 	}
@@ -217,13 +230,13 @@ func AnswersFromSpecs(set *QuestionSet, answers, others []string) ([]Answer, err
 		q := set.Questions[qi]
 		labels := splitLabels(q, sp.Value)
 		if !q.MultiSelect && len(labels) > 1 {
-			return nil, fmt.Errorf("--answer %s: question %d (%s) is single-choice: give one label, not %d (labels: %s)", s, qi+1, q.Header, len(labels), quoteLabels(q))
+			return nil, fmt.Errorf("--answer %s: question %d (%s) is single-choice: give one label or option number, not %d (labels: %s)", s, qi+1, termLine(q.Header), len(labels), quoteLabels(q))
 		}
 		a := get(qi)
 		for _, l := range labels {
-			label, err := matchLabel(q, l)
+			label, err := labelOrNumber(q, l)
 			if err != nil {
-				return nil, fmt.Errorf("--answer %s: question %d (%s): %v (or use --other %d=TEXT for a free-text answer)", s, qi+1, q.Header, err, qi+1)
+				return nil, fmt.Errorf("--answer %s: question %d (%s): %v (or use --other %d=TEXT for a free-text answer)", s, qi+1, termLine(q.Header), err, qi+1)
 			}
 			if !contains(a.Selected, label) {
 				a.Selected = append(a.Selected, label)

@@ -32,6 +32,10 @@ var errBack = errors.New("back")
 // Walk takes the person through a question set with p: each question in turn (single choice,
 // multiple choice, or free text through "Other"), then a review where they submit, change an answer
 // or reject the set (with an optional reason). w receives the set's heading and the review.
+//
+// Every text from the set is shown through termtext (see terminal.go), so the prompts show what a
+// label really holds; the answers record the stored labels, chosen by their index, never the text
+// shown.
 func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 	qs := sess.Set().Questions
 	from := "an assistant"
@@ -55,7 +59,7 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 	for {
 		fmt.Fprint(w, "\nYour answers:\n")
 		for i, q := range qs {
-			fmt.Fprintf(w, "  %d. [%s] %s\n", i+1, q.Header, summary(answers[i]))
+			fmt.Fprintf(w, "  %d. [%s] %s\n", i+1, termLine(q.Header), summary(answers[i]))
 		}
 		choice, err := p.Select("Submit?", []string{reviewSubmit, reviewChange, reviewReject}, 0)
 		if err != nil {
@@ -67,7 +71,7 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 		case 1:
 			headers := make([]string, len(qs))
 			for i, q := range qs {
-				headers[i] = fmt.Sprintf("%d. [%s] %s", i+1, q.Header, q.Question)
+				headers[i] = fmt.Sprintf("%d. [%s] %s", i+1, termLine(q.Header), termLine(q.Question))
 			}
 			i, err := p.Select("Which question?", headers, 0)
 			if err != nil {
@@ -92,9 +96,12 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 }
 
 func summary(a Answer) string {
-	parts := append([]string(nil), a.Selected...)
+	parts := make([]string, 0, len(a.Selected)+1)
+	for _, l := range a.Selected {
+		parts = append(parts, termLine(l))
+	}
 	if a.Other != "" {
-		parts = append(parts, fmt.Sprintf("Other: %q", a.Other))
+		parts = append(parts, termLine(fmt.Sprintf("Other: %q", a.Other)))
 	}
 	if len(parts) == 0 {
 		return "(no selection)"
@@ -107,13 +114,10 @@ func summary(a Answer) string {
 func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) {
 	q := qs[i]
 	a := Answer{QuestionIndex: i, Selected: []string{}}
-	msg := fmt.Sprintf("[%d/%d %s] %s", i+1, len(qs), q.Header, q.Question)
+	msg := fmt.Sprintf("[%d/%d %s] %s", i+1, len(qs), termLine(q.Header), term(q.Question))
 	opts := make([]string, len(q.Options))
 	for j, o := range q.Options {
-		opts[j] = o.Label
-		if o.Description != "" {
-			opts[j] += " — " + o.Description
-		}
+		opts[j] = optionText(o)
 	}
 	other := false
 	if q.MultiSelect {
@@ -144,7 +148,7 @@ func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) 
 		}
 	}
 	for other {
-		text, err := p.Input("Your answer to "+q.Header+":", "")
+		text, err := p.Input("Your answer to "+termLine(q.Header)+":", "")
 		if err != nil {
 			return a, nil, err
 		}

@@ -87,12 +87,23 @@ func TestAnswersFromSpecs(t *testing.T) {
 	if got, err := AnswersFromSpecs(set, []string{"2=CI, nightly"}, nil); err != nil || got[0].Selected[0] != "CI, nightly" {
 		t.Fatalf("got %+v %v", got, err)
 	}
+	// An option's number (from 1) names it too; a label that is itself a number wins over a number.
+	if got, err := AnswersFromSpecs(set, []string{"1=2", "2= 1 ,CI\\, nightly"}, nil); err != nil ||
+		got[0].Selected[0] != "TypeScript" || strings.Join(got[1].Selected, "|") != "Lint|CI, nightly" {
+		t.Fatalf("by number: %+v %v", got, err)
+	}
+	digits := mustSet(t, `{"questions":[{"question":"How many?","header":"Count","options":[{"label":"2"},{"label":"1"}]}]}`)
+	if got, err := AnswersFromSpecs(digits, []string{"1=1"}, nil); err != nil || got[0].Selected[0] != "1" {
+		t.Fatalf("a label that is a number: %+v %v", got, err)
+	}
 	bad := []struct {
 		answers, others []string
 		want            string
 	}{
-		{[]string{"1=Rust"}, nil, `unknown option "Rust"; valid options: "Go", "TypeScript"`},
-		{[]string{"1=Go,TypeScript"}, nil, "is single-choice: give one label, not 2"},
+		{[]string{"1=Rust"}, nil, `unknown option "Rust"; accepted: a label ("Go", "TypeScript") or an option number from 1 to 2`},
+		{[]string{"1=3"}, nil, `unknown option "3"; accepted: a label ("Go", "TypeScript") or an option number from 1 to 2`},
+		{[]string{"1=0"}, nil, `unknown option "0"`},
+		{[]string{"1=Go,TypeScript"}, nil, "is single-choice: give one label or option number, not 2"},
 		{[]string{"3=Go"}, nil, "question 3 is out of range: the set has 2 question(s)"},
 		{[]string{"0=Go"}, nil, "question 0 is out of range"},
 		{[]string{"Nope=Go"}, nil, "no such question; the questions are 1 (Language), 2 (Extras)"},

@@ -196,10 +196,25 @@ type ClosedError struct {
 	Reason string
 }
 
+// Error says what became of the set, with its status in parentheses for scripts: "question set … was
+// already answered (completed)". The reason is added where it explains the status (why a set was
+// abandoned or timed out); an answer or a rejection speaks for itself.
 func (e *ClosedError) Error() string {
-	msg := fmt.Sprintf("question set %s is no longer pending (%s)", e.ID, e.Status)
+	var msg string
+	switch e.Status {
+	case Completed:
+		return fmt.Sprintf("question set %s was already answered (%s)", e.ID, e.Status)
+	case Rejected:
+		return fmt.Sprintf("question set %s was already rejected (%s)", e.ID, e.Status)
+	case TimedOut:
+		msg = fmt.Sprintf("question set %s timed out before anyone answered (%s)", e.ID, e.Status)
+	case Abandoned:
+		msg = fmt.Sprintf("question set %s was abandoned (%s)", e.ID, e.Status)
+	default:
+		msg = fmt.Sprintf("question set %s is no longer open (%s)", e.ID, termLine(string(e.Status)))
+	}
 	if e.Reason != "" {
-		msg += ": " + e.Reason
+		msg += ": " + term(e.Reason)
 	}
 	return msg
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,10 +16,11 @@ import (
 // maxForm caps a posted form: four questions of free text and a reason fit many times over.
 const maxForm = 64 << 10
 
-// change checks what every state-changing request needs (the cookie or bearer token, and the token
-// in the form or header) and returns the set it names.
+// change checks what every state-changing request needs (the session cookie or bearer token, and
+// its form value in the form or header) and returns the set it names.
 func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Session, bool) {
-	if !s.authorized(r) {
+	forms, ok := s.access(r)
+	if !ok {
 		s.reply(w, r, http.StatusUnauthorized, noToken)
 		return nil, false
 	}
@@ -37,7 +39,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Sess
 	if tok == "" {
 		tok = r.Header.Get("X-Qkit-Token")
 	}
-	if !s.same(tok) {
+	if !slices.ContainsFunc(forms, func(f string) bool { return equal(tok, f) }) {
 		s.reply(w, r, http.StatusForbidden, "Refused: the form does not carry this page's token. Reload the page and answer again.")
 		return nil, false
 	}
@@ -87,7 +89,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("question set answered on the web page", "sessionId", done.ID)
-	s.reply(w, r, http.StatusOK, "Answer recorded. The assistant has it now.")
+	s.replyEnded(w, r, http.StatusOK, "Answer recorded. The assistant has it now.", string(done.Status.Status))
 }
 
 // reject closes the set as rejected, with the optional reason.
@@ -102,12 +104,13 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := s.st.Reject(sess.ID, r.PostForm.Get("reason"), ""); err != nil {
+	done, err := s.st.Reject(sess.ID, r.PostForm.Get("reason"), "")
+	if err != nil {
 		s.storeError(w, r, err)
 		return
 	}
 	s.log.Info("question set rejected on the web page", "sessionId", sess.ID)
-	s.reply(w, r, http.StatusOK, "Rejected. The assistant has been told.")
+	s.replyEnded(w, r, http.StatusOK, "Rejected. The assistant has been told.", string(done.Status.Status))
 }
 
 // questionField parses qN and qN_other.
@@ -132,11 +135,11 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	)
 	switch {
 	case errors.As(err, &closed):
-		s.reply(w, r, http.StatusConflict, fmt.Sprintf("This question set was already %s; the first answer counts, so yours was not recorded.", closedWords(closed.Status)))
+		s.replyEnded(w, r, http.StatusConflict, fmt.Sprintf("This question set was already %s; the first answer counts, so yours was not recorded.", closedWords(closed.Status)), string(closed.Status))
 	case errors.As(err, &ve):
 		s.reply(w, r, http.StatusBadRequest, "That answer does not fit the questions, nothing was recorded: "+ve.Error())
 	case errors.Is(err, questions.ErrNotFound):
-		s.reply(w, r, http.StatusNotFound, "This question set no longer exists.")
+		s.replyEnded(w, r, http.StatusNotFound, "This question set no longer exists.", "removed")
 	default:
 		s.log.Warn("the store refused a change", "error", err)
 		s.reply(w, r, http.StatusInternalServerError, "The answer could not be stored: "+err.Error())
@@ -160,10 +163,20 @@ func closedWords(st questions.State) string {
 // reply answers with a message: JSON for the page's script (Accept: application/json), else a small
 // page with a link back.
 func (s *Server) reply(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.replyEnded(w, r, code, msg, "")
+}
+
+// replyEnded is reply for a request that found the set closed, or closed it: the JSON says the
+// status the set is in now ("state"), so the page can show it on the set's badge.
+func (s *Server) replyEnded(w http.ResponseWriter, r *http.Request, code int, msg, state string) {
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": code < 300, "status": code, "message": msg})
+		body := map[string]any{"ok": code < 300, "status": code, "message": msg}
+		if state != "" {
+			body["state"] = state
+		}
+		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

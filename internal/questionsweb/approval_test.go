@@ -46,7 +46,7 @@ func TestApprovalsShowAndAreDecidedOnThePage(t *testing.T) {
 			t.Fatalf("the page lacks %q:\n%s", want, body)
 		}
 	}
-	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.srv.Token()}, "q0": {approval.LabelAllowOnce}}, nil); r.code != 200 {
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.csrf}, "q0": {approval.LabelAllowOnce}}, nil); r.code != 200 {
 		t.Fatalf("%+v", r)
 	}
 	if d := <-decided; d != approval.AllowOnce {

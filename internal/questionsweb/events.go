@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 type snapshot struct {
 	open   []*questions.Session
 	closed map[string]string // id -> what became of it, for the person
+	ended  map[string]string // id -> its status now (completed, rejected, …, or removed), for its badge
 }
 
 // feed re-reads the store when it changes and hands the newest snapshot to every open page. It
@@ -29,12 +31,13 @@ type feed struct {
 	cur     *snapshot
 	subs    map[chan *snapshot]struct{}
 	closed  map[string]string // cumulative, so a page that missed a snapshot still learns the outcome
+	ended   map[string]string // cumulative too: the status each closed set ended in
 	wasOpen map[string]bool
 	wg      sync.WaitGroup
 }
 
 func newFeed(st questions.Store, log *slog.Logger) *feed {
-	return &feed{st: st, log: log, subs: map[chan *snapshot]struct{}{}, closed: map[string]string{}, wasOpen: map[string]bool{}}
+	return &feed{st: st, log: log, subs: map[chan *snapshot]struct{}{}, closed: map[string]string{}, ended: map[string]string{}, wasOpen: map[string]bool{}}
 }
 
 func (f *feed) start(ctx context.Context) error {
@@ -79,7 +82,7 @@ func (f *feed) refresh() {
 		}
 	}
 	if len(f.closed) > 1000 {
-		f.closed = map[string]string{}
+		f.closed, f.ended = map[string]string{}, map[string]string{}
 	}
 	for id := range f.wasOpen {
 		if open[id] {
@@ -87,15 +90,14 @@ func (f *feed) refresh() {
 		}
 		if sess := byID[id]; sess != nil {
 			f.closed[id] = "This question set was " + closedWords(sess.Status.Status) + "."
+			f.ended[id] = string(sess.Status.Status)
 		} else {
 			f.closed[id] = "This question set was removed."
+			f.ended[id] = "removed"
 		}
 	}
 	f.wasOpen = open
-	snap.closed = make(map[string]string, len(f.closed))
-	for k, v := range f.closed {
-		snap.closed[k] = v
-	}
+	snap.closed, snap.ended = maps.Clone(f.closed), maps.Clone(f.ended)
 	f.cur = snap
 	for c := range f.subs {
 		select {
@@ -124,7 +126,8 @@ func (f *feed) unsubscribe(c chan *snapshot) {
 // is new or changed, then a "sync" event naming the open sets and how the others ended. When the
 // server stops, a "bye" event tells the page so.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
+	forms, ok := s.access(r)
+	if !ok {
 		http.Error(w, noToken, http.StatusUnauthorized)
 		return
 	}
@@ -144,7 +147,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		ids := []string{}
 		seen := map[string]bool{}
 		for _, sess := range snap.open {
-			v := s.view(sess)
+			v := s.view(sess, forms[0])
 			ids = append(ids, v.ID)
 			seen[v.ID] = true
 			if sent[v.ID] == v.Version {
@@ -162,7 +165,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				delete(sent, id)
 			}
 		}
-		event(&buf, "sync", map[string]any{"open": ids, "closed": snap.closed})
+		event(&buf, "sync", map[string]any{"open": ids, "closed": snap.closed, "ended": snap.ended})
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return err
 		}

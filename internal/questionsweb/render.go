@@ -28,7 +28,10 @@ type messageView struct {
 
 // setView is one set as the page shows it.
 type setView struct {
-	ID, Short, Status, Source, Age, Note, Token string
+	ID, Short, Status, Source, Age, Note string
+	// Form is the value the page's forms carry to show they come from it (the csrf field): the
+	// session's own, never the token, for a browser.
+	Form string
 	// Version changes whenever what the page shows of the set changes.
 	Version   string
 	Questions []questionView
@@ -43,9 +46,9 @@ type questionView struct {
 
 type optionView struct{ Name, Type, Label, Description string }
 
-func (s *Server) view(sess *questions.Session) setView {
+func (s *Server) view(sess *questions.Session, form string) setView {
 	v := setView{
-		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Token: s.token,
+		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Form: form,
 		Source: sess.Source(), Age: sess.Age(s.now()),
 		Version: string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
 	}

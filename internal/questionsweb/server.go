@@ -4,17 +4,20 @@
 // reject the set with a reason. It renders whatever set the store holds, so approvals put there by
 // the ACP backend show up too.
 //
-// Access needs a secret token, carried by the link the server prints; the page trades it for a
-// cookie bound to the server's port. State-changing requests also need the token in the form (or the
-// X-Qkit-Token header) and are refused when a browser says they come from another site
-// (Sec-Fetch-Site, Origin). On a loopback address, requests naming another host are refused (DNS
-// rebinding). Answers go through the store, so the first answer wins whichever way it came.
+// Access needs a secret token, carried by the link the server prints. A browser trades it, once per
+// visit of the link, for a session cookie named after the server's port whose value is a random
+// session of its own (see sessions), then is redirected to the address without the token: browsers
+// send a host's cookies to every port of it, so the cookie must not be the token. A script sends the
+// token itself (Authorization: Bearer). State-changing requests also need the form value of their
+// session (the token, for a script) in the form or the X-Qkit-Token header, and are refused when a
+// browser says they come from another site (Sec-Fetch-Site, Origin). On a loopback address,
+// requests naming another host are refused (DNS rebinding). Answers go through the store, so the
+// first answer wins whichever way it came.
 package questionsweb
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -49,6 +52,7 @@ type Server struct {
 	now       func() time.Time
 	heartbeat time.Duration
 	feed      *feed
+	sessions  *sessions
 	loopback  bool
 	cookie    string
 	handler   http.Handler
@@ -74,6 +78,7 @@ func New(st questions.Store, opts Options) (*Server, error) {
 		s.heartbeat = 25 * time.Second
 	}
 	s.feed = newFeed(st, s.log)
+	s.sessions = newSessions()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /events", s.events)
@@ -186,19 +191,23 @@ func loopbackHost(hostport string) bool {
 }
 
 // same compares a presented secret with the token in constant time.
-func (s *Server) same(got string) bool {
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
-}
+func (s *Server) same(got string) bool { return equal(got, s.token) }
 
-// authorized: the cookie the page set, or the token itself (a script: Authorization: Bearer).
-func (s *Server) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(s.cookie); err == nil && s.same(c.Value) {
-		return true
+// access says whether a request may use the page: through the session cookie the page set, or the
+// token itself (a script: Authorization: Bearer). forms are the values its posts may carry as the
+// form value: the session's, or the token for a script. The cookie's value is never the token, and
+// the token in a cookie, like a session value as a bearer, lets nothing in.
+func (s *Server) access(r *http.Request) (forms []string, ok bool) {
+	for _, c := range r.CookiesNamed(s.cookie) {
+		if f, ok := s.sessions.form(c.Value); ok {
+			forms = append(forms, f)
+			break
+		}
 	}
 	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.same(b) {
-		return true
+		forms = append(forms, s.token)
 	}
-	return false
+	return forms, len(forms) > 0
 }
 
 const noToken = "This page needs the link that qkit questions serve printed: it carries a secret token. Open that link (or run qkit questions serve again for a new one)."
@@ -211,11 +220,17 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 			s.reply(w, r, http.StatusUnauthorized, "Wrong token: this link is not the one the running qkit questions serve printed (it prints a new one each time it starts).")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		session, err := s.sessions.open()
+		if err != nil {
+			s.reply(w, r, http.StatusInternalServerError, "No session could be started: "+err.Error())
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !s.authorized(r) {
+	forms, ok := s.access(r)
+	if !ok {
 		s.reply(w, r, http.StatusUnauthorized, noToken)
 		return
 	}
@@ -226,7 +241,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	views := make([]setView, len(sets))
 	for i, sess := range sets {
-		views[i] = s.view(sess)
+		views[i] = s.view(sess, forms[0])
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := pages().ExecuteTemplate(w, "page", pageView{Sets: views}); err != nil {

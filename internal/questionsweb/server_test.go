@@ -26,6 +26,7 @@ type fixture struct {
 	state string
 	stop  context.CancelFunc
 	done  chan error
+	csrf  string // the form value of the session browser opened
 }
 
 // serve starts a page over a fresh file store on a loopback port.
@@ -55,7 +56,8 @@ func serve(t *testing.T) *fixture {
 	return f
 }
 
-// browser is a client that opened the printed link: it holds the cookie.
+// browser is a client that opened the printed link: it holds the session cookie, and f.csrf is the
+// value its forms carry.
 func (f *fixture) browser(t *testing.T) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
@@ -69,7 +71,25 @@ func (f *fixture) browser(t *testing.T) *http.Client {
 	if res.StatusCode != 200 || res.Request.URL.RawQuery != "" || !strings.Contains(string(body), "Questions waiting for you") {
 		t.Fatalf("opening the link: %d %s %s", res.StatusCode, res.Request.URL, body)
 	}
+	form, ok := f.srv.sessions.form(sessionCookie(t, f, jar).Value)
+	if !ok {
+		t.Fatal("the cookie names no session")
+	}
+	f.csrf = form
 	return c
+}
+
+// sessionCookie is the page's cookie in jar.
+func sessionCookie(t *testing.T, f *fixture, jar http.CookieJar) *http.Cookie {
+	t.Helper()
+	u, _ := url.Parse(f.base)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == f.srv.cookie {
+			return c
+		}
+	}
+	t.Fatalf("no cookie %s in the jar", f.srv.cookie)
+	return nil
 }
 
 func mustAddr(t *testing.T, base string) net.Addr {
@@ -99,9 +119,10 @@ func (f *fixture) ask(t *testing.T) *questions.Session {
 }
 
 type reply struct {
-	code int
-	OK   bool   `json:"ok"`
-	Msg  string `json:"message"`
+	code  int
+	OK    bool   `json:"ok"`
+	Msg   string `json:"message"`
+	State string `json:"state"` // the set's status now, when the request closed it or found it closed
 }
 
 func post(t *testing.T, c *http.Client, target string, form url.Values, hdr map[string]string) reply {
@@ -126,7 +147,7 @@ func post(t *testing.T, c *http.Client, target string, form url.Values, hdr map[
 }
 
 func (f *fixture) answerForm(extra ...string) url.Values {
-	v := url.Values{"csrf": {f.srv.Token()}, "q0": {"Go"}, "q1": {"Lint", "Docs"}}
+	v := url.Values{"csrf": {f.csrf}, "q0": {"Go"}, "q1": {"Lint", "Docs"}}
 	for i := 0; i+1 < len(extra); i += 2 {
 		v[extra[i]] = append(v[extra[i]], extra[i+1])
 	}
@@ -213,10 +234,10 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 	}{
 		{f.answerForm("q0", "TypeScript"), "is single-choice"},
 		{f.answerForm("q0_other", "Rust"), "is single-choice"},
-		{url.Values{"csrf": {f.srv.Token()}, "q0": {"Cobol"}, "q1": {"Lint"}}, `question 1 (Language)`},
+		{url.Values{"csrf": {f.csrf}, "q0": {"Cobol"}, "q1": {"Lint"}}, `question 1 (Language)`},
 		{f.answerForm("q7", "x"), `field "q7"`},
 		{f.answerForm("admin", "1"), `field "admin"`},
-		{url.Values{"csrf": {f.srv.Token()}, "q1": {"Lint"}}, "has no answer"},
+		{url.Values{"csrf": {f.csrf}, "q1": {"Lint"}}, "has no answer"},
 		{f.answerForm("q0_other", "caf\xe9"), "not valid UTF-8"},
 	} {
 		if r := post(t, c, target, tt.form, nil); r.code != 400 || !strings.Contains(r.Msg, tt.want) || !strings.Contains(r.Msg, "nothing was recorded") {
@@ -226,7 +247,7 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 	if r := post(t, c, f.base+"sets/not-an-id/answer", f.answerForm(), nil); r.code != 404 {
 		t.Fatalf("bad id: %+v", r)
 	}
-	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 ||
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 ||
 		r.Msg != `The form has a field "q0" that a rejection does not take; nothing was recorded.` {
 		t.Fatalf("reject with answers: %+v", r)
 	}
@@ -241,15 +262,15 @@ func TestFirstAnswerWins(t *testing.T) {
 	c := f.browser(t)
 	sess := f.ask(t)
 	target := f.base + "sets/" + sess.ID + "/answer"
-	if r := post(t, c, target, f.answerForm("q1_other", "and CI"), nil); r.code != 200 || !r.OK {
+	if r := post(t, c, target, f.answerForm("q1_other", "and CI"), nil); r.code != 200 || !r.OK || r.State != "completed" {
 		t.Fatalf("first: %+v", r)
 	}
 	first, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
-	r := post(t, c, target, url.Values{"csrf": {f.srv.Token()}, "q0": {"TypeScript"}, "q1": {"Lint"}}, nil)
-	if r.code != 409 || !strings.Contains(r.Msg, "already answered; the first answer counts") {
+	r := post(t, c, target, url.Values{"csrf": {f.csrf}, "q0": {"TypeScript"}, "q1": {"Lint"}}, nil)
+	if r.code != 409 || !strings.Contains(r.Msg, "already answered; the first answer counts") || r.State != "completed" {
 		t.Fatalf("second: %+v", r)
 	}
-	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}}, nil); r.code != 409 {
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}}, nil); r.code != 409 {
 		t.Fatalf("reject after answer: %+v", r)
 	}
 	again, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
@@ -268,7 +289,7 @@ func TestRejectWithoutScript(t *testing.T) {
 	f := serve(t)
 	c := f.browser(t)
 	sess := f.ask(t)
-	res, err := c.PostForm(f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.srv.Token()}, "reason": {"not now"}})
+	res, err := c.PostForm(f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}, "reason": {"not now"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +362,8 @@ func TestEventsFollowTheStore(t *testing.T) {
 	}
 	for {
 		d := next("sync")
-		if strings.Contains(d, sess.ID+`":"This question set was answered."`) {
+		// The set's badge must not keep saying pending: the sync names the status it ended in.
+		if strings.Contains(d, sess.ID+`":"This question set was answered."`) && strings.Contains(d, `"ended":{"`+sess.ID+`":"completed"}`) {
 			break
 		}
 	}
@@ -413,7 +435,7 @@ func TestRefusalsSayWhatHappened(t *testing.T) {
 	for _, action := range []string{"answer", "reject"} {
 		form := f.answerForm()
 		if action == "reject" {
-			form = url.Values{"csrf": {f.srv.Token()}}
+			form = url.Values{"csrf": {f.csrf}}
 		}
 		if r := post(t, c, f.base+"sets/"+sess.ID+"/"+action, form, nil); r.code != 404 || r.Msg != "This question set no longer exists." {
 			t.Fatalf("%s of a removed set: %+v", action, r)
@@ -486,5 +508,154 @@ func TestPageNotesDetachedAndClaimedSets(t *testing.T) {
 		if strings.Count(page, want) != 1 {
 			t.Errorf("the page shows %q %d times, want once:\n%s", want, strings.Count(page, want), page)
 		}
+	}
+}
+
+// Browsers send a host's cookies to every port of it, so any other local web server the browser
+// visits gets the page's cookie: it holds a session value of its own, never the token. That value
+// opens the page only as this cookie (not as a bearer token, not as the link's token), the token in
+// the cookie opens nothing, and the page the session sees does not carry the token either.
+func TestCookieIsNotTheToken(t *testing.T) {
+	f := serve(t)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, err := c.Get(f.srv.URL(mustAddr(t, f.base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	cookie := sessionCookie(t, f, jar)
+	if cookie.Value == "" || strings.Contains(cookie.Value, f.srv.Token()) || strings.Contains(f.srv.Token(), cookie.Value) {
+		t.Fatalf("the cookie %q carries the token %q", cookie.Value, f.srv.Token())
+	}
+	for _, h := range res.Header.Values("Set-Cookie") {
+		if strings.Contains(h, f.srv.Token()) {
+			t.Fatalf("Set-Cookie carries the token: %s", h)
+		}
+	}
+	sess := f.ask(t)
+	get := func(target string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", target, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	code, page := get(f.base, map[string]string{"Cookie": f.srv.cookie + "=" + cookie.Value})
+	if code != 200 || !strings.Contains(page, `id="set-`+sess.ID) {
+		t.Fatalf("the session cookie: %d %s", code, page)
+	}
+	if strings.Contains(page, f.srv.Token()) {
+		t.Fatalf("the page a session sees carries the token:\n%s", page)
+	}
+	for name, tc := range map[string]struct {
+		target string
+		hdr    map[string]string
+	}{
+		"the token as the cookie":          {f.base, map[string]string{"Cookie": f.srv.cookie + "=" + f.srv.Token()}},
+		"the token as the cookie (events)": {f.base + "events", map[string]string{"Cookie": f.srv.cookie + "=" + f.srv.Token()}},
+		"the session as a bearer":          {f.base, map[string]string{"Authorization": "Bearer " + cookie.Value}},
+		"the session as the link's token":  {f.base + "?token=" + cookie.Value, nil},
+		"the session under another name":   {f.base, map[string]string{"Cookie": "qkit_questions_1=" + cookie.Value}},
+	} {
+		if code, body := get(tc.target, tc.hdr); code != http.StatusUnauthorized || strings.Contains(body, f.srv.Token()) {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	// A post with the token in the cookie and in the form changes nothing.
+	tokenCookie := map[string]string{"Cookie": f.srv.cookie + "=" + f.srv.Token()}
+	if r := post(t, http.DefaultClient, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.srv.Token()}, "q0": {"Go"}, "q1": {"Lint"}}, tokenCookie); r.code != 401 {
+		t.Fatalf("a post with the token as the cookie: %+v", r)
+	}
+	// Each visit of the link is a session of its own; scripts still use the token as a bearer.
+	other, _ := cookiejar.New(nil)
+	if res, err := (&http.Client{Jar: other}).Get(f.srv.URL(mustAddr(t, f.base))); err != nil || res.StatusCode != 200 {
+		t.Fatalf("a second visit: %v %v", res, err)
+	}
+	if again := sessionCookie(t, f, other); again.Value == cookie.Value {
+		t.Fatal("two visits got the same session")
+	}
+	if code, _ := get(f.base, map[string]string{"Authorization": "Bearer " + f.srv.Token()}); code != 200 {
+		t.Fatalf("the bearer token: %d", code)
+	}
+	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending {
+		t.Fatalf("changed: %s", got.Status.Status)
+	}
+}
+
+// The session table is bounded: a server opened by many browsers forgets the one used least
+// recently, which opens the link again to get back in.
+func TestSessionsAreBounded(t *testing.T) {
+	f := serve(t)
+	first := f.browser(t)
+	for range maxSessions - 1 {
+		f.browser(t)
+	}
+	if res, err := first.Get(f.base); err != nil || res.StatusCode != 200 {
+		t.Fatalf("the first browser, with the table full: %v %v", res, err)
+	}
+	f.browser(t) // one more: the least recently used goes, which is not the first any more
+	if len(f.srv.sessions.all) != maxSessions {
+		t.Fatalf("%d sessions, want %d", len(f.srv.sessions.all), maxSessions)
+	}
+	for range maxSessions {
+		f.browser(t)
+	}
+	res, err := first.Get(f.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a forgotten session: %d", res.StatusCode)
+	}
+}
+
+// Question text is the assistant's: the page escapes it as HTML, in the page and in the event
+// stream, and an answer posted with a label that looks like markup records that exact label.
+func TestHostileTextIsEscapedOnThePage(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	const hostile = `{"questions":[{"question":"</legend><script>alert(1)</script>","header":"<b>x</b>",
+ "options":[{"label":"\"><img src=x onerror=alert(1)>","description":"<iframe src=//evil>"},{"label":"No"}]}]}`
+	set, err := questions.ParseQuestionSet([]byte(hostile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.st.Create(set, questions.CreateOptions{Source: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Get(f.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	page := string(body)
+	for _, raw := range []string{"<script>alert", "<img", "<iframe", "<b>x"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("the page holds %q as markup:\n%s", raw, page)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `value="&#34;&gt;&lt;img src=x onerror=alert(1)&gt;"`, "&lt;iframe src=//evil&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+	label := set.Questions[0].Options[0].Label
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.csrf}, "q0": {label}}, nil); r.code != 200 {
+		t.Fatalf("%+v", r)
+	}
+	got, _ := f.st.Get(sess.ID)
+	if sel := got.Answers.Answers[0].Selected; len(sel) != 1 || sel[0] != label {
+		t.Fatalf("recorded %q, want %q", sel, label)
 	}
 }

@@ -22,7 +22,16 @@
     return sets.querySelectorAll(".set:not(.closed)").length;
   }
 
-  function close(section, message, ok) {
+  // badge shows the status a set is in now on its heading (answered sets must not still say pending).
+  function badge(section, state) {
+    const b = section.querySelector(".status");
+    if (!b || !state) return;
+    b.textContent = state;
+    b.className = "status status-" + state;
+  }
+
+  function close(section, message, ok, state) {
+    badge(section, state);
     if (section.classList.contains("closed")) return;
     section.classList.add("closed");
     section.querySelectorAll("input, textarea, button").forEach((el) => { el.disabled = true; });
@@ -69,7 +78,8 @@
     const open = new Set(d.open);
     sets.querySelectorAll(".set").forEach((s) => {
       if (!open.has(s.dataset.id)) {
-        close(s, (d.closed && d.closed[s.dataset.id]) || "This question set is no longer open.", false);
+        close(s, (d.closed && d.closed[s.dataset.id]) || "This question set is no longer open.", false,
+          d.ended && d.ended[s.dataset.id]);
       }
     });
     empty.hidden = openCount() > 0;
@@ -110,7 +120,7 @@
       msg.className = "msg " + (body.ok ? "ok" : "err");
       if (body.ok || res.status === 409 || res.status === 404) {
         section.dataset.told = "1";
-        close(section, body.message, body.ok);
+        close(section, body.message, body.ok, body.state);
         empty.hidden = openCount() > 0;
         return;
       }
