@@ -77,7 +77,7 @@ func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 // "from QKIT_AGENT_COMMAND", "from --set".
 func source(v config.Value) string {
 	if v.Source == config.SourceDefault {
-		return "default"
+		return "the default"
 	}
 	return "from " + v.Origin
 }
@@ -231,7 +231,12 @@ func judgeBackend(o Options, setting, command string, p acpProbe, timeout time.D
 	case timedOut || learned.Backend == probed:
 		backend.Detail = fmt.Sprintf("%s (auto: learned about this %s on %s)", learned.Backend, name, at.Local().Format(time.DateTime))
 	default:
+		// Learned acp, and it no longer speaks it: every run fails. Learned chat, and it speaks
+		// ACP now: runs work, on the text path.
 		backend.Status, backend.Fix = Fail, refreshFix
+		if learned.Backend == acpclient.BackendChat {
+			backend.Status = Warn
+		}
 		backend.Detail = fmt.Sprintf("%s (auto: learned about this %s on %s), but %s acp now says %s fits: runs use %s until it is probed again",
 			learned.Backend, name, at.Local().Format(time.DateTime), name, probed, learned.Backend)
 	}

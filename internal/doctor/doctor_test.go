@@ -187,6 +187,13 @@ func TestLearnedBackend(t *testing.T) {
 	want(t, e.run()[CheckBackend], OK, "acp (auto: learned about this ", "")
 	t.Setenv("FAKEQ_ACP_BAD", "exit")
 	want(t, e.run()[CheckBackend], Fail, "but "+filepath.Base(cmd)+" acp now says chat fits", refreshFix)
+	// Learned chat, and it speaks ACP now: runs still work (on chat), so it is only a warning.
+	if _, err := acpclient.ChooseBackend(t.Context(), acpclient.BackendAuto, cmd, cache, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, _ = os.ReadFile(cache)
+	t.Setenv("FAKEQ_ACP_BAD", "")
+	want(t, e.run()[CheckBackend], Warn, "chat (auto: learned about this ", refreshFix)
 	if after, _ := os.ReadFile(cache); string(after) != string(before) {
 		t.Error("doctor changed the backend cache")
 	}
@@ -230,10 +237,10 @@ func TestConfig(t *testing.T) {
 	if err := os.WriteFile(file, []byte("agent:\n  timeout: forever\n  timout: 3m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	want(t, e.run()[CheckConfig], Warn, `bad values, the defaults are used instead: `+file+`: invalid value "forever" for agent.timeout`, "qkit settings reset agent.timeout")
+	want(t, e.run()[CheckConfig], Fail, `bad values (the commands other than settings and doctor refuse to run): `+file+`: invalid value "forever" for agent.timeout`, "qkit settings reset agent.timeout")
 
 	e.vars["QKIT_AGENT_TIMEOUT"] = "soon"
-	want(t, e.run()[CheckConfig], Warn, `QKIT_AGENT_TIMEOUT: invalid value "soon"`, "unset QKIT_AGENT_TIMEOUT")
+	want(t, e.run()[CheckConfig], Fail, `QKIT_AGENT_TIMEOUT: invalid value "soon"`, "unset QKIT_AGENT_TIMEOUT")
 	delete(e.vars, "QKIT_AGENT_TIMEOUT")
 
 	if err := os.WriteFile(file, []byte("agent:\n  timout: 3m\n"), 0o600); err != nil {

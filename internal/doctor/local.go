@@ -68,7 +68,7 @@ func checkConfig(o Options) Check {
 		for i, p := range cfg.Problems {
 			msgs[i] = p.Error()
 		}
-		c.Status, c.Detail = Warn, "bad values, the defaults are used instead: "+strings.Join(msgs, "; ")
+		c.Status, c.Detail = Fail, "bad values (the commands other than settings and doctor refuse to run): "+strings.Join(msgs, "; ")
 		var ve *config.ValueError
 		if errors.As(cfg.Problems[0], &ve) {
 			c.Fix = problemFix(cfg, ve)
