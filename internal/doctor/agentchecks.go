@@ -199,7 +199,11 @@ func judgeBackend(o Options, setting, command string, p acpProbe, timeout time.D
 		acpCheck.Status, acpCheck.Detail = Warn, late(name+" acp", timeout)
 		acpCheck.Fix = settingFix(bv, acpclient.BackendChat)
 	default:
-		acpCheck.Detail = name + " does not speak ACP: " + p.err.Error()
+		acpCheck.Detail = p.err.Error()
+		var na *acpclient.NotACPError
+		if !errors.As(p.err, &na) {
+			acpCheck.Detail = name + " acp: " + acpCheck.Detail
+		}
 		if setting == acpclient.BackendACP {
 			acpCheck.Status, acpCheck.Fix = Fail, settingFix(bv, acpclient.BackendAuto)
 		}

@@ -136,7 +136,7 @@ func TestAgentMissing(t *testing.T) {
 		want(t, got[name], Warn, "not checked: the agent command was not found", fix)
 	}
 	e.vars["QKIT_AGENT_COMMAND"], e.sets = "qkit-no-such-agent", map[string]string{}
-	want(t, e.run()[CheckAgent], Fail, "(from QKIT_AGENT_COMMAND) not found", "unset QKIT_AGENT_COMMAND")
+	want(t, e.run()[CheckAgent], Fail, "(from QKIT_AGENT_COMMAND) not found", "export QKIT_AGENT_COMMAND=/path/to/kiro-cli")
 }
 
 func TestLoggedOut(t *testing.T) {
@@ -156,7 +156,7 @@ func TestQFlavour(t *testing.T) {
 	e := newEnv(t).agent("q")
 	got := e.run()
 	want(t, got[CheckVersion], OK, "q 1.19.7: the Amazon Q Developer CLI 1.x (chat only", "")
-	want(t, got[CheckACP], OK, "does not speak ACP", "")
+	want(t, got[CheckACP], OK, "acp does not speak the Agent Client Protocol", "")
 	want(t, got[CheckBackend], OK, "chat (auto: not learned yet; the first run probes", "")
 	want(t, got[CheckModels], OK, "cannot list its models", "")
 
@@ -164,7 +164,7 @@ func TestQFlavour(t *testing.T) {
 	e.sets["agent.backend"] = "acp"
 	got = e.run()
 	want(t, got[CheckBackend], Fail, "which does not answer initialize", "qkit --set agent.backend=auto doctor")
-	want(t, got[CheckACP], Fail, "does not speak ACP", "qkit --set agent.backend=auto doctor")
+	want(t, got[CheckACP], Fail, "acp does not speak the Agent Client Protocol", "qkit --set agent.backend=auto doctor")
 
 	// agent.backend=chat: the agent is not asked.
 	e.sets["agent.backend"] = "chat"

@@ -24,12 +24,14 @@ func shellJoin(args ...string) string { return shellquote.Join(args...) }
 func editFix(file string) string { return "${EDITOR:-vi} " + shellJoin(file) }
 
 // settingFix is the command that makes setting v take value (or its default, when value is
-// empty) where its current value comes from: the environment variable is unset, --set is left out,
-// the file is changed with qkit settings.
+// empty) where its current value comes from: the environment variable is changed (or unset, for
+// the default), --set is given the value, the file is changed with qkit settings.
 func settingFix(v config.Value, value string) string {
 	switch {
-	case v.Source == config.SourceEnv:
+	case v.Source == config.SourceEnv && (value == "" || value == v.Key.Default):
 		return "unset " + v.Origin
+	case v.Source == config.SourceEnv:
+		return "export " + v.Origin + "=" + shellJoin(value)
 	case v.Source == config.SourceFlag:
 		return "qkit " + shellJoin("--set", v.Key.Name+"="+value) + " doctor"
 	case value == "":
