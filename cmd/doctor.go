@@ -36,7 +36,7 @@ The checks, in order:
   version         its --version, and so its flavour (q 1.x, or kiro-cli)
   login           whoami says someone is logged in (or KIRO_API_KEY, AMAZON_Q_SIGV4)
   backend         acp or chat, and why (agent.backend, what auto learned about this binary)
-  acp             what '<agent> acp' answers to initialize: its capabilities
+  acp             what the agent's ACP mode (kiro-cli acp) answers to initialize
   models          the models --model takes, and agent.model among them
   questions       the questions store: its folder, or the NATS server (reachable, authorized)
   questions-page  a running 'qkit questions serve', and whether it answers
@@ -51,8 +51,9 @@ refresh the model list.
 With --json it prints {status, checks: [{name, status, detail, fix}]}: status is ok, warn or
 fail (the worst of the checks), fix is "" for a check that is ok. The names above are stable.
 
---login runs '<agent> login' in this terminal and then checks the login again; editors run
-'qkit doctor --login' when a person picks qkit's terminal login method (ACP).`, doctor.Timeout),
+--login runs the agent's own login (kiro-cli login, q login) in this terminal and then checks
+the login again; editors run 'qkit doctor --login' when a person picks qkit's terminal login
+method (ACP).`, doctor.Timeout),
 		Example: `  qkit doctor
   qkit doctor --json | jq -r '.checks[] | select(.status != "ok") | .fix'
   qkit --profile work doctor
