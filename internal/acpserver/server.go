@@ -57,6 +57,8 @@ type Options struct {
 	Backend string
 	// Commands is the internal-command registry behind slash commands; nil offers none.
 	Commands *commands.Registry
+	// Login is the terminal login offered to editors that can run one (auth.go); nil offers none.
+	Login *TerminalLogin
 	Logger   *slog.Logger
 	Version  string
 	Now      func() time.Time
