@@ -39,6 +39,9 @@ type adapter struct {
 	proxy *proxy
 	// caps are the editor's capabilities from initialize.
 	caps atomic.Pointer[acp.ClientCapabilities]
+	// missing is the error of an agent command that is not installed, when initialize answered
+	// anyway (auth.go, noAgent); nil otherwise.
+	missing atomic.Pointer[acp.RequestError]
 }
 
 var (
@@ -81,9 +84,11 @@ func (a *adapter) agentError(what string, err error) error {
 func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.caps.Store(&p.ClientCapabilities)
 	err := a.whoami(ctx)
-	if ferr := loginFailure(err); ferr != nil {
+	ferr := loginFailure(err)
+	if ferr != nil && !a.offersTerminalLogin(p.ClientCapabilities) {
 		return acp.InitializeResponse{}, ferr
 	}
+	a.noAgent(ferr)
 	loggedIn := err == nil
 	a.srv.setAuthenticated(loggedIn)
 	resp := acp.InitializeResponse{
@@ -98,7 +103,7 @@ func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.
 			},
 		},
 		AgentInfo:   &acp.Implementation{Name: "qkit", Title: acp.Ptr("qkit (Amazon Q Developer CLI)"), Version: a.opts.Version},
-		AuthMethods: a.authMethods(p.ClientCapabilities, loggedIn),
+		AuthMethods: a.authMethods(p.ClientCapabilities, loggedIn, ferr == nil),
 	}
 	return resp, nil
 }
@@ -145,6 +150,9 @@ func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (
 
 func (a *adapter) requireAuth() error {
 	a.pipe.Settled(a.ctx, acp.AgentMethodInitialize)
+	if err := a.missing.Load(); err != nil {
+		return err
+	}
 	if !a.srv.authenticated() {
 		return a.authRequired()
 	}

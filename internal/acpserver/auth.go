@@ -1,6 +1,7 @@
 package acpserver
 
 import (
+	"errors"
 	"fmt"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -35,24 +36,27 @@ const cliMethodID = "cli"
 // auth check sends that): an agent-type method whose `_meta["terminal-auth"]` names the command,
 // its args and a label. An editor of neither kind gets no terminal method: the spec allows type
 // "terminal" only where the client opted in.
-func (a *adapter) authMethods(caps acp.ClientCapabilities, loggedIn bool) []acp.AuthMethod {
+//
+// found is false when the agent command is not installed (see noAgent): "cli" is left out then,
+// since no login can help.
+func (a *adapter) authMethods(caps acp.ClientCapabilities, loggedIn, found bool) []acp.AuthMethod {
 	out := []acp.AuthMethod{}
-	if l := a.opts.Login; l != nil {
+	if a.offersTerminalLogin(caps) {
+		l := a.opts.Login
 		name := "Log in to " + a.agentName()
 		desc := fmt.Sprintf("Runs '%s login' in a terminal (qkit doctor --login), then checks the login again", a.agentName())
-		switch {
-		case caps.Auth.Terminal:
+		if caps.Auth.Terminal {
 			out = append(out, acp.AuthMethod{Terminal: &acp.AuthMethodTerminalInline{
 				Type: "terminal", Id: LoginMethodID, Name: name, Description: &desc, Args: l.Args,
 			}})
-		case caps.Meta["terminal-auth"] == true:
+		} else { // _meta "terminal-auth"
 			out = append(out, acp.AuthMethod{Agent: &acp.AuthMethodAgent{
 				Id: LoginMethodID, Name: name, Description: &desc,
 				Meta: map[string]any{"terminal-auth": map[string]any{"command": l.Command, "args": l.Args, "label": name}},
 			}})
 		}
 	}
-	if !loggedIn {
+	if !loggedIn && found {
 		out = append(out, acp.AuthMethod{Agent: &acp.AuthMethodAgent{
 			Id: cliMethodID, Name: "CLI Login", Description: acp.Ptr(fmt.Sprintf("Run '%s login' to authenticate", a.agentName())),
 		}})
@@ -63,3 +67,21 @@ func (a *adapter) authMethods(caps acp.ClientCapabilities, loggedIn bool) []acp.
 // knownMethod reports whether authenticate may be called with id: "cli", or the terminal method
 // (an editor of the older form calls authenticate with it once its terminal login has run).
 func knownMethod(id string) bool { return id == cliMethodID || id == LoginMethodID }
+
+// offersTerminalLogin reports whether initialize lists the terminal login to an editor with caps:
+// the server has one (Options.Login) and the editor runs logins in a terminal, in either form.
+func (a *adapter) offersTerminalLogin(caps acp.ClientCapabilities) bool {
+	return a.opts.Login != nil && (caps.Auth.Terminal || caps.Meta["terminal-auth"] == true)
+}
+
+// noAgent records missing, the error of an agent command that is not installed (nil: it is), for
+// an editor that was offered the terminal login: its initialize is answered all the same (with
+// the terminal login only, whose `qkit doctor --login` says what to install; the ACP registry
+// checks initialize where no agent CLI is installed), and every session request gets the error
+// itself rather than "authentication required". An editor without a terminal login gets it from
+// initialize, as before.
+func (a *adapter) noAgent(missing error) {
+	var re *acp.RequestError
+	errors.As(missing, &re) // loginFailure's errors are *acp.RequestError; nil leaves re nil
+	a.missing.Store(re)
+}

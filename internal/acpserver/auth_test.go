@@ -117,3 +117,26 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// Without the agent CLI, an editor that can run the terminal login still gets initialize answered
+// (the ACP registry checks initialize where no agent is installed), with the terminal login only:
+// no login can help, and every session request says what is missing. An editor without a terminal
+// login gets the error from initialize, as before.
+func TestTerminalLoginWithoutAgent(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-agent")
+	h := startWith(t, "", func(o *Options) {
+		o.Limits.Command = missing
+		o.Login = &TerminalLogin{Args: []string{"doctor", "--login"}, Command: "qkit"}
+	})
+	_, err := h.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+	wantCode(t, "initialize without terminal login", err, -32603, "not found")
+
+	resp := initializeAs(t, h, acp.ClientCapabilities{Meta: map[string]any{"terminal-auth": true}})
+	if got := ids(resp.AuthMethods); !slices.Equal(got, []string{"agent:qkit-login"}) {
+		t.Fatalf("authMethods %v", got)
+	}
+	_, err = h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	wantCode(t, "session/new without the agent", err, -32603, `agent command "`+missing+`" not found`)
+	_, err = h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
+	wantCode(t, "session/list without the agent", err, -32603, "not found")
+}

@@ -57,11 +57,12 @@ type Options struct {
 	Backend string
 	// Commands is the internal-command registry behind slash commands; nil offers none.
 	Commands *commands.Registry
-	// Login is the terminal login offered to editors that can run one (auth.go); nil offers none.
-	Login *TerminalLogin
 	Logger   *slog.Logger
 	Version  string
 	Now      func() time.Time
+
+	// Login is the terminal login offered to editors that can run one (auth.go); nil offers none.
+	Login *TerminalLogin
 }
 
 // MaxLine is the longest JSON-RPC line acp serve reads: the ACP SDK's reader stops at 10 MiB
