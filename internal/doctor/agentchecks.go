@@ -44,7 +44,11 @@ func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 		}
 		return out
 	}
-	checks := map[string]Check{CheckAgent: {Name: CheckAgent, Status: OK, Detail: fmt.Sprintf("%s found at %s (%s %s)", command, path, config.AgentCommand.Name, source(cv))}}
+	origin := config.AgentCommand.Name + " " + source(cv)
+	if cv.Source == config.SourceDefault {
+		origin = config.AgentCommand.Name + "'s default"
+	}
+	checks := map[string]Check{CheckAgent: {Name: CheckAgent, Status: OK, Detail: fmt.Sprintf("%s found at %s (%s)", command, path, origin)}}
 	setting := config.AgentBackend.Get(cfg)
 	var mu sync.Mutex
 	put := func(c Check) {
