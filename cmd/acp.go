@@ -149,6 +149,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		Backend:   backend,
 		Limits:    limits,
 		Commands:  InternalRegistry(a),
+		Login:     terminalLogin(a),
 		Agent:     opts.agent,
 		Model:     model,
 		Models:    models,
@@ -160,4 +161,15 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		Version: a.Version.Version,
 		Now:     a.Now,
 	}, a.IO.In, a.IO.Out)
+}
+
+// terminalLogin is the login an editor runs in a terminal for acp serve: this binary again, with
+// the global flags acp serve was given (the same config file and --set values, so the same agent
+// is logged in), then doctor --login.
+func terminalLogin(a *app.App) *acpserver.TerminalLogin {
+	self, err := os.Executable()
+	if err != nil {
+		self = "qkit"
+	}
+	return &acpserver.TerminalLogin{Args: append(globalArgs(a), "doctor", "--login"), Command: self}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/prompt"
 )
@@ -50,7 +51,7 @@ var (
 	mustExpose = []string{
 		"context show", "context add", "context rm", "context clear", "context profile", "context switch",
 		"settings list", "settings get", "settings set", "settings reset",
-		"questions list", "questions show", "mcp tools", "version",
+		"questions list", "questions show", "mcp tools", "version", "doctor",
 	}
 	neverExpose = []string{
 		"mcp serve", "acp serve", "ask", "exec", "exec internal", "completion",
@@ -329,6 +330,8 @@ var exampleFailures = map[string]string{"questions show": "no question set is pe
 func TestRegistryRunsEveryCommand(t *testing.T) {
 	a, _, _ := testApp(t)
 	exampleDir(t)
+	// doctor asks the agent: the stand-in (a fresh home has no q, and doctor fails without one).
+	t.Setenv("QKIT_AGENT_COMMAND", fakeqtest.Use(t))
 	reg := internalRegistry(a, nil)
 	covered := map[string]bool{}
 	for i, ex := range reg.Examples() {

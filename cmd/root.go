@@ -279,6 +279,7 @@ func topCommands() []topCommand {
 		{"ask", newAskCmd},
 		{"questions", newQuestionsCmd},
 		{"acp", newACPCmd},
+		{"doctor", newDoctorCmd},
 		{"version", newVersionCmd},
 		{"exit-codes", func(*app.App) *cobra.Command { return newExitCodesTopic() }},
 	}

@@ -64,9 +64,8 @@ func ChooseBackend(ctx context.Context, setting, command, cacheFile string, refr
 	if err != nil {
 		return BackendChoice{Backend: BackendChat, Reason: "agent command not found"}, nil
 	}
-	cache := readBackendCache(cacheFile)
-	if e, ok := cache[key.Path]; ok && !refresh && e.Size == key.Size && e.ModTime.Equal(key.ModTime) {
-		return BackendChoice{Backend: e.Backend, Reason: "learned " + e.ProbedAt.Format(time.RFC3339)}, nil
+	if e, ok := learned(cacheFile, key); ok && !refresh {
+		return e.choice(), nil
 	}
 	backend, why := Probe(ctx, command, log)
 	if ctx.Err() != nil {
@@ -98,6 +97,32 @@ func Probe(ctx context.Context, command string, log *slog.Logger) (string, strin
 	c.Close()
 	log.Info("the agent speaks ACP", "command", command, "agent", agentName(c.Info()))
 	return BackendACP, "probe: answered initialize as " + agentName(c.Info())
+}
+
+// LearnedBackend is what ChooseBackend with auto would take from cacheFile for command without
+// probing it: the backend learned about this very binary (same path, size and modification time).
+// ok is false when nothing is learned for it, or the binary changed since, or it cannot be found.
+// It only reads the cache (`qkit doctor` reports it without changing it).
+func LearnedBackend(cacheFile, command string) (choice BackendChoice, probedAt time.Time, ok bool) {
+	key, err := binaryKey(command)
+	if err != nil {
+		return BackendChoice{}, time.Time{}, false
+	}
+	e, ok := learned(cacheFile, key)
+	if !ok {
+		return BackendChoice{}, time.Time{}, false
+	}
+	return e.choice(), e.ProbedAt, true
+}
+
+// learned is the entry of cacheFile for the binary key describes, if it still fits it.
+func learned(cacheFile string, key backendEntry) (backendEntry, bool) {
+	e, ok := readBackendCache(cacheFile)[key.Path]
+	return e, ok && e.Size == key.Size && e.ModTime.Equal(key.ModTime)
+}
+
+func (e backendEntry) choice() BackendChoice {
+	return BackendChoice{Backend: e.Backend, Reason: "learned " + e.ProbedAt.Format(time.RFC3339)}
 }
 
 // backendEntry is what is remembered about one agent binary.

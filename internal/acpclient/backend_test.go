@@ -104,3 +104,41 @@ func BenchmarkChooseBackendLearned(b *testing.B) {
 		}
 	}
 }
+
+// LearnedBackend reports what auto would take without probing, and never writes the cache.
+func TestLearnedBackendReadsOnly(t *testing.T) {
+	dir := t.TempDir()
+	self := fakeqtest.Use(t)
+	command := filepath.Join(dir, "kiro-cli")
+	must(t, os.WriteFile(command, []byte("#!/bin/sh\nexec "+self+" \"$@\"\n"), 0o755))
+	cache := BackendCacheFile(filepath.Join(dir, "state"))
+
+	if _, _, ok := LearnedBackend(cache, command); ok {
+		t.Fatal("learned before any probe")
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Fatalf("the cache was written: %v", err)
+	}
+	chosen, err := ChooseBackend(t.Context(), BackendAuto, command, cache, false, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(cache)
+	must(t, err)
+	c, at, ok := LearnedBackend(cache, command)
+	if !ok || c.Backend != chosen.Backend || c.Probed || at.IsZero() || c.Reason != "learned "+at.Format(time.RFC3339) {
+		t.Fatalf("learned: %+v at %v %v (chosen %+v)", c, at, ok, chosen)
+	}
+	if after, _ := os.ReadFile(cache); string(after) != string(before) {
+		t.Fatal("LearnedBackend changed the cache")
+	}
+	// A changed binary has learned nothing yet; a missing one neither.
+	later := time.Now().Add(time.Minute)
+	must(t, os.Chtimes(command, later, later))
+	if _, _, ok := LearnedBackend(cache, command); ok {
+		t.Error("a changed binary counts as learned")
+	}
+	if _, _, ok := LearnedBackend(cache, filepath.Join(dir, "nope")); ok {
+		t.Error("a missing binary counts as learned")
+	}
+}

@@ -39,6 +39,9 @@ type adapter struct {
 	proxy *proxy
 	// caps are the editor's capabilities from initialize.
 	caps atomic.Pointer[acp.ClientCapabilities]
+	// missing is the error of an agent command that is not installed, when initialize answered
+	// anyway (auth.go, noAgent); nil otherwise.
+	missing atomic.Pointer[acp.RequestError]
 }
 
 var (
@@ -76,14 +79,16 @@ func (a *adapter) agentError(what string, err error) error {
 	return internalError(fmt.Errorf("%s: %w", what, err))
 }
 
-// Initialize answers with protocol version 1 and the capabilities; authMethods is empty when the
-// agent CLI says someone is logged in.
+// Initialize answers with protocol version 1 and the capabilities; authMethods (auth.go) lists the
+// terminal login to an editor that can run one, and "cli" while nobody is logged in.
 func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.caps.Store(&p.ClientCapabilities)
 	err := a.whoami(ctx)
-	if ferr := loginFailure(err); ferr != nil {
+	ferr := loginFailure(err)
+	if ferr != nil && !a.offersTerminalLogin(p.ClientCapabilities) {
 		return acp.InitializeResponse{}, ferr
 	}
+	a.noAgent(ferr)
 	loggedIn := err == nil
 	a.srv.setAuthenticated(loggedIn)
 	resp := acp.InitializeResponse{
@@ -98,12 +103,7 @@ func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.
 			},
 		},
 		AgentInfo:   &acp.Implementation{Name: "qkit", Title: acp.Ptr("qkit (Amazon Q Developer CLI)"), Version: a.opts.Version},
-		AuthMethods: []acp.AuthMethod{},
-	}
-	if !loggedIn {
-		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{
-			Id: "cli", Name: "CLI Login", Description: acp.Ptr(fmt.Sprintf("Run '%s login' to authenticate", a.agentName())),
-		}}}
+		AuthMethods: a.authMethods(p.ClientCapabilities, loggedIn, ferr == nil),
 	}
 	return resp, nil
 }
@@ -131,10 +131,11 @@ func loginFailure(err error) error {
 	return nil
 }
 
-// Authenticate with method "cli" checks the login again: the login itself happens in a terminal.
+// Authenticate with method "cli" (or the terminal method) checks the login again: the login itself
+// happens in a terminal.
 func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	if p.MethodId != "cli" {
-		return acp.AuthenticateResponse{}, invalidParams("unknown authentication method %q: the only method is \"cli\"", p.MethodId)
+	if !knownMethod(p.MethodId) {
+		return acp.AuthenticateResponse{}, invalidParams("unknown authentication method %q: expected %q (or %q, after its terminal login)", p.MethodId, cliMethodID, LoginMethodID)
 	}
 	if err := a.whoami(ctx); err != nil {
 		a.srv.setAuthenticated(false)
@@ -149,6 +150,9 @@ func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (
 
 func (a *adapter) requireAuth() error {
 	a.pipe.Settled(a.ctx, acp.AgentMethodInitialize)
+	if err := a.missing.Load(); err != nil {
+		return err
+	}
 	if !a.srv.authenticated() {
 		return a.authRequired()
 	}

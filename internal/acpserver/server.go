@@ -60,6 +60,9 @@ type Options struct {
 	Logger   *slog.Logger
 	Version  string
 	Now      func() time.Time
+
+	// Login is the terminal login offered to editors that can run one (auth.go); nil offers none.
+	Login *TerminalLogin
 }
 
 // MaxLine is the longest JSON-RPC line acp serve reads: the ACP SDK's reader stops at 10 MiB

@@ -32,6 +32,7 @@ var examples = []Example{
 	{"Which MCP tools does qkit serve?", Request{Command: "mcp", Subcommand: "tools"}},
 	{"How do I use the ask_user_questions tool?", Request{Command: "mcp", Subcommand: "tools", Args: []string{"help", "ask_user_questions"}}},
 	{"Which qkit version is this?", Request{Command: "version"}},
+	{"Why does qkit not work?", Request{Command: "doctor"}},
 	{"How do I add context files?", Request{Command: "help", Subcommand: "context", Args: []string{"add"}}},
 }
 

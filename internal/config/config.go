@@ -54,6 +54,9 @@ type LoadOptions struct {
 	Overrides map[string]string
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// SkipFile reads no config file: the defaults, the environment and the overrides only, for
+	// `qkit doctor` when the file cannot be read or parsed. File still names the file.
+	SkipFile bool
 }
 
 // Config is the loaded configuration. It is immutable once loaded: a flag that stands in for a
@@ -127,7 +130,11 @@ func Load(opts LoadOptions) (*Config, error) {
 
 	v := viper.New()
 	v.SetConfigType("yaml")
-	data, err := os.ReadFile(file)
+	var data []byte
+	err = fs.ErrNotExist
+	if !opts.SkipFile {
+		data, err = os.ReadFile(file)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -165,7 +172,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 		parsed, err := k.Parse(val.Raw)
 		if err != nil {
-			c.Problems = append(c.Problems, &ValueError{Source: val.Source, Origin: val.Origin, Err: err})
+			c.Problems = append(c.Problems, &ValueError{Key: k.Name, Source: val.Source, Origin: val.Origin, Err: err})
 			parsed, _ = k.Parse(k.Default)
 			val = Value{Key: k, Raw: k.Default, Source: SourceDefault}
 		}
@@ -295,9 +302,11 @@ func (v Value) JSONValue() any {
 	return v.Parsed
 }
 
-// ValueError is a value from the file, the environment or --set that did not parse: Source and
-// Origin say where it came from (the file's path, the variable's name, or "--set").
+// ValueError is a value from the file, the environment or --set that did not parse: Key names
+// the setting; Source and Origin say where it came from (the file's path, the variable's name, or "--set").
 type ValueError struct {
+	// Key is the setting's name.
+	Key    string
 	Source Source
 	Origin string
 	Err    error

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +229,30 @@ func TestSetResetOtherSpellings(t *testing.T) {
 		LogLevel.Value(c).Source != SourceDefault || AgentModel.Get(c) != "m" {
 		t.Fatalf("after set/reset: command %q timeout %v log.level %v model %q; file:\n%s",
 			AgentCommand.Get(c), AgentTimeout.Get(c), LogLevel.Value(c).Source, AgentModel.Get(c), data)
+	}
+}
+
+// SkipFile loads the defaults, the environment and the overrides without reading the file (which
+// may not parse), and still names the file; a bad value's error names its setting.
+func TestSkipFileAndValueErrorKey(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(home, "config", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("agent: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := envOf(map[string]string{"QKIT_HOME": home, "QKIT_AGENT_TIMEOUT": "soon"})
+	if _, err := Load(LoadOptions{LookupEnv: env}); err == nil {
+		t.Fatal("a file that does not parse loaded")
+	}
+	c, err := Load(LoadOptions{LookupEnv: env, SkipFile: true, Overrides: map[string]string{"agent.command": "kiro-cli"}})
+	if err != nil || c.File != file || AgentCommand.Get(c) != "kiro-cli" || len(c.Problems) != 1 {
+		t.Fatalf("skipping the file: %v, file %q, problems %v", err, c.File, c.Problems)
+	}
+	var ve *ValueError
+	if !errors.As(c.Problems[0], &ve) || ve.Key != AgentTimeout.Name || ve.Source != SourceEnv || ve.Origin != "QKIT_AGENT_TIMEOUT" {
+		t.Fatalf("problem %#v", c.Problems[0])
 	}
 }
