@@ -31,8 +31,9 @@ the working directory; then the files in use with their token estimates (bytes/4
 then the files the budget (setting context.max_tokens) would drop, largest first, and what is never
 sent: binary or non-UTF-8 files, and links out of the folder a rule must stay in (with where they
 lead). Files a relative rule matched are shown relative to the working directory; others as named
-(under ~, or absolute). Problems met on the way (links out, unreadable folders, pseudo file systems,
-a walk stopped by context.walk_max_files or context.walk_timeout) are warnings on stderr.
+(under ~, or absolute); control characters in a name are shown escaped (\x1b). Problems met on
+the way (links out, unreadable folders, pseudo file systems, a walk stopped by
+context.walk_max_files or context.walk_timeout) are warnings on stderr.
 
 --expand adds each file's content. --json prints one object, paths absolute:
   {profile, max_tokens, rules: {global: [{path, matches}], profile: [...]},
@@ -68,21 +69,22 @@ func runContextShow(a *app.App, opts *contextShowOptions) error {
 
 // pathShower shows a file's path to a person: relative to the working directory when a relative
 // rule matched it there (as git does), otherwise as it was named: under ~ when it lies in the home
-// folder, else absolute. A file of a global ~ rule reads the same from every folder.
+// folder, else absolute. A file of a global ~ rule reads the same from every folder. The name comes
+// from a repository, so control characters in it are shown escaped.
 type pathShower struct{ cwd, home string }
 
 func (s pathShower) show(p string, relative bool) string {
 	if relative {
 		if rel, err := filepath.Rel(s.cwd, p); err == nil && filepath.IsLocal(rel) {
-			return rel
+			return contextfiles.Printable(rel)
 		}
 	}
 	if s.home != "" && s.home != string(filepath.Separator) {
 		if rel, err := filepath.Rel(s.home, p); err == nil && filepath.IsLocal(rel) {
-			return "~" + string(filepath.Separator) + rel
+			return contextfiles.Printable("~" + string(filepath.Separator) + rel)
 		}
 	}
-	return p
+	return contextfiles.Printable(p)
 }
 
 // renderReport prints a report for people; --json keeps absolute paths.
@@ -94,7 +96,7 @@ func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expan
 			b.WriteString("    <none>\n")
 		}
 		for _, r := range rs {
-			fmt.Fprintf(&b, "    %s (%s)\n", r.Path, plural(r.Matches, "match", "matches"))
+			fmt.Fprintf(&b, "    %s (%s)\n", contextfiles.Printable(r.Path), plural(r.Matches, "match", "matches"))
 		}
 		b.WriteString("\n")
 	}
@@ -124,7 +126,7 @@ func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expan
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\nNever sent:\n")
 		for _, s := range rep.Skipped {
-			fmt.Fprintf(&b, "    %-7s %s (%s)\n", s.Scope, paths.show(s.Path, s.Relative), s.Reason)
+			fmt.Fprintf(&b, "    %-7s %s (%s)\n", s.Scope, paths.show(s.Path, s.Relative), contextfiles.Printable(s.Reason))
 		}
 	}
 	if expand {

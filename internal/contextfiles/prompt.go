@@ -66,7 +66,8 @@ type Report struct {
 	Skipped     []Skipped `json:"skipped"`
 	// Warnings are problems met while expanding the rules (links out of a rule's folder, unreadable
 	// folders, symlink loops, pseudo file systems, walks stopped by a limit), one line each, for
-	// stderr. Links out are listed in Skipped too; binary files and dropped files only there.
+	// stderr, made Printable. Links out are listed in Skipped too; binary files and dropped files
+	// only there.
 	Warnings []string `json:"warnings"`
 }
 
@@ -108,7 +109,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		Profile: profile, MaxTokens: maxTokens,
 		Rules: Rules{Global: []Rule{}, Profile: []Rule{}},
 		Files: []File{}, Dropped: []File{}, Skipped: []Skipped{},
-		Warnings: ex.warnings,
+		Warnings: printableAll(ex.warnings),
 	}
 	if rep.Warnings == nil {
 		rep.Warnings = []string{}
@@ -155,7 +156,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		if opts.Expand {
 			data, err := readInto(f.Path, nil)
 			if err != nil {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+				rep.Warnings = append(rep.Warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err))))
 				continue
 			}
 			content := string(data)
@@ -179,11 +180,11 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	warnings := rep.Warnings
 	for _, sk := range rep.Skipped {
 		if !sk.warned {
-			warnings = append(warnings, fmt.Sprintf("skipping %s: %s", sk.Path, sk.Reason))
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %s", sk.Path, sk.Reason)))
 		}
 	}
 	if len(rep.Dropped) > 0 {
-		warnings = append(warnings, droppedWarning(rep.Dropped, maxTokens))
+		warnings = append(warnings, Printable(droppedWarning(rep.Dropped, maxTokens)))
 	}
 	if len(rep.Files) == 0 {
 		return userPrompt, warnings, nil
@@ -201,11 +202,11 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 		data, err := readInto(f.Path, buf)
 		buf = data[:0]
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err))))
 			continue
 		}
 		if !isText(data) {
-			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, errNotText))
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, errNotText)))
 			continue
 		}
 		if n > 0 {

@@ -33,8 +33,8 @@ const mountinfoPath = "/proc/self/mountinfo"
 const maxMountinfo = 8 << 20
 
 // mountTable maps a device, as "major:minor", to the type of the file system mounted from it. It
-// is read from mountinfoPath the first time a walk needs it (only for a folder that statfs calls a
-// tmpfs: devtmpfs says it is one), once per walk.
+// is read from mountinfoPath the first time it is needed (only for a folder that statfs calls a
+// tmpfs, since a devtmpfs says it is one), at most once per expansion of the rules.
 type mountTable struct {
 	read  bool
 	types map[string]string
