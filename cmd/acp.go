@@ -16,7 +16,6 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
-	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
@@ -127,7 +126,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		return err
 	}
 	defer store.Close()
-	files := contextfiles.NewStore(a.Config.Paths.Config)
+	files := newContextStore(a.Config)
 	profile, err := files.ResolveProfile(a.ProfileFlag)
 	if err != nil {
 		return err

@@ -23,11 +23,21 @@ qkit sends to Q (qkit ask, ACP sessions), inside a "--- CONTEXT FILES BEGIN ---"
 Rules live in two lists: a global one, used everywhere, and one per profile. The active profile is
 "default" until you switch; the global --profile flag picks another for one command. Paths may be
 globs ('docs/**/*.md'; ** recurses), may start with ~, and relative paths are resolved against the
-working directory each time a prompt is built. A folder adds the files directly inside it. A glob
-or folder rule never takes a file whose real path lies outside the rule's folder (a link out of it is
-skipped with a warning), and a relative one whose folder is itself a link out of the working
-directory (docs -> ~/.ssh in a cloned repository) takes nothing. The folder of an absolute or ~
-rule, and a path named exactly, are taken as given. Only regular files are read.
+working directory each time a prompt is built. A folder adds the files directly inside it.
+
+What a repository's links can reach:
+  - A relative rule of any kind (a file, a folder, a glob) takes nothing whose real path lies
+    outside the working directory: AmazonQ.md -> ~/.ssh/id_rsa, or docs -> ~/.ssh with the rule
+    docs/x.md or docs/**, in a cloned repository. Such a path is skipped with a warning, and add
+    refuses it unless --force. A rule starting with .. is measured from where the .. lead.
+  - A glob or folder rule also never follows a link out of its own folder.
+  - An absolute or ~ path you typed is taken as given (links out of its folder are still not
+    followed when it is a glob or a folder).
+  - A hard link is the file itself, so it is taken like any other file. git never creates one, so
+    a cloned repository cannot carry a hard link to your files.
+  - Only regular files are read. Pseudo file systems (/proc, /sys, /dev and the like) are never
+    walked. A walk stops after context.walk_max_files files and folders or context.walk_timeout,
+    and its rules then take nothing, with a warning naming the rule and the limit.
 
 Tokens are estimated as bytes/4. When the files exceed the setting context.max_tokens, the largest
 are dropped first, with a warning; binary and non-UTF-8 files are never sent.`,
@@ -83,17 +93,26 @@ func unknownOption(err error) (string, bool) {
 	return "--" + ne.GetSpecifiedName(), true
 }
 
-// contextStore returns the store for a's configuration directory. Completion runs before the
-// configuration is loaded, so the directory is then derived from the environment.
+// contextStore returns the store for a's configuration directory, its walks bounded by the settings
+// context.walk_max_files and context.walk_timeout. Completion runs before the configuration is
+// loaded, so the directory is then derived from the environment (and completion never walks).
 func contextStore(a *app.App) (*contextfiles.Store, error) {
 	if a.Config != nil {
-		return contextfiles.NewStore(a.Config.Paths.Config), nil
+		return newContextStore(a.Config), nil
 	}
 	p, err := config.ResolvePaths(nil)
 	if err != nil {
 		return nil, err
 	}
 	return contextfiles.NewStore(p.Config), nil
+}
+
+// newContextStore is the context store of cfg, with cfg's walk limits.
+func newContextStore(cfg *config.Config) *contextfiles.Store {
+	return contextfiles.NewStore(cfg.Paths.Config).WithWalkLimits(contextfiles.WalkLimits{
+		MaxFiles: int(config.ContextWalkMaxFiles.Get(cfg)),
+		Timeout:  config.ContextWalkTimeout.Get(cfg),
+	})
 }
 
 // contextEnv is what every context command needs: the store, the profile chosen by --profile or the

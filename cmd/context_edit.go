@@ -48,6 +48,13 @@ the working directory each time a prompt is built. Every path is checked before 
 missing path or a glob that matches nothing is refused unless --force, and a path already in the
 context is refused.
 
+A relative path whose real path lies outside the working directory (a link out, or under a folder
+that is one) is refused unless --force: it would never be read from here, since a relative rule
+takes nothing outside the folder it is resolved in. An absolute or ~ path is taken as given. A hard
+link is the file itself and is taken like any file (git never creates one). A binary or non-UTF-8
+file is added with a warning on stderr: its content is never sent (qkit context show lists it under
+"Never sent").
+
 --json prints {scope, profile, added}.`,
 		Example: `  qkit context add README.md 'docs/**/*.md'
   qkit context add --global '~/.config/q-rules/*.md'
@@ -58,7 +65,7 @@ context is refused.
 		RunE: func(_ *cobra.Command, args []string) error { return runContextAdd(a, opts, args) },
 	}
 	c.Flags().BoolVarP(&opts.global, "global", "g", false, "add to the global context instead of the profile's")
-	c.Flags().BoolVarP(&opts.force, "force", "f", false, "add paths that do not exist or globs that match nothing")
+	c.Flags().BoolVarP(&opts.force, "force", "f", false, "add paths that do not exist, globs that match nothing, and links out of the working directory")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {scope, profile, added}")
 	return exposeChange(c)
 }
@@ -69,7 +76,10 @@ func runContextAdd(a *app.App, opts *contextAddOptions, paths []string) error {
 		return err
 	}
 	t := env.target(opts.global)
-	added, err := env.store.Add(t, paths, contextfiles.AddOptions{Cwd: env.cwd, Force: opts.force})
+	added, err := env.store.Add(t, paths, contextfiles.AddOptions{
+		Cwd: env.cwd, Force: opts.force,
+		Warn: func(msg string) { a.Warnf("%s", msg) },
+	})
 	if err != nil {
 		return err
 	}
@@ -78,7 +88,7 @@ func runContextAdd(a *app.App, opts *contextAddOptions, paths []string) error {
 		j.Added = added
 		return output.JSON(a.IO.Out, j)
 	}
-	a.Errorf("Added %d path(s) to %s context.", len(added), t.Scope())
+	a.Errorf("Added %s to %s context.", plural(len(added), "path", "paths"), t.Scope())
 	return nil
 }
 
@@ -156,7 +166,7 @@ func runContextRm(a *app.App, opts *contextRmOptions, paths []string) error {
 		j.Removed, j.Missing = removed, missing
 		return output.JSON(a.IO.Out, j)
 	}
-	a.Errorf("Removed %d path(s) from %s context.", len(removed), t.Scope())
+	a.Errorf("Removed %s from %s context.", plural(len(removed), "path", "paths"), t.Scope())
 	return nil
 }
 

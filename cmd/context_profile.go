@@ -140,6 +140,14 @@ func runContextProfile(a *app.App, opts *contextProfileOptions, args []string) e
 // contextSwitchOptions are the flags of `context switch`.
 type contextSwitchOptions struct {
 	create bool
+	asJSON bool
+}
+
+// contextSwitchJSON is the output of `context switch --json`.
+type contextSwitchJSON struct {
+	Profile  string `json:"profile"`
+	Previous string `json:"previous"`
+	Created  bool   `json:"created"`
 }
 
 func newContextSwitchCmd(a *app.App) *cobra.Command {
@@ -148,15 +156,19 @@ func newContextSwitchCmd(a *app.App) *cobra.Command {
 		Use:   "switch <name> [--create]",
 		Short: "Make a profile the active one",
 		Long: `Make NAME the active profile: its rules are used (with the global ones) by every later command
-that has no --profile flag. With --create, a profile that does not exist yet is created first.`,
+that has no --profile flag. With --create, a profile that does not exist yet is created first.
+
+--json prints {profile, previous, created}: the profile now active, the one active before, and
+whether this command created it.`,
 		Example: `  qkit context switch backend
   qkit context switch experiments --create
-  qkit context switch default`,
+  qkit context switch default --json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeProfileArg(a),
 		RunE:              func(_ *cobra.Command, args []string) error { return runContextSwitch(a, opts, args[0]) },
 	}
 	c.Flags().BoolVarP(&opts.create, "create", "c", false, "create the profile if it does not exist")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, previous, created}")
 	return exposeChange(c)
 }
 
@@ -165,9 +177,13 @@ func runContextSwitch(a *app.App, opts *contextSwitchOptions, name string) error
 	if err != nil {
 		return err
 	}
+	previous, _ := s.Active() // a damaged active file is what switch repairs: previous is then ""
 	created, err := s.Switch(name, opts.create)
 	if err != nil {
 		return err
+	}
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, contextSwitchJSON{Profile: name, Previous: previous, Created: created})
 	}
 	if created {
 		a.Errorf("Created and switched to profile '%s'", name)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,12 +28,17 @@ func newContextShowCmd(a *app.App) *cobra.Command {
 		Short: "Show the context rules, the files they match and their token estimates",
 		Long: `Show the global rules and the active profile's rules, each with how many files it matches from
 the working directory; then the files in use with their token estimates (bytes/4) and the total;
-then the files the budget (setting context.max_tokens) would drop, largest first, and the files
-that are never sent (binary or not UTF-8).
+then the files the budget (setting context.max_tokens) would drop, largest first, and what is never
+sent: binary or non-UTF-8 files, and links out of the folder a rule must stay in (with where they
+lead). Files a relative rule matched are shown relative to the working directory; others as named
+(under ~, or absolute); control characters in a name are shown escaped (\x1b). Problems met on
+the way (links out, unreadable folders, pseudo file systems, a walk stopped by
+context.walk_max_files or context.walk_timeout) are warnings on stderr.
 
---expand adds each file's content. --json prints one object:
+--expand adds each file's content. --json prints one object, paths absolute:
   {profile, max_tokens, rules: {global: [{path, matches}], profile: [...]},
-   files: [{path, scope, bytes, tokens, content?}], total_tokens, dropped: [...], skipped: [{path, scope, reason}]}`,
+   files: [{path, scope, bytes, tokens, content?}], total_tokens, dropped: [...],
+   skipped: [{path, scope, reason}], warnings: [...]}`,
 		Example: `  qkit context show
   qkit context show --expand
   qkit --profile backend context show --json | jq '.total_tokens'`,
@@ -40,7 +46,7 @@ that are never sent (binary or not UTF-8).
 		RunE: func(*cobra.Command, []string) error { return runContextShow(a, opts) },
 	}
 	c.Flags().BoolVar(&opts.expand, "expand", false, "print each file's content too")
-	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, max_tokens, rules, files, total_tokens, dropped, skipped}")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, max_tokens, rules, files, total_tokens, dropped, skipped, warnings}")
 	return exposeRead(c)
 }
 
@@ -57,18 +63,32 @@ func runContextShow(a *app.App, opts *contextShowOptions) error {
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, rep)
 	}
-	return renderReport(a.IO.Out, rep, env.cwd, opts.expand)
+	home, _ := os.UserHomeDir()
+	return renderReport(a.IO.Out, rep, pathShower{cwd: env.cwd, home: home}, opts.expand)
 }
 
-// renderReport prints a report for people.
-// Files inside cwd are shown relative to it, like git does; --json keeps absolute paths.
-func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool) error {
-	show := func(p string) string {
-		if rel, err := filepath.Rel(cwd, p); err == nil && filepath.IsLocal(rel) {
-			return rel
+// pathShower shows a file's path to a person: relative to the working directory when a relative
+// rule matched it there (as git does), otherwise as it was named: under ~ when it lies in the home
+// folder, else absolute. A file of a global ~ rule reads the same from every folder. The name comes
+// from a repository, so control characters in it are shown escaped.
+type pathShower struct{ cwd, home string }
+
+func (s pathShower) show(p string, relative bool) string {
+	if relative {
+		if rel, err := filepath.Rel(s.cwd, p); err == nil && filepath.IsLocal(rel) {
+			return contextfiles.Printable(rel)
 		}
-		return p
 	}
+	if s.home != "" && s.home != string(filepath.Separator) {
+		if rel, err := filepath.Rel(s.home, p); err == nil && filepath.IsLocal(rel) {
+			return contextfiles.Printable("~" + string(filepath.Separator) + rel)
+		}
+	}
+	return contextfiles.Printable(p)
+}
+
+// renderReport prints a report for people; --json keeps absolute paths.
+func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expand bool) error {
 	var b strings.Builder
 	rules := func(title string, rs []contextfiles.Rule) {
 		b.WriteString(title + ":\n")
@@ -76,7 +96,7 @@ func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool
 			b.WriteString("    <none>\n")
 		}
 		for _, r := range rs {
-			fmt.Fprintf(&b, "    %s (%s)\n", r.Path, plural(r.Matches, "match", "matches"))
+			fmt.Fprintf(&b, "    %s (%s)\n", contextfiles.Printable(r.Path), plural(r.Matches, "match", "matches"))
 		}
 		b.WriteString("\n")
 	}
@@ -88,25 +108,25 @@ func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool
 	} else {
 		fmt.Fprintf(&b, "%s in use:\n", plural(len(rep.Files), "matched file", "matched files"))
 		for _, f := range rep.Files {
-			fmt.Fprintf(&b, "    %-7s %s (~%d tokens)\n", f.Scope, show(f.Path), f.Tokens)
+			fmt.Fprintf(&b, "    %-7s %s (~%s)\n", f.Scope, paths.show(f.Path, f.Relative), plural64(f.Tokens, "token", "tokens"))
 		}
-		fmt.Fprintf(&b, "\nTotal: ~%d tokens (limit %d)\n", rep.TotalTokens, rep.MaxTokens)
+		fmt.Fprintf(&b, "\nTotal: ~%s (limit %d)\n", plural64(rep.TotalTokens, "token", "tokens"), rep.MaxTokens)
 	}
 	if len(rep.Dropped) > 0 {
 		fmt.Fprintf(&b, "\nTotal token count exceeds limit: %d. The following files will be automatically dropped when interacting with Q. Consider removing them.\n", rep.MaxTokens)
 		const most = 10
 		for i, f := range rep.Dropped {
 			if i == most {
-				fmt.Fprintf(&b, "    (%d more files)\n", len(rep.Dropped)-most)
+				fmt.Fprintf(&b, "    (%s more)\n", plural(len(rep.Dropped)-most, "file", "files"))
 				break
 			}
-			fmt.Fprintf(&b, "    %-7s %s (~%d tokens)\n", f.Scope, show(f.Path), f.Tokens)
+			fmt.Fprintf(&b, "    %-7s %s (~%s)\n", f.Scope, paths.show(f.Path, f.Relative), plural64(f.Tokens, "token", "tokens"))
 		}
 	}
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\nNever sent:\n")
 		for _, s := range rep.Skipped {
-			fmt.Fprintf(&b, "    %-7s %s (%s)\n", s.Scope, show(s.Path), s.Reason)
+			fmt.Fprintf(&b, "    %-7s %s (%s)\n", s.Scope, paths.show(s.Path, s.Relative), contextfiles.Printable(s.Reason))
 		}
 	}
 	if expand {
@@ -114,7 +134,7 @@ func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool
 			if f.Content == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "\n[%s]\n%s", show(f.Path), *f.Content)
+			fmt.Fprintf(&b, "\n[%s]\n%s", paths.show(f.Path, f.Relative), *f.Content)
 			if !strings.HasSuffix(*f.Content, "\n") {
 				b.WriteString("\n")
 			}
@@ -124,7 +144,10 @@ func renderReport(w io.Writer, rep *contextfiles.Report, cwd string, expand bool
 	return err
 }
 
-func plural(n int, one, many string) string {
+// plural is n and the noun that fits it: "1 path", "2 paths".
+func plural(n int, one, many string) string { return plural64(int64(n), one, many) }
+
+func plural64(n int64, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

@@ -81,6 +81,8 @@ var Keys = []Key{
 	{Name: "questions.nats_tls_ca", Kind: String, Default: "", Help: "CA file that signs the NATS server's certificate", File: true},
 	{Name: "acp.enabled", Kind: Bool, Default: "false", Help: "allow `qkit acp serve` (feature gate)"},
 	{Name: "context.max_tokens", Kind: Int, Default: "150000", Help: "token budget for context files (bytes/4 estimate)", Check: intRange(1, 100_000_000)},
+	{Name: "context.walk_max_files", Kind: Int, Default: "200000", Help: "files and folders one walk of a glob rule may look at; a walk that reaches it stops and its rules take no file (0 = no limit)", Check: intRange(0, 1_000_000_000)},
+	{Name: "context.walk_timeout", Kind: Duration, Default: "10s", Help: "time one walk of a glob rule may take; a walk that reaches it stops and its rules take no file (0 = no limit)", Check: durationRange(0, 24*time.Hour)},
 	{Name: "internal.trusted", Kind: List, Default: "", Help: "internal commands that change state but need no confirmation (e.g. \"context add\")"},
 	{Name: "log.level", Kind: String, Default: "warn", Help: "log level on stderr: debug, info, warn or error", Values: []string{"debug", "info", "warn", "error"}},
 }

@@ -68,6 +68,8 @@ var (
 	QuestionsNATSTLSCA    = setting[string]("questions.nats_tls_ca")
 	ACPEnabled            = setting[bool]("acp.enabled")
 	ContextMaxTokens      = setting[int64]("context.max_tokens")
+	ContextWalkMaxFiles   = setting[int64]("context.walk_max_files")
+	ContextWalkTimeout    = setting[time.Duration]("context.walk_timeout")
 	InternalTrusted       = setting[[]string]("internal.trusted")
 	LogLevel              = setting[string]("log.level")
 )

@@ -115,17 +115,25 @@ func applyBudget(files []File, maxTokens int64) (kept, dropped []File) {
 // droppedWarning summarises what the budget dropped, naming the first few files.
 func droppedWarning(dropped []File, maxTokens int64) string {
 	const show = 10
-	msg := fmt.Sprintf("context files exceed context.max_tokens (%d): dropped %d file(s), largest first:", maxTokens, len(dropped))
+	msg := fmt.Sprintf("context files exceed context.max_tokens (%d): dropped %s, largest first:", maxTokens, plural(int64(len(dropped)), "file", "files"))
 	for i, f := range dropped {
 		if i == show {
-			msg += fmt.Sprintf(" (%d more files)", len(dropped)-show)
+			msg += fmt.Sprintf(" (%s more)", plural(int64(len(dropped)-show), "file", "files"))
 			break
 		}
 		sep := ","
 		if i == 0 {
 			sep = ""
 		}
-		msg += fmt.Sprintf("%s %s (~%d tokens)", sep, f.Path, f.Tokens)
+		msg += fmt.Sprintf("%s %s (~%s)", sep, f.Path, plural(f.Tokens, "token", "tokens"))
 	}
 	return msg + "; run qkit context show to learn more"
+}
+
+// plural is n and the noun that fits it: "1 file", "2 files".
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -15,27 +15,54 @@ type ruleRef struct {
 }
 
 // fileRef is one file a rule matched: its absolute path and the scope of the first rule (global
-// before profile) that matched it.
+// before profile) that matched it. relative is set when a relative rule matched it.
 type fileRef struct {
-	path  string
-	scope string
+	path     string
+	scope    string
+	relative bool
+}
+
+// skipRef is a path a rule would have taken but for a link out of the folder it must stay in: the
+// link (or the linked folder), the scope as for fileRef, and why.
+type skipRef struct {
+	fileRef
+	reason string
 }
 
 // expansion is what a set of rules resolves to.
 type expansion struct {
 	counts   []int     // files matched per rule
 	files    []fileRef // sorted by path, each once
+	skipped  []skipRef // sorted by path, each once, none of them in files
 	warnings []string
 }
 
-// expand resolves rules against cwd. A relative glob or folder rule whose base folder is a link out
-// of cwd (or of the folder its leading ".." climb to) takes nothing, with a warning; an absolute or ~
-// rule's base is taken as given; either way no link out of the base is followed. Every glob base is walked once: globs sharing a base, or whose
-// base lies inside another glob's base, are matched in the same walk. Missing paths and globs that
-// match nothing contribute no files; unreadable folders and symlink loops become warnings.
+// expand resolves rules against cwd. A relative rule (a file, a folder or a glob) takes nothing
+// whose real path lies outside cwd (or the folder its leading ".." climb to): a link out, at the
+// path itself or at any folder on the way, is skipped with a warning and listed in skipped. An
+// absolute or ~ rule is taken as given, but no link out of a glob's or a folder's base is followed.
+// Every glob base is walked once: globs sharing a base, or whose base lies inside another glob's
+// base, are matched in the same walk, within s's walk limits. Missing paths and globs that match
+// nothing contribute no files; unreadable folders, symlink loops, pseudo file systems and walks
+// stopped by a limit become warnings.
 func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 	ex := expansion{counts: make([]int, len(rules))}
 	matched := make([][]string, len(rules))
+	relative := make([]bool, len(rules))
+	skips := map[string]skipRef{}
+	outside := func(ruleIdx []int, path, real, base string) {
+		ex.warnings = append(ex.warnings, outsideWarning(path, real, base))
+		for _, i := range ruleIdx {
+			sk, seen := skips[path]
+			if !seen {
+				sk = skipRef{fileRef: fileRef{path: path, scope: rules[i].scope}, reason: outsideReason(real, base)}
+			} else if rules[i].scope == ScopeGlobal {
+				sk.scope = ScopeGlobal
+			}
+			sk.relative = sk.relative || relative[i]
+			skips[path] = sk
+		}
+	}
 	var globs []resolved
 	var globRule []int
 	for i, rule := range rules {
@@ -44,60 +71,76 @@ func (s *Store) expand(rules []ruleRef, cwd string) expansion {
 			ex.warnings = append(ex.warnings, fmt.Sprintf("skipping %s: %v", rule.text, err))
 			continue
 		}
+		relative[i] = r.anchor != ""
 		if r.glob {
 			if !validPattern(r.pattern) {
 				ex.warnings = append(ex.warnings, fmt.Sprintf("skipping %s: invalid glob pattern", rule.text))
 				continue
 			}
 			if real, out := r.linkedOut(r.base); out {
-				ex.warnings = append(ex.warnings, outsideWarning(r.base, real, r.anchor))
+				outside([]int{i}, r.base, real, r.anchor)
 				continue
 			}
 			globs = append(globs, r)
 			globRule = append(globRule, i)
 			continue
 		}
-		if fi, err := os.Stat(r.full); err == nil && fi.IsDir() {
-			if real, out := r.linkedOut(r.full); out {
-				ex.warnings = append(ex.warnings, outsideWarning(r.full, real, r.anchor))
-				continue
-			}
+		if real, out := r.linkedOut(r.full); out {
+			outside([]int{i}, r.full, real, r.anchor)
+			continue
 		}
 		var warnings []string
-		matched[i], warnings = plainPath(r.full)
+		matched[i], warnings = plainPath(r.full, rule.text, func(path, real, base string) { outside([]int{i}, path, real, base) })
 		ex.warnings = append(ex.warnings, warnings...)
 	}
 	w := walker{
 		onMatch: func(rule int, path string) { matched[rule] = append(matched[rule], path) },
 		warn:    func(msg string) { ex.warnings = append(ex.warnings, msg) },
+		outside: outside,
+		limits:  s.walkLimits(),
+		now:     s.now,
 	}
 	for _, g := range groupGlobs(globs, globRule) {
-		w.walkGroup(g)
-	}
-	ex.warnings = uniq(ex.warnings)
-
-	scopeOf := map[string]string{}
-	for i, paths := range matched {
-		ex.counts[i] = len(uniq(paths))
-		for _, p := range paths {
-			if _, ok := scopeOf[p]; !ok || rules[i].scope == ScopeGlobal {
-				scopeOf[p] = rules[i].scope
+		if limited := w.walkGroup(g); limited != "" {
+			for _, m := range g.matchers {
+				matched[m.rule] = nil
+				ex.warnings = append(ex.warnings, fmt.Sprintf("skipping rule '%s': %s; it takes no file. Narrow the rule, or raise the setting", m.text, limited))
 			}
 		}
 	}
-	ex.files = make([]fileRef, 0, len(scopeOf))
-	for p, sc := range scopeOf {
-		ex.files = append(ex.files, fileRef{path: p, scope: sc})
+	ex.warnings = uniq(ex.warnings)
+
+	taken := map[string]fileRef{}
+	for i, paths := range matched {
+		ex.counts[i] = len(uniq(paths))
+		for _, p := range paths {
+			f, ok := taken[p]
+			if !ok || rules[i].scope == ScopeGlobal {
+				f.path, f.scope = p, rules[i].scope
+			}
+			f.relative = f.relative || relative[i]
+			taken[p] = f
+		}
+	}
+	ex.files = make([]fileRef, 0, len(taken))
+	for _, f := range taken {
+		ex.files = append(ex.files, f)
 	}
 	sort.Slice(ex.files, func(i, j int) bool { return ex.files[i].path < ex.files[j].path })
+	for p, sk := range skips {
+		if _, ok := taken[p]; !ok { // another rule took it from inside its own folder
+			ex.skipped = append(ex.skipped, sk)
+		}
+	}
+	sort.Slice(ex.skipped, func(i, j int) bool { return ex.skipped[i].path < ex.skipped[j].path })
 	return ex
 }
 
-// plainPath expands a rule without meta characters: a file is itself (a path named exactly is taken
-// as given, links and all), a directory adds the regular files directly inside it (not recursively;
-// a link there counts only when it leads to a regular file inside the directory), a missing path or
-// anything else (a FIFO, a device) adds nothing.
-func plainPath(full string) ([]string, []string) {
+// plainPath expands a rule without meta characters, text as the user gave it: a file is itself, a
+// directory adds the regular files directly inside it (not recursively; a link there counts only
+// when it leads to a regular file inside the directory, others go to outside), a missing path or
+// anything else (a FIFO, a device) adds nothing. A directory on a pseudo file system adds nothing.
+func plainPath(full, text string, outside func(path, real, base string)) ([]string, []string) {
 	fi, err := os.Stat(full)
 	if err != nil {
 		return nil, nil
@@ -108,12 +151,25 @@ func plainPath(full string) ([]string, []string) {
 	if !fi.IsDir() {
 		return nil, nil
 	}
-	entries, err := os.ReadDir(full)
+	unreadable := func(err error) []string {
+		return []string{fmt.Sprintf("skipping unreadable folder %s: %v", full, unwrapPath(err))}
+	}
+	d, err := os.Open(full)
 	if err != nil {
-		return nil, []string{fmt.Sprintf("skipping unreadable folder %s: %v", full, unwrapPath(err))}
+		return nil, unreadable(err)
 	}
 	root := realPath(full)
-	var out, warnings []string
+	var mounts mountTable
+	if kind := pseudoFS(d, root, &mounts); kind != "" {
+		_ = d.Close()
+		return nil, []string{pseudoWarning(full, kind, []string{text})}
+	}
+	entries, err := d.ReadDir(-1)
+	_ = d.Close()
+	if err != nil {
+		return nil, unreadable(err)
+	}
+	var out []string
 	for _, e := range entries {
 		p := filepath.Join(full, e.Name())
 		if e.Type().IsRegular() {
@@ -131,12 +187,13 @@ func plainPath(full string) ([]string, []string) {
 			continue
 		}
 		if _, inside := within(root, real); !inside {
-			warnings = append(warnings, outsideWarning(p, real, full))
+			outside(p, real, full)
 			continue
 		}
 		out = append(out, p)
 	}
-	return out, warnings
+	sort.Strings(out)
+	return out, nil
 }
 
 // groupGlobs puts globs into walk groups: one per base directory, and a base inside another base

@@ -70,3 +70,22 @@ func FuzzGlobPattern(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMountinfo: parseMountinfo takes any bytes; every type it returns is one field (no space, not
+// empty), and a well-formed line after any junk is read.
+func FuzzMountinfo(f *testing.F) {
+	f.Add([]byte("22 27 0:21 / /proc rw,relatime - proc proc rw\n"))
+	f.Add([]byte("24 27 0:6 / /dev rw shared:2 master:1 - devtmpfs devtmpfs rw\n"))
+	f.Add([]byte("1 2 3 4 5 6 -\n- - - - - - - -\n\x00\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for dev, typ := range parseMountinfo(data) {
+			if typ == "" || strings.ContainsAny(typ, " \t\n") || !strings.Contains(dev, ":") {
+				t.Fatalf("device %q, type %q", dev, typ)
+			}
+		}
+		withLine := append(append([]byte{}, data...), "\n9 9 0:999 / /x rw - devtmpfs d rw\n"...)
+		if got := parseMountinfo(withLine)["0:999"]; got != "devtmpfs" {
+			t.Fatalf("the last line gave %q", got)
+		}
+	})
+}

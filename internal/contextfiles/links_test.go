@@ -26,7 +26,8 @@ func symlink(t *testing.T, target, link string) {
 }
 
 // TestLinksOutsideTheBaseAreSkipped: a glob or folder rule never takes a file whose real path lies
-// outside the rule's base folder, however it is reached; a path named exactly is taken as given.
+// outside the rule's base folder, however it is reached; nor does a relative path named exactly
+// whose real path lies outside the working directory.
 func TestLinksOutsideTheBaseAreSkipped(t *testing.T) {
 	s, cwd := newTestStore(t)
 	secret := filepath.Join(filepath.Dir(cwd), "secret")
@@ -43,7 +44,6 @@ func TestLinksOutsideTheBaseAreSkipped(t *testing.T) {
 		filepath.Join(cwd, "docs", "guide.md"),
 		filepath.Join(cwd, "docs", "inner", "deep.md"),
 		filepath.Join(cwd, "docs", "n.md"),            // only through **/*.md, whose base is cwd
-		filepath.Join(cwd, "docs", "readme.md"),       // only as the exactly named path
 		filepath.Join(cwd, "docs", "sibling", "n.md"), // only through **/*.md
 		filepath.Join(cwd, "docs", "sub", "deep.md"),
 		filepath.Join(cwd, "notes", "n.md"),
@@ -52,8 +52,8 @@ func TestLinksOutsideTheBaseAreSkipped(t *testing.T) {
 		t.Errorf("files\n got %q\nwant %q", got, want)
 	}
 	// docs/**: guide, inner/deep, sub/deep. docs: guide. **/*.md: guide, inner/deep, n.md,
-	// sibling/n.md, sub/deep, notes/n.md. docs/readme.md: itself.
-	if want := []int{3, 1, 6, 1}; !reflect.DeepEqual(ex.counts, want) {
+	// sibling/n.md, sub/deep, notes/n.md. docs/readme.md: nothing, it leads out of cwd.
+	if want := []int{3, 1, 6, 0}; !reflect.DeepEqual(ex.counts, want) {
 		t.Errorf("counts %v, want %v", ex.counts, want)
 	}
 	joined := strings.Join(ex.warnings, "\n")
@@ -74,14 +74,26 @@ func TestLinksOutsideTheBaseAreSkipped(t *testing.T) {
 	if strings.Count(joined+"\n", line) != 1 {
 		t.Errorf("a warning repeated:\n%s", joined)
 	}
+	// The links out are listed once each; docs/n.md and docs/sibling/n.md are not, since
+	// **/*.md took them from inside its own folder.
+	var skipped []string
+	for _, sk := range ex.skipped {
+		skipped = append(skipped, sk.path+": "+sk.reason)
+	}
+	if want := []string{
+		filepath.Join(cwd, "docs", "keys") + ": it links to " + secret + ", outside " + cwd,
+		filepath.Join(cwd, "docs", "readme.md") + ": it links to " + filepath.Join(secret, "id_rsa") + ", outside " + filepath.Join(cwd, "docs"),
+	}; !reflect.DeepEqual(skipped, want) {
+		t.Errorf("skipped\n got %q\nwant %q", skipped, want)
+	}
 }
 
 // TestLinkedBaseOutsideCwdIsSkipped: a relative glob or folder rule whose base folder is a link out of
 // the folder rules are relative to (the working directory) takes nothing, with a warning: in a
-// cloned repository `docs -> ~/.ssh` must not put the key into the prompt of `docs/**` or `docs`. A
-// file named exactly is taken as given; a base linked to a folder inside cwd is followed; a rule
-// that climbs out with ".." is anchored where it climbs to; an absolute or ~ rule's base is taken as
-// given, but links out of that base are still not followed.
+// cloned repository `docs -> ~/.ssh` must not put the key into the prompt of `docs/**` or `docs`,
+// nor of `docs/id_rsa`. A base linked to a folder inside cwd is followed; a rule that climbs out
+// with ".." is anchored where it climbs to; an absolute or ~ rule's base is taken as given, but
+// links out of that base are still not followed.
 func TestLinkedBaseOutsideCwdIsSkipped(t *testing.T) {
 	s, cwd := newTestStore(t)
 	top := filepath.Dir(cwd)
@@ -109,7 +121,9 @@ func TestLinkedBaseOutsideCwdIsSkipped(t *testing.T) {
 			[]string{outside(filepath.Join(docs, "sub"), filepath.Join(secret, "sub"), cwd)}},
 		{"both, one warning", []string{"docs/**", "docs", "*.md"}, []string{filepath.Join(cwd, "x.md")}, []int{0, 0, 1},
 			[]string{outside(docs, secret, cwd)}},
-		{"named exactly", []string{"docs/id_rsa"}, []string{filepath.Join(docs, "id_rsa")}, []int{1}, nil},
+		{"named exactly", []string{"docs/id_rsa"}, nil, []int{0},
+			[]string{outside(filepath.Join(docs, "id_rsa"), filepath.Join(secret, "id_rsa"), cwd)}},
+		{"named exactly, absolute", []string{filepath.Join(docs, "id_rsa")}, []string{filepath.Join(docs, "id_rsa")}, []int{1}, nil},
 		{"linked inside cwd", []string{"alias/**", "alias"},
 			[]string{filepath.Join(cwd, "alias", "r.md")}, []int{1, 1}, nil},
 		{"climbing out", []string{"../secret/**"},

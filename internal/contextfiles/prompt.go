@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"strings"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
@@ -30,13 +31,21 @@ type File struct {
 	Bytes   int64   `json:"bytes"`
 	Tokens  int64   `json:"tokens"`
 	Content *string `json:"content,omitempty"`
+	// Relative is set when a relative rule matched the file: a person reads it relative to the
+	// working directory; a file only an absolute or ~ rule matched is shown as it was named.
+	Relative bool `json:"-"`
 }
 
-// Skipped is a matched file that is never sent, and why.
+// Skipped is a path that is never sent, and why: a matched file that is binary or not UTF-8, or a
+// link (to a file or a folder) out of the folder its rule must stay in.
 type Skipped struct {
 	Path   string `json:"path"`
 	Scope  string `json:"scope"`
 	Reason string `json:"reason"`
+	// Relative is as for File.
+	Relative bool `json:"-"`
+	// warned is set when Warnings already says it (links out are warned of as they are met).
+	warned bool
 }
 
 // Rules are the configured rules of both lists.
@@ -55,9 +64,11 @@ type Report struct {
 	TotalTokens int64     `json:"total_tokens"`
 	Dropped     []File    `json:"dropped"`
 	Skipped     []Skipped `json:"skipped"`
-	// Warnings are problems met while expanding the rules (unreadable folders, symlink loops), one
-	// line each, for stderr. Skipped and dropped files are reported in their own fields.
-	Warnings []string `json:"-"`
+	// Warnings are problems met while expanding the rules (links out of a rule's folder, unreadable
+	// folders, symlink loops, pseudo file systems, walks stopped by a limit), one line each, for
+	// stderr, made Printable. Links out are listed in Skipped too; binary files and dropped files
+	// only there.
+	Warnings []string `json:"warnings"`
 }
 
 // ReportOptions control Collect.
@@ -98,7 +109,13 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		Profile: profile, MaxTokens: maxTokens,
 		Rules: Rules{Global: []Rule{}, Profile: []Rule{}},
 		Files: []File{}, Dropped: []File{}, Skipped: []Skipped{},
-		Warnings: ex.warnings,
+		Warnings: printableAll(ex.warnings),
+	}
+	if rep.Warnings == nil {
+		rep.Warnings = []string{}
+	}
+	for _, sk := range ex.skipped {
+		rep.Skipped = append(rep.Skipped, Skipped{Path: sk.path, Scope: sk.scope, Reason: sk.reason, Relative: sk.relative, warned: true})
 	}
 	for i, r := range refs {
 		if r.scope == ScopeGlobal {
@@ -120,15 +137,16 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		size, err := checkText(f.path, buf, limit)
 		switch {
 		case errors.Is(err, errNotText):
-			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: err.Error()})
+			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: err.Error(), Relative: f.relative})
 		case errors.Is(err, fs.ErrNotExist):
 			// vanished since the walk: skipped like any missing path
 		case err != nil:
-			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: unwrapPath(err).Error()})
+			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: unwrapPath(err).Error(), Relative: f.relative})
 		default:
-			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(size)})
+			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(size), Relative: f.relative})
 		}
 	}
+	sort.SliceStable(rep.Skipped, func(i, j int) bool { return rep.Skipped[i].Path < rep.Skipped[j].Path })
 	kept, dropped := applyBudget(candidates, maxTokens)
 	if len(dropped) > 0 {
 		rep.Dropped = dropped
@@ -138,7 +156,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		if opts.Expand {
 			data, err := readInto(f.Path, nil)
 			if err != nil {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+				rep.Warnings = append(rep.Warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err))))
 				continue
 			}
 			content := string(data)
@@ -161,10 +179,12 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	}
 	warnings := rep.Warnings
 	for _, sk := range rep.Skipped {
-		warnings = append(warnings, fmt.Sprintf("skipping %s: %s", sk.Path, sk.Reason))
+		if !sk.warned {
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %s", sk.Path, sk.Reason)))
+		}
 	}
 	if len(rep.Dropped) > 0 {
-		warnings = append(warnings, droppedWarning(rep.Dropped, maxTokens))
+		warnings = append(warnings, Printable(droppedWarning(rep.Dropped, maxTokens)))
 	}
 	if len(rep.Files) == 0 {
 		return userPrompt, warnings, nil
@@ -182,11 +202,11 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 		data, err := readInto(f.Path, buf)
 		buf = data[:0]
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err)))
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, unwrapPath(err))))
 			continue
 		}
 		if !isText(data) {
-			warnings = append(warnings, fmt.Sprintf("skipping %s: %v", f.Path, errNotText))
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, errNotText)))
 			continue
 		}
 		if n > 0 {

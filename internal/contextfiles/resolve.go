@@ -118,10 +118,26 @@ func realPath(path string) string {
 	return path
 }
 
-// globHasMatch reports whether a glob rule matches at least one file (used to validate `add`).
-func (s *Store) globHasMatch(r resolved) bool {
+// globHasMatch reports whether a glob rule matches at least one file (used to validate `add`), and
+// when it does not, the walk's notes that may say why (a pseudo file system, an unreadable folder,
+// a limit), at most three.
+func (s *Store) globHasMatch(r resolved) (bool, []string) {
 	found := false
-	w := walker{stopAfterFirst: true, onMatch: func(int, string) { found = true }, warn: func(string) {}}
-	w.walkGroup(group{base: r.base, root: r.root, matchers: []*matcher{newMatcher(0, r, r.pattern)}})
-	return found
+	var notes []string
+	w := walker{
+		stopAfterFirst: true,
+		onMatch:        func(int, string) { found = true },
+		warn: func(msg string) {
+			if len(notes) < 3 {
+				notes = append(notes, msg)
+			}
+		},
+		outside: func([]int, string, string, string) {},
+		limits:  s.walkLimits(),
+		now:     s.now,
+	}
+	if limited := w.walkGroup(group{base: r.base, root: r.root, matchers: []*matcher{newMatcher(0, r, r.pattern)}}); limited != "" {
+		notes = append(notes, limited)
+	}
+	return found, notes
 }

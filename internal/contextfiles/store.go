@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 	"github.com/qkit-cli/qkit/internal/output"
@@ -36,6 +37,10 @@ type Store struct {
 	dir string // <config>/context
 	// home is the home directory used for "~" in rules; empty means os.UserHomeDir.
 	home string
+	// limits bound each walk; nil means DefaultWalkLimits.
+	limits *WalkLimits
+	// now is the walks' clock; nil means time.Now (tests step it to reach the time limit).
+	now func() time.Time
 }
 
 // NewStore returns the store for configDir (app.Config.Paths.Config); files live under
@@ -49,6 +54,21 @@ func (s *Store) WithHome(home string) *Store {
 	c := *s
 	c.home = home
 	return &c
+}
+
+// WithWalkLimits returns a copy of s whose walks stop at l (the settings context.walk_max_files and
+// context.walk_timeout).
+func (s *Store) WithWalkLimits(l WalkLimits) *Store {
+	c := *s
+	c.limits = &l
+	return &c
+}
+
+func (s *Store) walkLimits() WalkLimits {
+	if s.limits == nil {
+		return DefaultWalkLimits
+	}
+	return *s.limits
 }
 
 // Dir is the directory holding the context configuration.
@@ -262,8 +282,12 @@ func (s *Store) update(t Target, fn func(paths []string) ([]string, error)) erro
 type AddOptions struct {
 	// Cwd resolves relative paths for validation (they are stored as given).
 	Cwd string
-	// Force adds paths that do not exist or globs that match nothing.
+	// Force adds paths that do not exist, globs that match nothing, and relative paths that lead
+	// out of the working directory.
 	Force bool
+	// Warn, when set, is told of a path that is added but whose content is never sent (a binary or
+	// non-UTF-8 file), one line each.
+	Warn func(msg string)
 }
 
 // Add appends paths to t. Every path is checked before anything is written: a path that does not
@@ -321,21 +345,39 @@ func (s *Store) validate(p string, opts AddOptions) error {
 			return output.UsageErrorf("Invalid path '%s': '%s' is not a regular file or a folder", p, r.full)
 		}
 	}
-	if opts.Force {
-		return nil
+	if !opts.Force {
+		if err := s.validateExists(p, r); err != nil {
+			return err
+		}
 	}
+	if !r.glob && opts.Warn != nil {
+		if fi, err := os.Stat(r.full); err == nil && fi.Mode().IsRegular() {
+			if _, err := checkText(r.full, make([]byte, 64<<10), 64<<10); errors.Is(err, errNotText) {
+				opts.Warn(fmt.Sprintf("%s is %v, so its content is never sent; it was added anyway (qkit context rm %s takes it out)", p, errNotText, p))
+			}
+		}
+	}
+	return nil
+}
+
+// validateExists refuses a path that is never read from here: one that leads out of the working
+// directory through a link, a missing one, or a glob that matches nothing.
+func (s *Store) validateExists(p string, r resolved) error {
 	dir := r.base
 	if !r.glob {
 		dir = r.full
 	}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		if real, out := r.linkedOut(dir); out {
-			return output.UsageErrorf("Invalid path '%s': %s links to %s, outside %s, so it is never read from here. Use --force to add anyway.", p, dir, real, r.anchor)
-		}
+	if real, out := r.linkedOut(dir); out {
+		return output.UsageErrorf("Invalid path '%s': %s links to %s, outside %s, so it is never read from here. Use --force to add anyway.", p, dir, real, r.anchor)
 	}
 	if r.glob {
-		if !s.globHasMatch(r) {
-			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'. Use --force to add anyway.", p, r.full)
+		found, notes := s.globHasMatch(r)
+		if !found {
+			why := ""
+			if len(notes) > 0 {
+				why = " (" + strings.Join(notes, "; ") + ")"
+			}
+			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'%s. Use --force to add anyway.", p, r.full, why)
 		}
 		return nil
 	}

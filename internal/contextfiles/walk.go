@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -20,6 +21,7 @@ const maxDepth = 256
 // names without running the full pattern.
 type matcher struct {
 	rule    int    // index of the rule it belongs to
+	text    string // the rule as the user gave it, for messages
 	pattern string // doublestar pattern relative to the group's base
 	// base is the rule's own base folder and root its real path: a file whose real path lies
 	// outside root is never taken, however the walk reached it.
@@ -41,7 +43,7 @@ type matcher struct {
 // newMatcher prepares glob rule number rule, resolved as r, for the walk of a group whose base is
 // r.base or a folder above it; pat is r's pattern relative to the group's base.
 func newMatcher(rule int, r resolved, pat string) *matcher {
-	m := &matcher{rule: rule, pattern: pat, base: r.base, root: r.root, segs: strings.Split(pat, "/")}
+	m := &matcher{rule: rule, text: r.rule, pattern: pat, base: r.base, root: r.root, segs: strings.Split(pat, "/")}
 	m.deepAt = len(m.segs)
 	for i, s := range m.segs {
 		if strings.Contains(s, "**") {
@@ -115,10 +117,14 @@ type group struct {
 }
 
 // walker walks groups, following symbolic links to directories inside the group's base folder while
-// refusing loops; links that lead outside the base (to a folder or a file) are skipped with a warning.
+// refusing loops; links that lead outside the base (to a folder or a file) are skipped and reported.
+// It never enters a pseudo file system (/proc, /sys), and one walk of a group stops at the limits.
 type walker struct {
-	onMatch        func(rule int, path string)
-	warn           func(msg string)
+	onMatch func(rule int, path string)
+	warn    func(msg string)
+	// outside reports a link the walk does not follow because it leads out of base: the rules that
+	// would have taken it (or walked into it). nil reports it through warn alone.
+	outside        func(rules []int, path, real, base string)
 	stopAfterFirst bool
 	stopped        bool
 	// open opens a directory for reading; nil means os.Open (tests make folders unreadable here,
@@ -127,24 +133,67 @@ type walker struct {
 	// reals holds the real path of every directory on the current path from the base, so that a
 	// link back to any of them is recognised as a loop.
 	reals []string
+
+	limits WalkLimits
+	now    func() time.Time // nil means time.Now
+	// seen counts the entries the current group's walk has looked at; deadline is when it must end.
+	seen     int
+	deadline time.Time
+	// limited is set, with the limit reached, when the current group's walk stopped early.
+	limited string
+	mounts  mountTable
 }
 
-func (w *walker) walkGroup(g group) {
+// walkGroup walks g and reports whether the walk went through to its end; when a limit stopped it,
+// it says which in the returned text (the rules of g then take nothing: a part of a walk is
+// whatever the directory order gave, not what the rule says).
+func (w *walker) walkGroup(g group) (limited string) {
 	fi, err := os.Stat(g.base)
 	if err != nil || !fi.IsDir() {
-		return // a missing base matches nothing
+		return "" // a missing base matches nothing
 	}
 	w.reals = append(w.reals[:0], g.root)
+	w.seen, w.limited = 0, ""
+	if w.limits.Timeout > 0 {
+		w.deadline = w.clock().Add(w.limits.Timeout)
+	}
 	alive := make([]int, len(g.matchers))
 	for i := range alive {
 		alive[i] = i
 	}
 	w.walkDir(g, g.base, "", 0, alive)
+	limited, w.limited = w.limited, ""
+	return limited
+}
+
+func (w *walker) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// overLimit counts entries more entries of the walk and reports whether a limit is reached (and
+// notes which). The clock is read at every folder and once every 256 entries.
+func (w *walker) overLimit(entries int, folder bool) bool {
+	if w.limited != "" {
+		return true
+	}
+	w.seen += entries
+	if max := w.limits.MaxFiles; max > 0 && w.seen > max {
+		w.limited = fmt.Sprintf("its walk looked at more than %d files and folders, the limit (setting %s)", max, SettingWalkMaxFiles)
+		return true
+	}
+	if w.limits.Timeout > 0 && (folder || w.seen%256 == 0) && w.clock().After(w.deadline) {
+		w.limited = fmt.Sprintf("its walk took longer than %s, the limit (setting %s)", w.limits.Timeout, SettingWalkTimeout)
+		return true
+	}
+	return false
 }
 
 // walkDir reads dir (rel is its slash path under the base, "" for the base) and recurses.
 func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
-	if w.stopped {
+	if w.stopped || w.overLimit(0, true) {
 		return
 	}
 	if depth > maxDepth {
@@ -160,6 +209,15 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 		w.warn(fmt.Sprintf("skipping unreadable folder %s: %v", dir, unwrapPath(err)))
 		return
 	}
+	if kind := pseudoFS(f, w.reals[len(w.reals)-1], &w.mounts); kind != "" {
+		_ = f.Close()
+		texts := make([]string, len(alive))
+		for i, m := range alive {
+			texts[i] = g.matchers[m].text
+		}
+		w.warn(pseudoWarning(dir, kind, texts))
+		return
+	}
 	entries, err := f.ReadDir(-1)
 	_ = f.Close()
 	if err != nil {
@@ -167,15 +225,15 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 		return
 	}
 	for _, e := range entries {
-		if w.stopped {
+		if w.stopped || w.overLimit(1, false) {
 			return
 		}
 		name := e.Name()
-		path := dir + string(filepath.Separator) + name
+		path := joinPath(dir, name)
 		typ := e.Type()
 		// real is the entry's real path: its folder's real path and its name, or where its link
 		// leads.
-		real := w.reals[len(w.reals)-1] + string(filepath.Separator) + name
+		real := joinPath(w.reals[len(w.reals)-1], name)
 		linked := false
 		if typ&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(path)
@@ -203,7 +261,7 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 			}
 			if linked {
 				if _, inside := within(g.root, real); !inside {
-					w.warn(outsideWarning(path, real, g.base))
+					w.reportOutside(g, next, path, real, g.base)
 					continue
 				}
 				if w.isAncestor(real) {
@@ -223,7 +281,25 @@ func (w *walker) walkDir(g group, dir, rel string, depth int, alive []int) {
 // outsideWarning is the warning for a link the walk does not follow because it leads out of the
 // rule's base folder.
 func outsideWarning(path, real, base string) string {
-	return fmt.Sprintf("skipping %s: it links to %s, outside %s", path, real, base)
+	return fmt.Sprintf("skipping %s: %s", path, outsideReason(real, base))
+}
+
+// outsideReason says why a link out of base is not followed (the reason of a skipped entry).
+func outsideReason(real, base string) string {
+	return fmt.Sprintf("it links to %s, outside %s", real, base)
+}
+
+// reportOutside reports a link out of base that the matchers at idx (of g) would have followed.
+func (w *walker) reportOutside(g group, idx []int, path, real, base string) {
+	if w.outside == nil {
+		w.warn(outsideWarning(path, real, base))
+		return
+	}
+	rules := make([]int, len(idx))
+	for i, m := range idx {
+		rules[i] = g.matchers[m].rule
+	}
+	w.outside(rules, path, real, base)
 }
 
 func (w *walker) entering(g group, alive []int, depth int, name string) []int {
@@ -248,7 +324,7 @@ func (w *walker) matchFile(g group, alive []int, rel, name, path, real string) {
 		}
 		if doublestar.MatchUnvalidated(m.pattern, relName) {
 			if _, inside := within(m.root, real); !inside {
-				w.warn(outsideWarning(path, real, m.base))
+				w.reportOutside(g, []int{i}, path, real, m.base)
 				continue
 			}
 			w.onMatch(m.rule, path)
@@ -268,6 +344,14 @@ func (w *walker) isAncestor(real string) bool {
 		}
 	}
 	return false
+}
+
+// joinPath is dir/name, without doubling the separator of a root folder ("/").
+func joinPath(dir, name string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
 }
 
 func joinRel(rel, name string) string {
