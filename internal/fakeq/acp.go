@@ -6,9 +6,10 @@ package fakeq
 // shell, read, write, or an MCP tool's @server/tool or @server). session/set_model answers {} and, as kiro's
 // does, changes nothing when the agent was started with --model. Environment:
 //
-//	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
+//	FAKEQ_OUTPUT, FAKEQ_OUTPUT_QUOTED, FAKEQ_SPLIT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES,
+//	FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
 //	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk (FAKEQ_BYTES:
-//	                       twelve 84-byte lines a chunk)
+//	                       twelve 84-byte lines a chunk; FAKEQ_SPLIT: n characters a chunk)
 //	FAKEQ_DELAY=d          wait d before the first chunk of the reply (the model thinking)
 //	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/output"
 )
 
 // Schema is the JSON Schema (2020-12) of every line (stream-json.schema.json beside this file).
@@ -128,7 +129,7 @@ func (w *Writer) line(v any) {
 	if err != nil {
 		return // agent.Event and Result always marshal
 	}
-	b = append(b, '\n')
+	b = append(output.TerminalSafeJSON(b), '\n')
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
