@@ -35,10 +35,11 @@ type RunOptions struct {
 	ClientVersion string
 	// OnEvent receives every event of the run as it happens (see Options.OnEvent).
 	OnEvent func(agent.Event)
-	// Permission, Files and Terminals answer the agent (see Options).
+	// Permission, Files, Terminals and Access answer the agent (see Options).
 	Permission PermissionFunc
 	Files      Files
 	Terminals  Terminals
+	Access     AccessFunc
 }
 
 // Result is what a run produced: the text runner's Result (Output with the same truncation and
@@ -194,7 +195,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	live := &runGate{handle: handle}
 	conn, err := Start(runCtx, Options{
 		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
-		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
+		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals, Access: o.Access,
 	})
 	var stopReason acp.StopReason
 	if err == nil {

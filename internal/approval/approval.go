@@ -53,9 +53,11 @@ type Policy struct {
 	// Asker is used with ask.
 	Asker Asker
 
-	mu     sync.Mutex
-	always []string // tools a person allowed for the rest of the run (their names)
-	denied []string // tools denied (their labels), for the result
+	mu      sync.Mutex
+	always  []string      // tools a person allowed for the rest of the run (their names)
+	denied  []string      // tools denied (their labels), for the result
+	refused []string      // writes and commands refused (Access), for the result
+	failed  *UnaskedError // the first of them under --on-permission fail
 }
 
 // NeedsPermissionError is a tool nothing allowed, with --on-permission fail.
