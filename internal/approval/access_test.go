@@ -144,3 +144,12 @@ func FuzzAccess(f *testing.F) {
 		}
 	})
 }
+
+// TestNeedsPermissionMessageSafe: a tool's title comes from the agent; the message naming it (on
+// stderr) carries no escape sequence or bidi control.
+func TestNeedsPermissionMessageSafe(t *testing.T) {
+	_, err := (&Policy{}).Decide(t.Context(), request(agent.ToolCall{ID: "t", Title: "x\x1b]0;pwned\x07\u202eevil", Kind: "other"}))
+	if err == nil || strings.ContainsAny(err.Error(), "\x1b\x07\u202e") || !strings.Contains(err.Error(), "--trust-tools xevil (or") {
+		t.Fatalf("%q", err)
+	}
+}
