@@ -65,10 +65,10 @@ func TestUnaskedRequestsRefused(t *testing.T) {
 		asked[1].Granted != nil || asked[1].Tool.Kind != "execute" {
 		t.Fatalf("asked %+v", asked)
 	}
-	wantWrite := `unasked write:out.txt: refused: {"code":-32602,"message":"Invalid params","data":{"details":"refused to write ` + filepath.Join(dir, "out.txt") +
-		`: nothing allowed it"}}`
-	wantShell := `unasked shell:touch ran-it: refused: {"code":-32602,"message":"Invalid params","data":{"details":"refused to run sh -c \"touch ran-it\": ` +
-		`nothing allowed it"}}`
+	why := "refused to write " + filepath.Join(dir, "out.txt") + ": nothing allowed it"
+	wantWrite := `unasked write:out.txt: refused: {"code":-32602,"message":"` + why + `","data":{"details":"` + why + `"}}`
+	why = `refused to run sh -c \"touch ran-it\": nothing allowed it`
+	wantShell := `unasked shell:touch ran-it: refused: {"code":-32602,"message":"` + why + `","data":{"details":"` + why + `"}}`
 	if !slices.Equal(ran, []string{wantWrite, wantShell}) {
 		t.Errorf("the agent saw\n%q\nwant\n%q", ran, []string{wantWrite, wantShell})
 	}

@@ -103,9 +103,11 @@ func (e *RefusedError) Error() string {
 		len(e.Refused), root, strings.Join(what, ", "))
 }
 
-// refusal is how a refused request is answered to the agent.
+// refusal is how a refused request is answered to the agent: -32602 with the reason as the
+// message (the TypeScript SDK, which kiro's V3 engine is built on, shows an agent only the
+// message) and as data.details (where the Go SDK's errors put it).
 func refusal(err error) error {
-	return &acp.RequestError{Code: -32602, Message: "Invalid params", Data: map[string]any{"details": err.Error()}}
+	return &acp.RequestError{Code: -32602, Message: err.Error(), Data: map[string]any{"details": err.Error()}}
 }
 
 // Within reports whether path (absolute) lies inside root once symbolic links are resolved; for a
