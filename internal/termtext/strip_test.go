@@ -18,7 +18,7 @@ func TestStripper(t *testing.T) {
 		"tab\tand\nnewline":                         "tab\tand\nnewline",
 		"broken \x1b[12\nnext":                      "broken \nnext",
 		"€ and 日本":                                  "€ and 日本",
-		// What an agent can do to a terminal (issue 18): clipboard, clear screen, cursor moves.
+		// What an agent can do to a terminal: clipboard, clear screen, cursor moves.
 		"copy\x1b]52;c;ZXZpbA==\x07 done":         "copy done",
 		"copy\x1b]52;c;ZXZpbA==\x1b\\ done":       "copy done",
 		"before\x1b[2J\x1b[Hafter":                "beforeafter",
