@@ -37,7 +37,7 @@ func onlyGranted(a Access) error {
 // unasked runs the fake (acp-go-sdk's agent side) sending the requests of FAKEQ_ACP_UNASKED, with
 // qkit's own DirFiles and DirTerminals behind Access, and returns the run, what Access was asked,
 // and how the agent saw each request answered (its FAKEQ_ACP_RAN lines).
-func unasked(t *testing.T, decide func(Access) error, env ...string) (Result, error, []Access, []string, string) {
+func unasked(t *testing.T, decide func(Access) error, env ...string) unaskedRun {
 	t.Helper()
 	ranFile := filepath.Join(t.TempDir(), "ran")
 	o := fake(t, append(env, "FAKEQ_ACP_RAN="+ranFile, "FAKEQ_OUTPUT=done\n")...)
@@ -48,7 +48,16 @@ func unasked(t *testing.T, decide func(Access) error, env ...string) (Result, er
 	o.Permission = allow("allow_once")
 	res, err := Run(t.Context(), o)
 	data, _ := os.ReadFile(ranFile)
-	return res, err, log.asked, strings.Split(strings.TrimSpace(string(data)), "\n"), o.Request.Dir
+	return unaskedRun{res, err, log.asked, strings.Split(strings.TrimSpace(string(data)), "\n"), o.Request.Dir}
+}
+
+// unaskedRun is what unasked returns.
+type unaskedRun struct {
+	res   Result
+	err   error
+	asked []Access
+	ran   []string
+	dir   string
 }
 
 // TestUnaskedRequestsRefused: a write and a command the agent sends without asking permission
@@ -56,8 +65,9 @@ func unasked(t *testing.T, decide func(Access) error, env ...string) (Result, er
 // request was not served), nothing is written or run, and the turn goes on. The agent is the
 // official Go SDK's agent side (fakeq).
 func TestUnaskedRequestsRefused(t *testing.T) {
-	res, err, asked, ran, dir := unasked(t, onlyGranted, "FAKEQ_ACP_UNASKED=write:out.txt,shell:touch ran-it")
-	if err != nil {
+	u := unasked(t, onlyGranted, "FAKEQ_ACP_UNASKED=write:out.txt,shell:touch ran-it")
+	res, asked, ran, dir := u.res, u.asked, u.ran, u.dir
+	if err := u.err; err != nil {
 		t.Fatal(err)
 	}
 	if len(asked) != 2 || asked[0].Method != "fs/write_text_file" || asked[0].Path != filepath.Join(dir, "out.txt") || asked[0].Granted != nil ||
@@ -88,9 +98,10 @@ func TestUnaskedRequestsRefused(t *testing.T) {
 // command in an execute; not a command in an edit. When the request names another tool call in
 // its _meta, the grant does not cover it; naming the granted one does.
 func TestGrantedPermissionCovers(t *testing.T) {
-	_, err, asked, ran, dir := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt,shell:echo hi", "FAKEQ_ACP_V3=1",
+	u := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt,shell:echo hi", "FAKEQ_ACP_V3=1",
 		"FAKEQ_ACP_UNASKED=write:b.txt@1,shell:touch in-edit@1,write:c.txt@2,shell:touch in-shell@2")
-	if err != nil {
+	asked, ran, dir := u.asked, u.ran, u.dir
+	if err := u.err; err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -124,13 +135,13 @@ func TestGrantedPermissionCovers(t *testing.T) {
 // the running call's grant; one that names the granted call is.
 func TestGrantByToolCallID(t *testing.T) {
 	t.Run("another call", func(t *testing.T) {
-		_, _, asked, _, _ := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt@1", "FAKEQ_ACP_UNASKED_META=tooluse_other")
+		asked := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt@1", "FAKEQ_ACP_UNASKED_META=tooluse_other").asked
 		if len(asked) != 1 || asked[0].ToolCallID != "tooluse_other" || asked[0].Granted != nil {
 			t.Errorf("asked %+v", asked)
 		}
 	})
 	t.Run("the granted call", func(t *testing.T) {
-		_, _, asked, _, _ := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt@1", "FAKEQ_ACP_UNASKED_META=tooluse_fakeq1")
+		asked := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt@1", "FAKEQ_ACP_UNASKED_META=tooluse_fakeq1").asked
 		if len(asked) != 1 || asked[0].Granted == nil || asked[0].Granted.ID != "tooluse_fakeq1" {
 			t.Errorf("asked %+v", asked)
 		}
@@ -140,8 +151,9 @@ func TestGrantByToolCallID(t *testing.T) {
 // TestGrantEndsWithItsCall: once the granted tool call has ended, its permission covers nothing
 // more; a later request of the same kind is unasked.
 func TestGrantEndsWithItsCall(t *testing.T) {
-	_, err, asked, _, dir := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt")
-	if err != nil {
+	u := unasked(t, onlyGranted, "FAKEQ_ACP_TOOLS=write:a.txt", "FAKEQ_ACP_UNASKED=write:b.txt")
+	asked, dir := u.asked, u.dir
+	if err := u.err; err != nil {
 		t.Fatal(err)
 	}
 	if len(asked) != 1 || asked[0].Granted != nil {
