@@ -49,8 +49,11 @@ func newAskCmd(a *app.App) *cobra.Command {
 q chat --no-interactive [flags] <prompt>, with the active context profile's files prepended, and print
 the reply as it arrives. The prompt is the argument, or stdin with - (or when stdin is not a terminal).
 
-The reply is ANSI-stripped and capped at --max-response-size (AGENT_MAX_RESPONSE_SIZE, default 2MB):
-past it the reply is cut at a line break and a notice goes to stderr. A run that exceeds --timeout
+The reply goes through a terminal-safe filter on both backends (escape sequences, C1 and bidi
+controls and other control characters but newline and tab are removed, in text, --json and
+stream-json; agent.raw_output=true with agent.strip_ansi=false keeps the raw text) and is capped at
+--max-response-size (AGENT_MAX_RESPONSE_SIZE, default 2MB): past it the reply is cut at a line
+break and a notice goes to stderr. A run that exceeds --timeout
 (AGENT_TIMEOUT, default 180s) is stopped with everything it started; what it printed is kept.
 
 The reply is the answer only: the agent's "> " prefix, its "🛠️  Using tool:" lines and their
@@ -63,7 +66,8 @@ partial reply is still printed), a login it lacks, an --agent it does not know.
 duration_ms, stderr, backend, stop_reason, tools} (output without the notices; truncated and
 timed_out say what happened; exit_code is the agent's, -1 when qkit stopped it; tools lists the
 tools the agent used, [{id, name, server, trusted, denied, title, kind, status}], server set for MCP
-tools), the same on both backends; the acp backend adds session_id, usage, denied, refused_paths. qkit's exit status is the same as
+tools), the same on both backends; the acp backend adds session_id, usage, denied, refused_paths,
+refused_requests. qkit's exit status is the same as
 without --json, and a failure's message still goes to stderr.
 --dry-run prints the command line and the full prompt and runs nothing; with --json,
 {argv, prompt, prompt_on_stdin} (stream-json is refused: a dry run has no events).

@@ -51,8 +51,8 @@ the agent answers initialize, learned once per agent binary (--refresh-backend p
 --output-format stream-json writes one JSON object per line as things happen (message, thought,
 tool_call, tool_call_update, plan, permission_requested, permission_decided, usage), then a result
 object {type:"result", backend, session_id, stop_reason, output, exit_code, agent_exit_code,
-duration_ms, usage, tools, denied, refused_paths}. The format is documented by the JSON Schema in
-internal/streamjson/stream-json.schema.json. Both backends write it; chat knows fewer events.
+duration_ms, usage, tools, denied, refused_paths, refused_requests}. The format is documented by
+the JSON Schema in internal/streamjson/stream-json.schema.json. Both backends write it; chat knows fewer events.
 
 Permissions (acp backend): --yolo and --trust-tools allow, --deny-tools refuses (and wins); a tool
 no flag covers goes by --on-permission: fail (the default without a terminal) stops with exit 1
@@ -64,11 +64,26 @@ their ACP kind (execute, edit, read...) or the usual names for it (shell, write,
 tool by @server/tool (the name the agent trusts), server/tool or @server.
 The agent's file and terminal requests are served inside the working directory only; a path
 outside it is refused and reported (refused_paths), and the run fails (exit 1) with the reply kept,
-even when the agent carried on without it. The chat backend cannot be asked: there
---deny-tools leaves the tools it names out of --trust-tools, so the agent refuses them and the run
-goes on as with deny (kiro-cli carries on after a refusal; q stops, and that fails the run);
---on-permission deny counts kiro-cli's refusals the same way; --deny-tools with --yolo is refused
-(exit 2).`
+even when the agent carried on without it. Reads there are served; a file write
+(fs/write_text_file) or a command (terminal/create) only when this run's policy allows it, whether
+the agent asked first or not: a permission granted in this turn for the tool call it belongs to
+(an edit for a write, an execute for a command, while that call runs), --yolo, --trust-tools
+naming its kind (write or edit; shell or execute), or an allow-always for that kind; --deny-tools
+refuses it whatever else. Anything else is refused with an error to the agent and listed in
+refused_requests; under --on-permission fail the run then fails (exit 1), naming the flag that
+allows it.
+
+What a command can reach: qkit starts it in the working directory (or a folder inside it), in a
+process group of its own that is stopped with the run, with qkit's environment and the variables
+the agent adds. qkit limits where it starts, not what it does: it runs as you, and can read and
+write every file you can, use the network, and start programs (one that leaves the process group
+outlives the run). Allowing the shell (--yolo, --trust-tools shell, a yes to an execute tool)
+allows all of that; the same holds for the tools an agent runs itself (kiro-cli's own engine does).
+
+The chat backend cannot be asked: there --deny-tools leaves the tools it names out of
+--trust-tools, so the agent refuses them and the run goes on as with deny (kiro-cli carries on
+after a refusal; q stops, and that fails the run); --on-permission deny counts kiro-cli's
+refusals the same way; --deny-tools with --yolo is refused (exit 2).`
 
 func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	c.Long += askEventsHelp
@@ -176,7 +191,8 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	}
 
 	run := askrun.Run{Backend: backend, Timeout: l.Timeout, Started: time.Now()}
-	var denied func() []string
+	var denied, unasked func() []string
+	var unaskedErr func() error
 	if backend == acpclient.BackendACP {
 		dir, err := a.WorkingDir()
 		if err != nil {
@@ -192,7 +208,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		if err != nil {
 			return err
 		}
-		denied = policy.Denied
+		denied, unasked, unaskedErr = policy.Denied, policy.Refused, policy.Err
 		if len(opts.events.denyTools) > 0 {
 			// The agent would not ask about what it trusts itself: qkit decides everything.
 			r.TrustAll, r.TrustTools = false, nil
@@ -207,7 +223,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		r.Dir = dir
 		ares, err := acpclient.Run(runCtx, acpclient.RunOptions{
 			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
-			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms,
+			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: policy.Access,
 		})
 		run.Err, run.Agent = err, ares.Result
 		run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, ares.Usage
@@ -241,9 +257,15 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 	if denied != nil {
 		run.Denied = denied()
 	}
+	if unasked != nil {
+		run.Unasked, run.UnaskedErr = unasked(), unaskedErr()
+	}
 	res, exitErr := askrun.Report(run)
 	if len(res.Denied) > 0 {
 		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
+	}
+	if len(res.RefusedRequests) > 0 {
+		a.Warnf("refused what the agent did without a permission: %s", strings.Join(res.RefusedRequests, ", "))
 	}
 	if res.StopReason == "refusal" {
 		a.Warnf("the agent ended its turn after a refusal (stop reason: refusal)")
@@ -261,7 +283,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 				ExitCode: agentRes.ExitCode, DurationMS: agentRes.Duration.Milliseconds(), Stderr: agentRes.Stderr,
 			},
 			Backend: backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
-			Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths,
+			Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths, RefusedRequests: res.RefusedRequests,
 		}); err != nil {
 			return err
 		}
@@ -275,13 +297,14 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 // askEventsJSON is the --json object, on both backends (the ACP-only fields are left out on chat).
 type askEventsJSON struct {
 	askJSON
-	Backend      string                   `json:"backend"`
-	SessionID    string                   `json:"session_id,omitempty"`
-	StopReason   string                   `json:"stop_reason"`
-	Usage        *agent.Usage             `json:"usage,omitempty"`
-	Tools        []streamjson.ToolSummary `json:"tools"`
-	Denied       []string                 `json:"denied,omitempty"`
-	RefusedPaths []string                 `json:"refused_paths,omitempty"`
+	Backend         string                   `json:"backend"`
+	SessionID       string                   `json:"session_id,omitempty"`
+	StopReason      string                   `json:"stop_reason"`
+	Usage           *agent.Usage             `json:"usage,omitempty"`
+	Tools           []streamjson.ToolSummary `json:"tools"`
+	Denied          []string                 `json:"denied,omitempty"`
+	RefusedPaths    []string                 `json:"refused_paths,omitempty"`
+	RefusedRequests []string                 `json:"refused_requests,omitempty"`
 }
 
 // askPolicy builds the permission policy from the flags.

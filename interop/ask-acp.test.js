@@ -128,3 +128,28 @@ test('--on-permission fail stops the turn, names the tool and the flag, exit 1',
     iso.cleanup();
   }
 });
+
+test('a write the TS agent sends without asking permission is refused unless the policy allows it', () => {
+  const iso = isolatedEnv();
+  try {
+    const cwd = mkdtempSync(join(iso.home, 'project-'));
+    // The default policy (fail, no terminal): the agent gets an error, its tool call fails, the
+    // run fails naming the flag; nothing is written.
+    let { status, stderr, lines, result } = ask(iso, cwd, [], { TS_AGENT_WRITE: 'out.txt' });
+    assert.equal(status, 1, stderr);
+    assert.ok(!existsSync(join(cwd, 'out.txt')), 'the refused write was served');
+    const failed = lines.find((l) => l.type === 'tool_call_update' && l.tool.title === 'Write out.txt');
+    assert.equal(failed.tool.status, 'failed');
+    assert.match(failed.tool.output, /refused to write .*out\.txt: the agent did not ask permission for it \(fs\/write_text_file\)/);
+    assert.deepEqual(result.refused_requests, [`write ${join(cwd, 'out.txt')}`]);
+    assert.equal(result.exit_code, 1);
+    assert.match(stderr, /run again with --trust-tools write \(or --yolo/);
+    // --trust-tools write allows it.
+    ({ status, stderr, result } = ask(iso, cwd, ['--trust-tools', 'write'], { TS_AGENT_WRITE: 'out.txt' }));
+    assert.equal(status, 0, stderr);
+    assert.equal(readFileSync(join(cwd, 'out.txt'), 'utf8'), 'written by the ts agent\n');
+    assert.equal(result.refused_requests, undefined);
+  } finally {
+    iso.cleanup();
+  }
+});

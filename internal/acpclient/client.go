@@ -78,6 +78,10 @@ func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissi
 	} else {
 		decided.Decision = kindOf(opts, d.OptionID)
 	}
+	if decided.Decision == "allow_once" || decided.Decision == "allow_always" {
+		// The writes and commands of this tool call are served while it runs (Options.Access).
+		c.grant(sid, tool.ID, tool.Kind)
+	}
 	if decided.Decision == "reject_once" || decided.Decision == "reject_always" {
 		c.mu.Lock()
 		tc := c.tools[tool.ID]
@@ -142,11 +146,23 @@ func (cl *client) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest)
 	return serve(ctx, cl.c.o.Files, acp.ClientMethodFsReadTextFile, Files.ReadTextFile, req)
 }
 
+// WriteTextFile writes through Options.Files what Options.Access allows.
 func (cl *client) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	if cl.c.o.Files != nil {
+		if err := cl.allowed(ctx, writeAccess(req)); err != nil {
+			return acp.WriteTextFileResponse{}, err
+		}
+	}
 	return serve(ctx, cl.c.o.Files, acp.ClientMethodFsWriteTextFile, Files.WriteTextFile, req)
 }
 
+// CreateTerminal starts through Options.Terminals the commands Options.Access allows.
 func (cl *client) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	if cl.c.o.Terminals != nil {
+		if err := cl.allowed(ctx, terminalAccess(req)); err != nil {
+			return acp.CreateTerminalResponse{}, err
+		}
+	}
 	return serve(ctx, cl.c.o.Terminals, acp.ClientMethodTerminalCreate, Terminals.CreateTerminal, req)
 }
 

@@ -69,6 +69,10 @@ type Options struct {
 	Files Files
 	// Terminals serves terminal/*; nil does not advertise them.
 	Terminals Terminals
+	// Access decides each write (fs/write_text_file) and command (terminal/create) before Files
+	// or Terminals serve it, with the tool call of this turn whose permission covers it, if any;
+	// nil serves every one (a proxy whose editor decides). Reads are not asked about.
+	Access AccessFunc
 }
 
 // PermissionFunc decides a permission request. An error ends the turn: the request is answered
@@ -141,9 +145,10 @@ type Conn struct {
 	dieOnce     sync.Once
 	emitMu      sync.Mutex // OnEvent is called by the reader and by permission requests, one at a time
 
-	mu    sync.Mutex
-	turns map[string]*turn
-	tools map[string]agent.ToolCall // what each tool call said so far, by id
+	mu     sync.Mutex
+	turns  map[string]*turn
+	tools  map[string]agent.ToolCall // what each tool call said so far, by id
+	grants map[string][]grantedCall  // the tool calls allowed in each session's turn, in order
 
 	init acp.InitializeResponse
 }
@@ -161,7 +166,7 @@ func Start(ctx context.Context, o Options) (*Conn, error) {
 		o: o, log: o.Logger, argv: append([]string{o.Command}, o.Args...),
 		stderr: agent.NewTailBuffer(stderrKeep),
 		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
-		dead: make(chan struct{}), turns: map[string]*turn{}, tools: map[string]agent.ToolCall{},
+		dead: make(chan struct{}), turns: map[string]*turn{}, tools: map[string]agent.ToolCall{}, grants: map[string][]grantedCall{},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

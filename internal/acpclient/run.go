@@ -14,6 +14,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // RunOptions are one prompt through an ACP agent: the text runner's limits and request, and what
@@ -34,10 +35,11 @@ type RunOptions struct {
 	ClientVersion string
 	// OnEvent receives every event of the run as it happens (see Options.OnEvent).
 	OnEvent func(agent.Event)
-	// Permission, Files and Terminals answer the agent (see Options).
+	// Permission, Files, Terminals and Access answer the agent (see Options).
 	Permission PermissionFunc
 	Files      Files
 	Terminals  Terminals
+	Access     AccessFunc
 }
 
 // Result is what a run produced: the text runner's Result (Output with the same truncation and
@@ -82,7 +84,8 @@ func Argv(l agent.Limits, r agent.Request) []string {
 // Run starts the agent, opens (or loads) a session, sends the prompt, streams the events, and
 // stops the agent, with the text runner's semantics (agent.Run): a run that hits Limits.Timeout
 // (not counting the time Permission takes: a person may be deciding) is not an error (Result.TimedOut, the partial reply and a notice); the reply is capped at
-// Limits.MaxResponseSize; when ctx is cancelled the turn is cancelled, the agent stopped, and the
+// Limits.MaxResponseSize; the reply and the thoughts go through the terminal-safe filter
+// (termtext.Stripper, the chat runner's) unless Limits.RawText; when ctx is cancelled the turn is cancelled, the agent stopped, and the
 // error wraps ctx.Err(). A logged-out agent is an *agent.LoginError, caught as the text runner
 // catches it: at initialize when it says so (kiro's kiro-login method, see Start), else by asking
 // whoami once it has sent nothing of the turn for Limits.LoginProbeAfter. Every path ends with the
@@ -129,6 +132,11 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	var spoke atomic.Bool // the agent has sent something of this run's turn
 	probe := agent.StartLoginProbe(runCtx, l, agent.EnvLookup(o.Env), spoke.Load, func() { cancel(errLogin) })
 	defer probe.Stop()
+	// The agent's text goes through the filter the chat runner reads stdout with, one stream each
+	// for the reply and the thoughts (a sequence split across chunks is still removed whole).
+	raw := l.RawText()
+	var replyText, thoughtText termtext.Stripper
+	var filtered []byte
 	// handle takes one event of the agent's into the run; gate calls it one event at a time.
 	handle := func(sessionID, sid string, ev agent.Event) {
 		if sessionID != "" && sessionID != sid {
@@ -141,6 +149,19 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 		}
 		if ev.Type != agent.EventUsage { // kiro's metadata comes with a new session, logged in or not
 			spoke.Store(true)
+		}
+		if !raw && (ev.Type == agent.EventMessage || ev.Type == agent.EventThought) {
+			f := &replyText
+			if ev.Type == agent.EventThought {
+				f = &thoughtText
+			}
+			filtered = f.Strip(filtered[:0], []byte(ev.Text))
+			if len(filtered) == 0 {
+				return // nothing of it shows
+			}
+			if string(filtered) != ev.Text { // most chunks have nothing to remove: no copy then
+				ev.Text = string(filtered)
+			}
 		}
 		switch ev.Type {
 		case agent.EventMessage:
@@ -174,7 +195,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	live := &runGate{handle: handle}
 	conn, err := Start(runCtx, Options{
 		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
-		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals,
+		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals, Access: o.Access,
 	})
 	var stopReason acp.StopReason
 	if err == nil {

@@ -100,11 +100,13 @@ func (c *Conn) Prompt(ctx context.Context, sessionID string, prompt []acp.Conten
 	defer t.cancel()
 	c.mu.Lock()
 	c.turns[sessionID] = t
+	delete(c.grants, sessionID) // a permission covers requests of its own turn only
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		if c.turns[sessionID] == t {
 			delete(c.turns, sessionID)
+			delete(c.grants, sessionID)
 		}
 		c.mu.Unlock()
 	}()

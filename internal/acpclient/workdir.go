@@ -21,6 +21,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/filestore"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // MaxFileRead is the largest file DirFiles hands the agent: an answer must fit on one line the
@@ -35,7 +36,16 @@ type OutsideError struct {
 }
 
 func (e *OutsideError) Error() string {
-	return fmt.Sprintf("refused to %s %s: it is outside the working directory %s", e.Op, e.Path, e.Root)
+	return fmt.Sprintf("refused to %s %s: it is outside the working directory %s", e.Op, shownPath(e.Path), shownPath(e.Root))
+}
+
+// shownPath is p for a message on a terminal: as it is, or Go-quoted when it holds what a
+// terminal would act on (the agent chooses the paths it asks for).
+func shownPath(p string) string {
+	if termtext.StripString(p) == p {
+		return p
+	}
+	return strconv.Quote(p)
 }
 
 // Refusals collects what was refused during a run (DirFiles' and DirTerminals' OnRefused); safe
@@ -83,18 +93,21 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	what := make([]string, 0, len(e.Refused))
 	for _, r := range e.Refused {
-		what = append(what, r.Op+" "+r.Path)
+		what = append(what, r.Op+" "+shownPath(r.Path))
 	}
+	root := shownPath(e.Refused[0].Root)
 	if len(e.Refused) == 1 {
-		return fmt.Sprintf("the agent asked for a path outside the working directory %s, which was refused: %s", e.Refused[0].Root, what[0])
+		return fmt.Sprintf("the agent asked for a path outside the working directory %s, which was refused: %s", root, what[0])
 	}
 	return fmt.Sprintf("the agent asked for %d paths outside the working directory %s, which were refused: %s",
-		len(e.Refused), e.Refused[0].Root, strings.Join(what, ", "))
+		len(e.Refused), root, strings.Join(what, ", "))
 }
 
-// refusal is how a refused request is answered to the agent.
+// refusal is how a refused request is answered to the agent: -32602 with the reason as the
+// message (the TypeScript SDK, which kiro's V3 engine is built on, shows an agent only the
+// message) and as data.details (where the Go SDK's errors put it).
 func refusal(err error) error {
-	return &acp.RequestError{Code: -32602, Message: "Invalid params", Data: map[string]any{"details": err.Error()}}
+	return &acp.RequestError{Code: -32602, Message: err.Error(), Data: map[string]any{"details": err.Error()}}
 }
 
 // Within reports whether path (absolute) lies inside root once symbolic links are resolved; for a

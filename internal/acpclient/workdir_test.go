@@ -200,3 +200,20 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestRefusalMessagesSafe: the agent chooses the paths it asks for; a refusal's message (a
+// warning on stderr, the run's error) shows one holding escape sequences or bidi controls quoted,
+// and a plain one as it is.
+func TestRefusalMessagesSafe(t *testing.T) {
+	var r Refusals
+	r.Add(&OutsideError{Op: "write", Path: "/etc/x\x1b]52;c;ZXZpbA==\x07\u202e", Root: "/w/work"})
+	r.Add(&OutsideError{Op: "read", Path: "/etc/passwd", Root: "/w/work"})
+	want := `the agent asked for 2 paths outside the working directory /w/work, which were refused: ` +
+		`write "/etc/x\x1b]52;c;ZXZpbA==\a\u202e", read /etc/passwd`
+	if got := r.Err().Error(); got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := r.list[0].Error(); got != `refused to write "/etc/x\x1b]52;c;ZXZpbA==\a\u202e": it is outside the working directory /w/work` {
+		t.Errorf("%q", got)
+	}
+}

@@ -57,8 +57,8 @@ type Limits struct {
 	Timeout time.Duration
 	// MaxResponseSize is how many bytes of output are kept; 0 means no limit.
 	MaxResponseSize int64
-	// StripANSI removes escape sequences from the output (q colours even pipes). The reply is
-	// always read without them; this matters only with RawOutput.
+	// StripANSI removes escape sequences and control characters from the output (q colours even
+	// pipes). The reply is always read without them; this matters only with RawOutput (RawText).
 	StripANSI bool
 	// RawOutput makes the reply the agent's stdout as printed: the "> " prefix, tool banners and
 	// their description blocks stay in (agent.raw_output). Tool events are reported either way.
@@ -77,6 +77,11 @@ type Limits struct {
 	// DefaultLoginProbeAfter; negative, never.
 	LoginProbeAfter time.Duration
 }
+
+// RawText reports whether the reply is kept as the agent sent it, escape sequences and control
+// characters included, on either backend: agent.raw_output with agent.strip_ansi off, both on
+// purpose. Otherwise the reply goes through the terminal-safe filter (termtext.Stripper).
+func (l Limits) RawText() bool { return l.RawOutput && !l.StripANSI }
 
 // LimitsFromConfig reads the agent.* settings.
 func LimitsFromConfig(c *config.Config) Limits {

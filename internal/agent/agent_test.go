@@ -286,51 +286,6 @@ func FuzzCutPoint(f *testing.F) {
 	})
 }
 
-func TestStripper(t *testing.T) {
-	cases := map[string]string{
-		"\x1b[32mgreen\x1b[0m":                      "green",
-		"\x1b[38;5;141m> \x1b[0mreply":              "> reply",
-		"a\x1b]0;title\x07b":                        "ab",
-		"a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\": "alink",
-		"\x1b(Bplain":                               "plain",
-		"\x1b7saved\x1b8":                           "saved",
-		"tab\tand\nnewline":                         "tab\tand\nnewline",
-		"\x1b[2K\rspinner":                          "\rspinner",
-		"broken \x1b[12\nnext":                      "broken \nnext",
-		"€ and 日本":                                  "€ and 日本",
-	}
-	for in, want := range cases {
-		var s stripper
-		if got := string(s.Strip(nil, []byte(in))); got != want {
-			t.Errorf("Strip(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// FuzzStripper checks that splitting the input anywhere gives the same result as stripping it
-// whole, and that no ESC survives.
-func FuzzStripper(f *testing.F) {
-	f.Add([]byte("\x1b[32mgreen\x1b[0m"), 3)
-	f.Add([]byte("a\x1b]0;t\x1b\\b"), 4)
-	f.Fuzz(func(t *testing.T, in []byte, split int) {
-		var whole stripper
-		want := whole.Strip(nil, in)
-		if bytes.IndexByte(want, 0x1b) >= 0 {
-			t.Fatalf("ESC survived in %q", want)
-		}
-		if len(in) == 0 {
-			return
-		}
-		split = ((split % len(in)) + len(in)) % len(in)
-		var parts stripper
-		got := parts.Strip(nil, in[:split])
-		got = parts.Strip(got, in[split:])
-		if !bytes.Equal(got, want) {
-			t.Fatalf("split at %d: %q, whole: %q", split, got, want)
-		}
-	})
-}
-
 func TestRunFailures(t *testing.T) {
 	t.Run("exit status", func(t *testing.T) {
 		l := fake(t, "FAKEQ_EXIT=3", "FAKEQ_STDERR=boom", "FAKEQ_OUTPUT=partial")

@@ -33,17 +33,6 @@ func BenchmarkExecDirect(b *testing.B) {
 	}
 }
 
-// BenchmarkStrip strips a typical coloured reply.
-func BenchmarkStrip(b *testing.B) {
-	line := []byte("\x1b[38;5;141m> \x1b[0m\x1b[32mHere is the answer to your question, with some \x1b[1mbold\x1b[0m text.\x1b[0m\n")
-	var s stripper
-	var out []byte
-	b.SetBytes(int64(len(line)))
-	for b.Loop() {
-		out = s.Strip(out[:0], line)
-	}
-}
-
 // BenchmarkTextParser reads a typical stripped reply with a tool block: the cost of telling the
 // reply from the banners, per byte of stdout.
 func BenchmarkTextParser(b *testing.B) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // Login is who the agent CLI says is logged in.
@@ -28,8 +30,7 @@ type Login struct {
 // accountType, or null) is read too. Anything else counts as logged in only with exit 0.
 func ParseWhoami(stdout string, exitCode int) Login {
 	out := strings.TrimSpace(stdout)
-	var s stripper
-	out = strings.TrimSpace(string(s.Strip(nil, []byte(out))))
+	out = strings.TrimSpace(termtext.StripString(out))
 	if strings.HasPrefix(out, "{") || out == "null" {
 		var v struct {
 			AccountType string `json:"accountType"`

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // stderrKeep is how much of the agent's stderr is kept (the end of it, where errors are).
@@ -138,7 +140,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	stdoutDone := make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
-		readStdout(outR, l.RawOutput && !l.StripANSI, parser, &printed)
+		readStdout(outR, l.RawText(), parser, &printed)
 	}()
 	// An agent silent for a while may be waiting for a login nobody can give (kiro-cli's device
 	// login, if it says nothing): then, and only then, whoami is asked.
@@ -277,9 +279,8 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 
 // lastLines returns the last n non-blank lines of s, ANSI-stripped.
 func lastLines(s string, n int) string {
-	var st stripper
 	var lines []string
-	for line := range strings.Lines(string(st.Strip(nil, []byte(s)))) {
+	for line := range strings.Lines(termtext.StripString(s)) {
 		if line = strings.TrimSpace(line); line != "" {
 			lines = append(lines, line)
 		}
@@ -338,19 +339,20 @@ func after(l Limits) time.Duration {
 	return DefaultLoginProbeAfter
 }
 
-// readStdout feeds the agent's stdout to the parser, which reads it ANSI-stripped; keepANSI gives
-// a raw parser the text as printed. printed is set at the first byte.
-func readStdout(r io.Reader, keepANSI bool, p *textParser, printed *atomic.Bool) {
+// readStdout feeds the agent's stdout to the parser, which reads it through the terminal-safe
+// filter (termtext.Stripper); raw gives a raw parser the text as printed (Limits.RawText). printed
+// is set at the first byte.
+func readStdout(r io.Reader, raw bool, p *textParser, printed *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	var clean []byte
-	var s stripper
+	var s termtext.Stripper
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			printed.Store(true)
 			clean = s.Strip(clean[:0], buf[:n])
 			printed := clean
-			if keepANSI {
+			if raw {
 				printed = buf[:n]
 			}
 			if len(printed) > 0 || len(clean) > 0 {
@@ -358,6 +360,10 @@ func readStdout(r io.Reader, keepANSI bool, p *textParser, printed *atomic.Bool)
 			}
 		}
 		if err != nil {
+			// A character the agent left incomplete at the end shows as U+FFFD.
+			if clean = s.Flush(clean[:0]); len(clean) > 0 && !raw {
+				p.write(clean, clean)
+			}
 			return
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // StderrReport is what the agent's stderr says about a run. The agent writes plenty there on
@@ -39,8 +41,7 @@ var (
 // ClassifyStderr reads the agent's stderr (ANSI escapes allowed) for the failures it reports.
 func ClassifyStderr(stderr string) StderrReport {
 	var r StderrReport
-	var s stripper
-	clean := string(s.Strip(nil, []byte(stderr)))
+	clean := termtext.StripString(stderr)
 	for line := range strings.Lines(clean) {
 		line = strings.TrimSpace(strings.TrimLeft(line, "\r"))
 		if line == "" {

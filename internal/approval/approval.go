@@ -18,6 +18,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // The --on-permission values.
@@ -53,9 +54,11 @@ type Policy struct {
 	// Asker is used with ask.
 	Asker Asker
 
-	mu     sync.Mutex
-	always []string // tools a person allowed for the rest of the run (their names)
-	denied []string // tools denied (their labels), for the result
+	mu      sync.Mutex
+	always  []string      // tools a person allowed for the rest of the run (their names)
+	denied  []string      // tools denied (their labels), for the result
+	refused []string      // writes and commands refused (Access), for the result
+	failed  *UnaskedError // the first of them under --on-permission fail
 }
 
 // NeedsPermissionError is a tool nothing allowed, with --on-permission fail.
@@ -67,9 +70,10 @@ type NeedsPermissionError struct {
 
 func (e *NeedsPermissionError) Error() string {
 	name := TrustName(e.Tool)
-	return fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail; "+
+	// The label is quoted already; the hint's name may be the agent's title as it is.
+	return termtext.StripString(fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail; "+
 		"%s; or use --on-permission ask to decide, or deny to refuse it and carry on",
-		label(e.Tool), agent.TrustHint(e.Trusted, []string{name}, agent.CLITrustFlags))
+		label(e.Tool), agent.TrustHint(e.Trusted, []string{name}, agent.CLITrustFlags)))
 }
 
 // Decide answers one request (acpclient.PermissionFunc).

@@ -18,8 +18,9 @@ import (
 // and error are this error's. In order: an interrupted run (130); a session the agent does not
 // know (acpclient.SessionNotFoundError: 4); a permission nothing gave (1);
 // the agent's failure (1, with the hint to trust a tool it did not trust); a timeout (124); a
-// path outside the working directory that was refused (refused, acpclient.Refusals.Err: 1,
-// even when the agent carried on and ended its turn well). A run that did none of these is nil.
+// refusal (refused: a path outside the working directory, acpclient.Refusals.Err, or a write or a
+// command no permission covered under --on-permission fail, approval.Policy.Err: 1, even when
+// the agent carried on and ended its turn well). A run that did none of these is nil.
 func Outcome(interrupted bool, timeout time.Duration, res agent.Result, runErr, refused error) error {
 	var needs *approval.NeedsPermissionError
 	var unknown *acpclient.SessionNotFoundError

@@ -18,6 +18,8 @@ type Run struct {
 	Err         error               // the runner's error
 	Refused     *acpclient.Refusals // paths outside the working directory that were refused; nil on chat
 	Denied      []string            // the tools the run's policy refused
+	Unasked     []string            // the writes and commands no permission covered, refused (approval.Policy.Refused)
+	UnaskedErr  error               // the run's failure from them, under --on-permission fail (approval.Policy.Err)
 	SessionID   string              // the ACP session
 	StopReason  string              // the agent's (ACP); "end_turn" on chat
 	Usage       agent.Usage         // kiro's, on ACP
@@ -32,21 +34,25 @@ func Report(run Run) (streamjson.Result, error) {
 	if run.Refused != nil {
 		refusedErr, refusedPaths = run.Refused.Err(), run.Refused.Paths()
 	}
+	if refusedErr == nil {
+		refusedErr = run.UnaskedErr // both are exit 1; a path outside the folder is named first
+	}
 	exitErr := Outcome(run.Interrupted, run.Timeout, run.Agent, run.Err, refusedErr)
 	code := output.Code(exitErr)
 	res := streamjson.Result{
-		Backend:       run.Backend,
-		SessionID:     run.SessionID,
-		StopReason:    streamjson.StopReason(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil),
-		Output:        run.Agent.Body(),
-		Truncated:     run.Agent.Truncated,
-		TimedOut:      run.Agent.TimedOut,
-		ExitCode:      code,
-		AgentExitCode: run.Agent.ExitCode,
-		DurationMS:    time.Since(run.Started).Milliseconds(),
-		Tools:         streamjson.Summaries(run.Agent.Tools),
-		Denied:        run.Denied,
-		RefusedPaths:  refusedPaths,
+		Backend:         run.Backend,
+		SessionID:       run.SessionID,
+		StopReason:      streamjson.StopReason(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil),
+		Output:          run.Agent.Body(),
+		Truncated:       run.Agent.Truncated,
+		TimedOut:        run.Agent.TimedOut,
+		ExitCode:        code,
+		AgentExitCode:   run.Agent.ExitCode,
+		DurationMS:      time.Since(run.Started).Milliseconds(),
+		Tools:           streamjson.Summaries(run.Agent.Tools),
+		Denied:          run.Denied,
+		RefusedPaths:    refusedPaths,
+		RefusedRequests: run.Unasked,
 	}
 	if run.Usage != (agent.Usage{}) {
 		u := run.Usage

@@ -6,9 +6,10 @@ package fakeq
 // shell, read, write, or an MCP tool's @server/tool or @server). session/set_model answers {} and, as kiro's
 // does, changes nothing when the agent was started with --model. Environment:
 //
-//	FAKEQ_OUTPUT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES, FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
+//	FAKEQ_OUTPUT, FAKEQ_OUTPUT_QUOTED, FAKEQ_SPLIT, FAKEQ_ECHO_PROMPT, FAKEQ_LINES, FAKEQ_BYTES,
+//	FAKEQ_INTERVAL, FAKEQ_FIRST_STAMP,
 //	FAKEQ_BEFORE_STAMP     the reply, as for chat, each line one agent_message_chunk (FAKEQ_BYTES:
-//	                       twelve 84-byte lines a chunk)
+//	                       twelve 84-byte lines a chunk; FAKEQ_SPLIT: n characters a chunk)
 //	FAKEQ_DELAY=d          wait d before the first chunk of the reply (the model thinking)
 //	FAKEQ_ACP_THOUGHT=text an agent_thought_chunk before the reply
 //	FAKEQ_ACP_PLAN=1       a plan (two entries) before the reply, then the same plan completed
@@ -28,6 +29,15 @@ package fakeq
 //	                       reports to the turn as a "Summarizing" tool call
 //	FAKEQ_ACP_V3=1         behave as kiro's V3 engine: file I/O through fs/* and shell through
 //	                       terminal/* when the client advertises them
+//	FAKEQ_ACP_UNASKED=list a misbehaving agent: requests sent without asking permission,
+//	                       comma-separated: write:PATH (fs/write_text_file) and shell:CMD
+//	                       (terminal/create, wait, output, release), whatever the client
+//	                       advertised. Each comes after FAKEQ_ACP_TOOLS, as a tool call of its own
+//	                       (kind edit or execute, in progress at once, never asking); one ending in
+//	                       @N instead comes while tool call N of FAKEQ_ACP_TOOLS runs, after that
+//	                       call's permission. FAKEQ_ACP_RAN gets "unasked SPEC: served" or
+//	                       "unasked SPEC: refused: ERROR" (the client's error as the agent got it)
+//	FAKEQ_ACP_UNASKED_META=id  those requests carry _meta {"toolCallId": id}
 //	FAKEQ_ACP_BARE=1       the reply as kiro 1.26.2 streamed it: bare {"content":"…","type":"text"}
 //	                       lines instead of agent_message_chunk updates
 //	FAKEQ_ACP_STALL=1      a stream_stall_notice update (kiro 2.19.0; no ACP schema has it) before
@@ -410,6 +420,7 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 			}
 		}
 	}
+	t.unasked()
 	switch os.Getenv("FAKEQ_ACP_BAD") {
 	case "die":
 		t.chunk("partial answer\n")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,6 +84,7 @@ func (t *acpTurn) tool(n int, spec string) (reason acp.StopReason, stop bool) {
 		}
 	}
 	t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
+	t.unaskedDuring(n)
 	out, err := t.exec(name, arg, path, writeText)
 	if t.ctx.Err() != nil {
 		// session/cancel mid-tool: kiro stops the tool (its process is killed) and ends the turn.
@@ -147,9 +149,12 @@ func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
 	return "done", nil
 }
 
-func (t *acpTurn) terminal(command string) (string, error) {
+func (t *acpTurn) terminal(command string) (string, error) { return t.terminalMeta(command, nil) }
+
+// terminalMeta runs command through the client's terminal, the create request carrying meta.
+func (t *acpTurn) terminalMeta(command string, meta map[string]any) (string, error) {
 	sid := acp.SessionId(t.s.id)
-	c, err := t.a.conn.CreateTerminal(t.ctx, acp.CreateTerminalRequest{SessionId: sid, Command: "sh", Args: []string{"-c", command}, Cwd: &t.s.cwd})
+	c, err := t.a.conn.CreateTerminal(t.ctx, acp.CreateTerminalRequest{Meta: meta, SessionId: sid, Command: "sh", Args: []string{"-c", command}, Cwd: &t.s.cwd})
 	if err != nil {
 		return "", err
 	}
@@ -177,4 +182,90 @@ func appendLine(file, line string) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(line + "\n")
+}
+
+// unaskedSpecs are FAKEQ_ACP_UNASKED's entries for tool call n of FAKEQ_ACP_TOOLS (those ending
+// in @n), or, for n 0, those that belong to no tool call.
+func unaskedSpecs(n int) []string {
+	var out []string
+	for _, spec := range strings.Split(os.Getenv("FAKEQ_ACP_UNASKED"), ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		at := 0
+		if i := strings.LastIndex(spec, "@"); i > 0 {
+			if k, err := strconv.Atoi(spec[i+1:]); err == nil {
+				spec, at = spec[:i], k
+			}
+		}
+		if at == n {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// unaskedDuring sends, while tool call n runs, the requests FAKEQ_ACP_UNASKED gives it: as a
+// V3 engine would, but whatever permission the call had (or had not).
+func (t *acpTurn) unaskedDuring(n int) {
+	for _, spec := range unaskedSpecs(n) {
+		_, _ = t.unaskedRequest(spec)
+	}
+}
+
+// unasked makes each FAKEQ_ACP_UNASKED request that belongs to no tool call: a tool call of its
+// own (kind edit or execute, in progress at once) that never asks permission, the request, and
+// the call completed, or failed with the client's error.
+func (t *acpTurn) unasked() {
+	for i, spec := range unaskedSpecs(0) {
+		id := acp.ToolCallId(fmt.Sprintf("tooluse_unasked%d", i+1))
+		name, arg, _ := strings.Cut(spec, ":")
+		kind, title := acp.ToolKindEdit, "Writing "+arg
+		if name == "shell" {
+			kind, title = acp.ToolKindExecute, "Running: "+arg
+		}
+		t.send(acp.StartToolCall(id, title, acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+		out, err := t.unaskedRequest(spec)
+		status := acp.ToolCallStatusCompleted
+		if err != nil {
+			status, out = acp.ToolCallStatusFailed, err.Error()
+		}
+		t.send(acp.UpdateToolCall(id, acp.WithUpdateStatus(status),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(out))})))
+	}
+}
+
+// unaskedRequest sends one request without asking permission (write:PATH as fs/write_text_file,
+// shell:CMD as terminal/create and the rest of a terminal's life), with _meta.toolCallId from
+// FAKEQ_ACP_UNASKED_META when set, and appends how the client answered to FAKEQ_ACP_RAN.
+func (t *acpTurn) unaskedRequest(spec string) (string, error) {
+	name, arg, _ := strings.Cut(spec, ":")
+	var meta map[string]any
+	if id := os.Getenv("FAKEQ_ACP_UNASKED_META"); id != "" {
+		meta = map[string]any{"toolCallId": id}
+	}
+	var out string
+	var err error
+	switch name {
+	case "write":
+		path := arg
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(t.s.cwd, path)
+		}
+		_, err = t.a.conn.WriteTextFile(t.ctx, acp.WriteTextFileRequest{Meta: meta, SessionId: acp.SessionId(t.s.id), Path: path, Content: "written unasked\n"})
+		out = "wrote " + path
+	case "shell":
+		out, err = t.terminalMeta(arg, meta)
+	default:
+		err = fmt.Errorf("FAKEQ_ACP_UNASKED: %q is not write:PATH or shell:CMD", spec)
+	}
+	if f := os.Getenv("FAKEQ_ACP_RAN"); f != "" {
+		if err != nil {
+			appendLine(f, "unasked "+spec+": refused: "+err.Error())
+		} else {
+			appendLine(f, "unasked "+spec+": served")
+		}
+	}
+	return out, err
 }

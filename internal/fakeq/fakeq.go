@@ -65,6 +65,10 @@
 //
 //	FAKEQ_RECORD=file      append this run's argv (without the program name) as one JSON line
 //	FAKEQ_OUTPUT=text      print text to stdout ("\n" escapes are read as line breaks)
+//	FAKEQ_OUTPUT_QUOTED=s  print s read as the inside of a Go string literal (\x1b, \u009b, \x00:
+//	                       what an environment variable cannot hold), after FAKEQ_OUTPUT; with
+//	                       FAKEQ_SPLIT=n in pieces of at most n characters (each its own write, or
+//	                       its own agent_message_chunk in acp mode), so a sequence arrives split
 //	FAKEQ_ECHO_PROMPT=1    print the prompt to stdout: the positional argument or, when there is
 //	                       none, all of stdin (as q reads it in --no-interactive mode)
 //	FAKEQ_LINES=n          print n lines "line 1" … "line n"

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // PromptCut is where q (and kiro) cut a user message, and the text it appends.
@@ -418,6 +419,28 @@ func emitKnobs(perChunk int, emit func(string) bool) bool {
 			if line != "" && !emit(line) {
 				return false
 			}
+		}
+	}
+	if s := os.Getenv("FAKEQ_OUTPUT_QUOTED"); s != "" {
+		text, err := strconv.Unquote(`"` + s + `"`)
+		if err != nil {
+			text = "FAKEQ_OUTPUT_QUOTED is not a Go string literal's inside: " + err.Error() + "\n"
+		}
+		n, _ := strconv.Atoi(os.Getenv("FAKEQ_SPLIT"))
+		for text != "" {
+			piece := text
+			if n > 0 && utf8.RuneCountInString(text) > n {
+				cut := 0
+				for range n {
+					_, size := utf8.DecodeRuneInString(text[cut:])
+					cut += size
+				}
+				piece = text[:cut]
+			}
+			if !emit(piece) {
+				return false
+			}
+			text = text[len(piece):]
 		}
 	}
 	if n, _ := strconv.Atoi(os.Getenv("FAKEQ_LINES")); n > 0 {

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,12 +16,18 @@ import (
 )
 
 // JSON writes v as indented JSON followed by a newline. HTML characters are not escaped: the output
-// is for programs and people, not for a web page.
+// is for programs and people, not for a web page. C1 and bidirectional controls are
+// (TerminalSafeJSON): the JSON may be read on a terminal.
 func JSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(TerminalSafeJSON(buf.Bytes()))
+	return err
 }
 
 // Table prints rows under a header: an aligned table when tty is set, as wide as the terminal at

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/output"
 )
 
 // Schema is the JSON Schema (2020-12) of every line (stream-json.schema.json beside this file).
@@ -43,22 +44,23 @@ func StopReason(backend, agentReason string, timedOut, cancelled, failed bool) s
 
 // Result is the last line.
 type Result struct {
-	Type          string        `json:"type"` // always "result"
-	Backend       string        `json:"backend"`
-	SessionID     string        `json:"session_id,omitempty"`
-	StopReason    string        `json:"stop_reason"`
-	Output        string        `json:"output"`
-	Truncated     bool          `json:"truncated,omitempty"`
-	TimedOut      bool          `json:"timed_out,omitempty"`
-	IsError       bool          `json:"is_error,omitempty"`
-	Error         string        `json:"error,omitempty"`
-	ExitCode      int           `json:"exit_code"`
-	AgentExitCode int           `json:"agent_exit_code"`
-	DurationMS    int64         `json:"duration_ms"`
-	Usage         *agent.Usage  `json:"usage,omitempty"`
-	Tools         []ToolSummary `json:"tools"`
-	Denied        []string      `json:"denied,omitempty"`
-	RefusedPaths  []string      `json:"refused_paths,omitempty"`
+	Type            string        `json:"type"` // always "result"
+	Backend         string        `json:"backend"`
+	SessionID       string        `json:"session_id,omitempty"`
+	StopReason      string        `json:"stop_reason"`
+	Output          string        `json:"output"`
+	Truncated       bool          `json:"truncated,omitempty"`
+	TimedOut        bool          `json:"timed_out,omitempty"`
+	IsError         bool          `json:"is_error,omitempty"`
+	Error           string        `json:"error,omitempty"`
+	ExitCode        int           `json:"exit_code"`
+	AgentExitCode   int           `json:"agent_exit_code"`
+	DurationMS      int64         `json:"duration_ms"`
+	Usage           *agent.Usage  `json:"usage,omitempty"`
+	Tools           []ToolSummary `json:"tools"`
+	Denied          []string      `json:"denied,omitempty"`
+	RefusedPaths    []string      `json:"refused_paths,omitempty"`
+	RefusedRequests []string      `json:"refused_requests,omitempty"`
 }
 
 // ToolSummary is one tool call of the run, as it ended: the fields of `ask --json`'s "tools"
@@ -128,7 +130,7 @@ func (w *Writer) line(v any) {
 	if err != nil {
 		return // agent.Event and Result always marshal
 	}
-	b = append(b, '\n')
+	b = append(output.TerminalSafeJSON(b), '\n')
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
