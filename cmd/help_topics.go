@@ -18,6 +18,9 @@ func newExitCodesTopic() *cobra.Command {
 	for _, e := range output.ExitCodes {
 		fmt.Fprintf(&b, "  %3d  %s\n", e.Code, e.Meaning)
 	}
+	b.WriteString("\nA command stopped by a signal exits 128 + the signal's number, as a shell reports it: 129 SIGHUP,\n" +
+		"130 SIGINT, 131 SIGQUIT, 143 SIGTERM. A command that was not waiting on anything may end at once\n" +
+		"instead, and the shell then reports the same number.\n")
 	b.WriteString("\nMessages go to stderr as \"qkit: <message>\"; data goes to stdout.")
 	return &cobra.Command{
 		Use:   "exit-codes",
