@@ -357,6 +357,20 @@ func commandNamed(args []string) string {
 // settings set, which creates it.
 const annCreatesConfig = "qkit/creates-config"
 
+// annRepairsConfig marks the command that runs when the config file's content does not load
+// (settings reset: --all replaces the file).
+const annRepairsConfig = "qkit/repairs-config"
+
+// brokenConfigError is the error for a config file whose content does not load, with the two ways
+// out. flagFile is the --config given, which the reset must name too.
+func brokenConfigError(fe *config.FileError, flagFile string) error {
+	reset := "qkit settings reset --all"
+	if flagFile != "" {
+		reset = "qkit --config " + flagFile + " settings reset --all"
+	}
+	return fmt.Errorf("%w; edit %s or run %s", fe, fe.File, reset)
+}
+
 // annLenientConfig marks commands that run even when the configuration has bad values (so the
 // settings commands can fix them).
 const annLenientConfig = "qkit/lenient-config"
@@ -434,10 +448,14 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 			return output.UsageErrorf("--config %s: no such file (qkit --config %s settings set KEY VALUE creates it)", opts.configFile, opts.configFile)
 		}
 	}
-	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides}, opts.logLevel)
+	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides, KeepBroken: c.Annotations[annRepairsConfig] != ""}, opts.logLevel)
 	var unknown config.UnknownKeyError
 	if errors.As(err, &unknown) {
 		return output.WithCode(output.ExitUsage, err)
+	}
+	var broken *config.FileError
+	if errors.As(err, &broken) {
+		return brokenConfigError(broken, opts.configFile)
 	}
 	if err != nil {
 		return err

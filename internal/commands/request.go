@@ -183,6 +183,10 @@ type Call struct {
 	Trusted bool
 	// NeedsConfirmation is set for a change that is not trusted.
 	NeedsConfirmation bool
+	// Guarded is set for a change that internal.trusted can never waive: one that reaches
+	// internal.trusted or agent.command (settings reset --all reaches both). Only the user's own
+	// confirmation lets it run.
+	Guarded bool
 	// listing is set for a bare `help`: the registry's own list, nothing runs.
 	listing bool
 }
@@ -255,7 +259,8 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	if access == Change {
 		// Trust never extends to changing the trust list itself: an assistant trusted with
 		// "settings" must still ask before it widens what it may do unasked.
-		call.Trusted = r.Trusted(cur.Name) && !mentionsGuarded(argv) && !guardedFlagGiven(cur, req.Flags)
+		call.Guarded = mentionsGuarded(argv) || guardedFlagGiven(cur, req.Flags)
+		call.Trusted = r.Trusted(cur.Name) && !call.Guarded
 		call.NeedsConfirmation = !call.Trusted
 	}
 	return call, nil
