@@ -207,6 +207,9 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 			root.AddCommand(tc.build(a))
 		}
 	}
+	if only == "" {
+		root.AddCommand(newTopics()...)
+	}
 	root.InitDefaultCompletionCmd()
 	addCompletionExamples(root)
 	requireKnownSubcommands(root)

@@ -37,7 +37,7 @@ func TestRunFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got settingJSON
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Value != "5m0s" || got.Source != "file" {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Value != "5m" || got.Default != "3m" || got.Source != "file" {
 		t.Fatalf("settings get --json: %s (%v)", out.String(), err)
 	}
 	if err := runSettingsReset(a, &settingsResetOptions{all: true, yes: true}, nil, ""); err != nil {
