@@ -71,11 +71,11 @@ func TestServersStopTheAgent(t *testing.T) {
 				go func() { waited <- cmd.Wait() }()
 				select {
 				case err := <-waited:
-					// A signal ends the server with 130 (help exit-codes), the client going away
-					// with 0; neither is an error to log.
-					want := 130
-					if how == "client gone" {
-						want = 0
+					// A signal ends the server with 128 + its number (help exit-codes), the client
+					// going away with 0; neither is an error to log.
+					want := 0
+					if sig, ok := signals[how]; ok {
+						want = 128 + int(sig)
 					}
 					if code := cmd.ProcessState.ExitCode(); code != want {
 						t.Errorf("server exit after %s: %v (code %d), want %d; stderr:\n%s", how, err, code, want, stderr.String())

@@ -230,14 +230,15 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 		if len(args) > 0 {
 			return commands.Request{}, output.UsageErrorf("give the command either as words or with --request, not both")
 		}
-		data := []byte(opts.request)
+		data, name := []byte(opts.request), "--request"
 		if opts.request == "-" {
 			var err error
 			if data, err = io.ReadAll(io.LimitReader(a.IO.In, 1<<20+1)); err != nil {
 				return commands.Request{}, fmt.Errorf("read the request from stdin: %w", err)
 			}
+			name = "the request on stdin (--request -)"
 		}
-		return commands.ParseRequest(data)
+		return commands.ParseRequestNamed(data, name)
 	}
 	var flags map[string]string
 	for _, kv := range opts.flags {

@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"embed"
 	"errors"
 	"fmt"
+	"path"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,12 +21,44 @@ func newExitCodesTopic() *cobra.Command {
 	for _, e := range output.ExitCodes {
 		fmt.Fprintf(&b, "  %3d  %s\n", e.Code, e.Meaning)
 	}
+	b.WriteString("\nA command stopped by a signal exits 128 + the signal's number, as a shell reports it: 129 SIGHUP,\n" +
+		"130 SIGINT, 131 SIGQUIT, 143 SIGTERM. A command that was not waiting on anything may end at once\n" +
+		"instead, and the shell then reports the same number.\n")
 	b.WriteString("\nMessages go to stderr as \"qkit: <message>\"; data goes to stdout.")
 	return &cobra.Command{
 		Use:   "exit-codes",
 		Short: "Exit codes and what they mean",
 		Long:  b.String(),
 	}
+}
+
+// topicFiles are the help topics beyond exit-codes: the details the README points to. Each file's
+// first line is the topic's one-line summary (its title when printed); its text follows a blank line.
+//
+//go:embed topics/*.txt
+var topicFiles embed.FS
+
+// newTopics builds a help topic (`qkit help <name>`) from each file in topics/.
+func newTopics() []*cobra.Command {
+	entries, err := topicFiles.ReadDir("topics")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	var out []*cobra.Command
+	for _, e := range entries {
+		data, err := topicFiles.ReadFile(path.Join("topics", e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		short, _, _ := strings.Cut(string(data), "\n\n")
+		out = append(out, &cobra.Command{
+			Use:   strings.TrimSuffix(e.Name(), ".txt"),
+			Short: strings.TrimSpace(short),
+			Long:  strings.TrimRight(string(data), "\n"), // the summary is its title
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
 }
 
 // newHelpCmd replaces cobra's help command, which prints the root's help and exits 0 for a topic

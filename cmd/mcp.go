@@ -51,7 +51,8 @@ set ENABLE_ADDITIONAL_TOOLS=q-developer-agent (or all) in the server's environme
 qkit settings set tools.enabled q-developer-agent. AGENT_TIMEOUT and AGENT_MAX_RESPONSE_SIZE
 limit each agent run.
 
-The server stops when stdin ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
+Started on a terminal, it says on stderr that it waits for a client. The server stops when stdin
+ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
 Calls still running at the end of stdin get --eof-grace (10s) to finish; then they are cancelled: an
 agent run's whole process group is stopped and a waiting question set is marked abandoned. Scripts
 that pipe requests in and expect long calls to finish raise it.`,
@@ -81,6 +82,12 @@ func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
 	signal.Ignore(syscall.SIGPIPE)
 	if opts.eofGrace < 0 {
 		return output.UsageErrorf("invalid --eof-grace %v: it must not be negative", opts.eofGrace)
+	}
+	if a.IO.StdinTTY {
+		// A person who typed the command sees that it is waiting, not hung. Clients start it
+		// with pipes and never see this.
+		a.Errorf("waiting for an MCP client on stdin (JSON-RPC, one message a line); Ctrl-C stops. " +
+			"Configure your client to run: qkit mcp serve (e.g. claude mcp add qkit -- qkit mcp serve; see qkit mcp serve --help)")
 	}
 	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger})
 }

@@ -42,26 +42,38 @@ func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
+	stopped := output.ExitInterrupted
+	sig, bySignal := syscall.Signal(0), false
+	if cmd != nil {
+		if sig, bySignal = signalOf(cmd.Context()); bySignal {
+			stopped = output.SignalCode(int(sig))
+		}
+	}
 	if err == nil && interrupted {
-		// A server stopped by a signal ends normally (nothing to report) but still exits 130, as
-		// help exit-codes promises for every interrupted command.
-		return output.ExitInterrupted
+		// A server stopped by a signal ends normally (nothing to report) but still exits 128+n,
+		// as help exit-codes promises for every interrupted command.
+		return stopped
 	}
 	if err == nil {
 		return output.ExitOK
 	}
 	err = classify(cmd, err)
-	if interrupted && output.Code(err) == output.ExitFailure {
-		err = output.WithCode(output.ExitInterrupted, err)
+	code := output.Code(err)
+	if interrupted && (code == output.ExitFailure || code == output.ExitInterrupted) {
+		code = stopped
 	}
 	var silent output.SilentError
 	if !errors.As(err, &silent) {
+		if bySignal && sig == syscall.SIGINT && a.IO.StderrTTY {
+			// The terminal echoed ^C without a line break: the message starts a line of its own.
+			fmt.Fprintln(a.IO.ErrOut)
+		}
 		fmt.Fprintf(a.IO.ErrOut, "qkit: %s\n", strings.TrimRight(err.Error(), "\n"))
 	}
-	if output.Code(err) == output.ExitUsage && isUsageProblem(err) && cmd != nil {
+	if code == output.ExitUsage && isUsageProblem(err) && cmd != nil {
 		fmt.Fprintf(a.IO.ErrOut, "Usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())
 	}
-	return output.Code(err)
+	return code
 }
 
 // usageError marks the errors cobra itself raises for a bad command line.
@@ -176,6 +188,10 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 		return output.WithCode(output.ExitUsage, usageError{err})
 	})
 	defineGlobalFlags(root.PersistentFlags(), opts, &a.ProfileFlag)
+	// qkit --version prints what qkit version prints (cobra handles the flag before any hook runs).
+	root.Version = versionLine(a.Version)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version, as qkit version does")
 	_ = root.RegisterFlagCompletionFunc("profile", completeProfiles(a, nil))
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(config.LogLevel.Key().Values, cobra.ShellCompDirectiveNoFileComp))
 
@@ -191,9 +207,13 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 			root.AddCommand(tc.build(a))
 		}
 	}
+	if only == "" {
+		root.AddCommand(newTopics()...)
+	}
 	root.InitDefaultCompletionCmd()
 	addCompletionExamples(root)
 	requireKnownSubcommands(root)
+	suggestSubcommands(root)
 	completeNothingWithoutArgs(root)
 	typeArgErrors(root)
 	return root
@@ -245,6 +265,30 @@ func requireKnownSubcommands(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		requireKnownSubcommands(sub)
+	}
+}
+
+// suggestSubcommands adds "did you mean" to the error of a command group that runs its own RunE on
+// an unknown subcommand (context keeps Q's "Unknown context subcommand: X" message): cobra suggests
+// only for groups it rejects itself.
+func suggestSubcommands(c *cobra.Command) {
+	if run := c.RunE; c.HasSubCommands() && run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			if err == nil || len(args) == 0 || output.Code(err) != output.ExitUsage {
+				return err
+			}
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
+			}
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("%w; did you mean %s?", err, strings.Join(s, " or "))})
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		suggestSubcommands(sub)
 	}
 }
 
@@ -317,25 +361,77 @@ func commandNamed(args []string) string {
 // settings set, which creates it.
 const annCreatesConfig = "qkit/creates-config"
 
+// annRepairsConfig marks the command that runs when the config file's content does not load
+// (settings reset: --all replaces the file).
+const annRepairsConfig = "qkit/repairs-config"
+
+// brokenConfigError is the error for a config file whose content does not load, with the two ways
+// out. flagFile is the --config given, which the reset must name too.
+func brokenConfigError(fe *config.FileError, flagFile string) error {
+	reset := "qkit settings reset --all"
+	if flagFile != "" {
+		reset = "qkit --config " + flagFile + " settings reset --all"
+	}
+	return fmt.Errorf("%w; edit %s or run %s", fe, fe.File, reset)
+}
+
 // annLenientConfig marks commands that run even when the configuration has bad values (so the
 // settings commands can fix them).
 const annLenientConfig = "qkit/lenient-config"
 
 // stopSignals are the signals that end an interruptible command: Ctrl-C, SIGTERM (a supervisor or a
 // client stopping a server), SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\). Each cancels the
-// command's context, so it stops every process group it started and exits 130; left to Go's
-// defaults, SIGHUP and SIGQUIT would end qkit at once and leave the agent running.
+// command's context, so it stops every process group it started and exits 128 + the signal's number
+// (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT), as a shell reports a process
+// the signal killed; left to Go's defaults, SIGHUP and SIGQUIT would end qkit at once and leave the
+// agent running.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
+// signalled is the cause of a command context that a stop signal cancelled.
+type signalled struct{ sig syscall.Signal }
+
+func (s signalled) Error() string { return s.sig.String() + " received" }
+
+// signalOf returns the stop signal that cancelled ctx, if one did.
+func signalOf(ctx context.Context) (syscall.Signal, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	var s signalled
+	if errors.As(context.Cause(ctx), &s) {
+		return s.sig, true
+	}
+	return 0, false
+}
+
 // catchInterrupts gives an interruptible command (see annInterruptible) a context that the
-// stopSignals cancel. The handler is released when the caller's context ends.
+// stopSignals cancel, with the signal as its cause. The handler is released when the caller's
+// context ends (Run's caller cancels it as it returns).
 func catchInterrupts(c *cobra.Command) {
 	if c.Annotations[annInterruptible] == "" {
 		return
 	}
 	parent := c.Context()
-	ctx, stop := signal.NotifyContext(parent, stopSignals...)
-	context.AfterFunc(parent, stop)
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, stopSignals...)
+	go func() {
+		select {
+		case sig := <-ch:
+			if s, ok := sig.(syscall.Signal); ok {
+				cancel(signalled{s})
+			} else {
+				cancel(signalled{syscall.SIGINT})
+			}
+		case <-ctx.Done():
+		}
+	}()
+	// A second signal while the command cleans up is caught too (and ignored) until the caller's
+	// context ends, so the clean-up is not cut short.
+	context.AfterFunc(parent, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	})
 	c.SetContext(ctx)
 }
 
@@ -356,10 +452,14 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 			return output.UsageErrorf("--config %s: no such file (qkit --config %s settings set KEY VALUE creates it)", opts.configFile, opts.configFile)
 		}
 	}
-	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides}, opts.logLevel)
+	err := a.Load(config.LoadOptions{File: opts.configFile, Overrides: overrides, KeepBroken: c.Annotations[annRepairsConfig] != ""}, opts.logLevel)
 	var unknown config.UnknownKeyError
 	if errors.As(err, &unknown) {
 		return output.WithCode(output.ExitUsage, err)
+	}
+	var broken *config.FileError
+	if errors.As(err, &broken) {
+		return brokenConfigError(broken, opts.configFile)
 	}
 	if err != nil {
 		return err

@@ -23,10 +23,10 @@ func TestRunFunctions(t *testing.T) {
 	if err := a.Load(config.LoadOptions{}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsSet(a, "agent.timeout", "5m"); err != nil {
+	if err := runSettingsSet(a, &settingsSetOptions{}, "agent.timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsSet(a, "agent.timeout", "soon"); output.Code(err) != output.ExitUsage {
+	if err := runSettingsSet(a, &settingsSetOptions{}, "agent.timeout", "soon"); output.Code(err) != output.ExitUsage {
 		t.Fatalf("a bad value: %v (exit %d)", err, output.Code(err))
 	}
 	if err := a.Load(config.LoadOptions{}, ""); err != nil {
@@ -37,13 +37,13 @@ func TestRunFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got settingJSON
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Value != "5m0s" || got.Source != "file" {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Value != "5m" || got.Default != "3m" || got.Source != "file" {
 		t.Fatalf("settings get --json: %s (%v)", out.String(), err)
 	}
-	if err := runSettingsReset(a, &settingsResetOptions{all: true, yes: true}, nil); err != nil {
+	if err := runSettingsReset(a, &settingsResetOptions{all: true, yes: true}, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsReset(a, &settingsResetOptions{}, nil); output.Code(err) != output.ExitUsage {
+	if err := runSettingsReset(a, &settingsResetOptions{}, nil, ""); output.Code(err) != output.ExitUsage {
 		t.Fatalf("reset with nothing to reset: %v", err)
 	}
 	out.Reset()

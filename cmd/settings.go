@@ -35,13 +35,14 @@ a number of bytes (KB and MB are binary).`,
 	return c
 }
 
-// settingJSON is one row of `settings list --json` and `settings get --json`.
+// settingJSON is one row of `settings list --json` and `settings get --json`. Default has the
+// value's type and format (a size is a number of bytes in both, a duration "3m" in both).
 type settingJSON struct {
 	Key         string `json:"key"`
 	Value       any    `json:"value"`
 	Source      string `json:"source"`
 	Origin      string `json:"origin"`
-	Default     string `json:"default"`
+	Default     any    `json:"default"`
 	Type        string `json:"type"`
 	Description string `json:"description"`
 }
@@ -49,7 +50,7 @@ type settingJSON struct {
 func toSettingJSON(v config.Value) settingJSON {
 	return settingJSON{
 		Key: v.Key.Name, Value: v.JSONValue(), Source: string(v.Source), Origin: v.Origin,
-		Default: v.Key.Default, Type: v.Key.Kind.String(), Description: v.Key.Help,
+		Default: v.Key.JSONDefault(), Type: v.Key.Kind.String(), Description: v.Key.Help,
 	}
 }
 
@@ -153,12 +154,29 @@ func runSettingsGet(a *app.App, opts *settingsGetOptions, name string) error {
 	return err
 }
 
+// settingsSetOptions are the flags of `settings set`.
+type settingsSetOptions struct{ asJSON bool }
+
+// settingSetJSON is what `settings set --json` prints.
+type settingSetJSON struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"` // as settings get --json writes it
+	File  string `json:"file"`
+	// OverriddenBy names the variable or flag (--set) whose value wins over the file's, if any.
+	OverriddenBy string `json:"overridden_by"`
+}
+
 func newSettingsSetCmd(a *app.App) *cobra.Command {
+	opts := &settingsSetOptions{}
 	c := &cobra.Command{
 		Use:   "set <key> <value>",
 		Short: "Change a setting in config.yaml",
 		Long: `Validate a value and write it to config.yaml (atomically, under a lock, so concurrent
-runs lose nothing). A variable in the environment still wins over the file; qkit says so.`,
+runs lose nothing). A variable in the environment still wins over the file; qkit says so.
+
+On a terminal one line on stderr confirms the change. --json prints {key, value, file,
+overridden_by}: value as settings get --json writes it, overridden_by the variable or --set that
+wins over the file (empty when none does).`,
 		Example: `  qkit settings set agent.timeout 5m
   qkit settings set tools.enabled q-developer-agent
   qkit settings set acp.enabled true`,
@@ -175,8 +193,9 @@ runs lose nothing). A variable in the environment still wins over the file; qkit
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runSettingsSet(a, args[0], args[1]) },
+		RunE: func(_ *cobra.Command, args []string) error { return runSettingsSet(a, opts, args[0], args[1]) },
 	}
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {key, value, file, overridden_by}")
 	c.SetFlagErrorFunc(negativeValueHint)
 	return annotate(exposeChange(c), annCreatesConfig, "true")
 }
@@ -197,12 +216,13 @@ func negativeValueHint(c *cobra.Command, err error) error {
 	return output.WithCode(output.ExitUsage, usageError{err})
 }
 
-func runSettingsSet(a *app.App, name, value string) error {
+func runSettingsSet(a *app.App, opts *settingsSetOptions, name, value string) error {
 	k, err := lookupKey(name)
 	if err != nil {
 		return err
 	}
-	if _, err := k.Parse(value); err != nil {
+	parsed, err := k.Parse(value)
+	if err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
 	if err := a.Config.Set(k.Name, value); err != nil {
@@ -211,14 +231,33 @@ func runSettingsSet(a *app.App, name, value string) error {
 	if p := k.FileProblem(value); p != "" {
 		a.Warnf("%s (set anyway; qkit reads it when it connects)", p)
 	}
+	overridden := ""
 	if cur, _ := a.Config.Lookup(k.Name); cur.Source == config.SourceEnv || cur.Source == config.SourceFlag {
+		overridden = cur.Origin
 		a.Warnf("%s is also set by %s, which wins over config.yaml", k.Name, cur.Origin)
+	}
+	stored := config.Value{Key: k, Raw: value, Parsed: parsed, Source: config.SourceFile, Origin: a.Config.File}
+	if a.IO.StderrTTY {
+		a.Errorf("%s set to %s in %s", k.Name, stored.Display(), a.Config.File)
+	}
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, settingSetJSON{Key: k.Name, Value: stored.JSONValue(), File: a.Config.File, OverriddenBy: overridden})
 	}
 	return nil
 }
 
 // settingsResetOptions are the flags of `settings reset`.
-type settingsResetOptions struct{ all, yes bool }
+type settingsResetOptions struct{ all, yes, asJSON bool }
+
+// settingsResetJSON is what `settings reset --json` prints.
+type settingsResetJSON struct {
+	File string `json:"file"`
+	// Reset are the settings the file held and no longer does; NotSet those named that it did not hold.
+	Reset  []string `json:"reset"`
+	NotSet []string `json:"not_set"`
+	// BrokenCopy is where a file that did not load was kept before --all replaced it.
+	BrokenCopy string `json:"broken_copy"`
+}
 
 func newSettingsResetCmd(a *app.App) *cobra.Command {
 	opts := &settingsResetOptions{}
@@ -226,7 +265,14 @@ func newSettingsResetCmd(a *app.App) *cobra.Command {
 		Use:   "reset {<key>... | --all}",
 		Short: "Remove settings from config.yaml so their defaults apply",
 		Long: `Remove one or more settings from config.yaml, or all of them with --all. Resetting everything
-asks first on a terminal; elsewhere it needs --yes.`,
+asks first on a terminal; elsewhere it needs --yes.
+
+A config.yaml that does not load (a YAML mistake) is replaced by an empty one with --all; its
+content is kept as config.yaml.broken.
+
+On a terminal one line on stderr confirms the change. --json prints {file, reset, not_set,
+broken_copy}: the settings removed from the file, those named that it did not hold, and where a
+file that did not load was kept (empty otherwise).`,
 		Example: `  qkit settings reset agent.timeout
   qkit settings reset --all --yes`,
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -235,14 +281,17 @@ asks first on a terminal; elsewhere it needs --yes.`,
 			}
 			return completeKeys(args)
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runSettingsReset(a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSettingsReset(a, opts, args, c.Flag("config").Value.String())
+		},
 	}
 	c.Flags().BoolVar(&opts.all, "all", false, "reset every setting")
 	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
-	return guardedFlags(exposeChange(c), "all")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {file, reset, not_set, broken_copy}")
+	return annotate(guardedFlags(exposeChange(c), "all"), annRepairsConfig, "true")
 }
 
-func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string) error {
+func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string, flagFile string) error {
 	if opts.all == (len(names) > 0) {
 		return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})
 	}
@@ -251,8 +300,15 @@ func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string) er
 			return err
 		}
 	}
+	if a.Config.Broken != nil && !opts.all {
+		return brokenConfigError(a.Config.Broken, flagFile)
+	}
 	if opts.all && !opts.yes {
-		ok, err := a.Confirm("--yes", "Reset every setting in "+a.Config.File+"?")
+		question := "Reset every setting in " + a.Config.File + "?"
+		if a.Config.Broken != nil {
+			question = a.Config.File + " does not load. Replace it with an empty one (its content is kept as " + a.Config.File + ".broken)?"
+		}
+		ok, err := a.Confirm("--yes", question)
 		if err != nil {
 			return err
 		}
@@ -260,5 +316,52 @@ func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string) er
 			return output.Errorf(output.ExitRejected, "reset cancelled")
 		}
 	}
-	return a.Config.Reset(names...)
+	res := settingsResetJSON{File: a.Config.File, Reset: []string{}, NotSet: []string{}}
+	asked := names
+	if opts.all {
+		asked = nil
+		for _, k := range config.Keys {
+			asked = append(asked, k.Name)
+		}
+	}
+	for _, name := range asked {
+		if v, _ := a.Config.Lookup(name); v.InFile {
+			res.Reset = append(res.Reset, name)
+		} else if !opts.all {
+			res.NotSet = append(res.NotSet, name)
+		}
+	}
+	var err error
+	if a.Config.Broken != nil {
+		res.BrokenCopy, err = a.Config.ResetBroken()
+	} else {
+		err = a.Config.Reset(names...)
+	}
+	if err != nil {
+		return err
+	}
+	if a.IO.StderrTTY {
+		a.Errorf("%s", resetSummary(res))
+	}
+	if opts.asJSON {
+		return output.JSON(a.IO.Out, res)
+	}
+	return nil
+}
+
+// resetSummary is the line that confirms a reset on a terminal.
+func resetSummary(r settingsResetJSON) string {
+	var parts []string
+	switch {
+	case r.BrokenCopy != "":
+		parts = append(parts, fmt.Sprintf("replaced %s with an empty configuration; its content is in %s", r.File, r.BrokenCopy))
+	case len(r.Reset) > 0:
+		parts = append(parts, fmt.Sprintf("reset %s to the default in %s", strings.Join(r.Reset, ", "), r.File))
+	case len(r.NotSet) == 0:
+		parts = append(parts, fmt.Sprintf("%s held no settings; nothing changed", r.File))
+	}
+	if len(r.NotSet) > 0 {
+		parts = append(parts, fmt.Sprintf("%s not set in %s", strings.Join(r.NotSet, ", "), r.File))
+	}
+	return strings.Join(parts, "; ")
 }

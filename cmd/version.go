@@ -60,7 +60,13 @@ func runVersion(a *app.App, opts *versionOptions) error {
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, a.Version)
 	}
-	v := a.Version
+	_, err := fmt.Fprintln(a.IO.Out, versionLine(a.Version))
+	return err
+}
+
+// versionLine is what `qkit version` and `qkit --version` print: the version, the commit and build
+// date when known, and the Go version.
+func versionLine(v app.VersionInfo) string {
 	line := "qkit " + v.Version
 	if v.Commit != "" {
 		c := v.Commit
@@ -73,6 +79,5 @@ func runVersion(a *app.App, opts *versionOptions) error {
 		}
 		line += ")"
 	}
-	_, err := fmt.Fprintf(a.IO.Out, "%s %s\n", line, v.Go)
-	return err
+	return line + " " + v.Go
 }

@@ -28,27 +28,62 @@ type Request struct {
 const maxRequestSize = 1 << 20
 
 // ParseRequest decodes a JSON request strictly: unknown fields, trailing data and a missing command
-// are usage errors (exit 2).
-func ParseRequest(data []byte) (Request, error) {
+// are usage errors (exit 2). Its messages call the document "request".
+func ParseRequest(data []byte) (Request, error) { return ParseRequestNamed(data, "request") }
+
+// requestShape is what a request looks like, for messages about one that does not.
+const requestShape = `{"command": "settings", "subcommand": "get", "args": ["agent.timeout"], "flags": {"json": ""}}`
+
+// ParseRequestNamed is ParseRequest with the name its messages give the document (where it came
+// from: "--request", "the request on stdin").
+func ParseRequestNamed(data []byte, name string) (Request, error) {
 	var req Request
 	if len(data) > maxRequestSize {
-		return req, output.UsageErrorf("request: larger than %d bytes", maxRequestSize)
+		return req, output.UsageErrorf("%s: larger than %d bytes", name, maxRequestSize)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		if errors.Is(err, io.EOF) {
-			return req, output.UsageErrorf("request: empty; expected a JSON object such as {\"command\": \"version\"}")
+		if errors.Is(err, io.EOF) || len(bytes.TrimSpace(data)) == 0 {
+			return req, output.UsageErrorf("%s: empty; expected a JSON object such as %s", name, requestShape)
 		}
-		return req, output.UsageErrorf("request: %v", err)
+		return req, output.UsageErrorf("%s: %s", name, requestProblem(err, data))
 	}
 	if dec.More() {
-		return req, output.UsageErrorf("request: unexpected data after the JSON object")
+		return req, output.UsageErrorf("%s: unexpected data after the JSON object; give one object such as %s", name, requestShape)
 	}
 	if strings.TrimSpace(req.Command) == "" {
-		return req, output.UsageErrorf("request: \"command\" is required")
+		return req, output.UsageErrorf("%s: \"command\" is required, as in %s", name, requestShape)
 	}
 	return req, nil
+}
+
+// requestProblem says in a person's words what a JSON decoder error means for the request data.
+func requestProblem(err error, data []byte) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		if text := bytes.TrimSpace(data); len(text) <= 60 {
+			return fmt.Sprintf("%q is not JSON (it goes wrong at byte %d); expected a JSON object such as %s", text, syntax.Offset, requestShape)
+		}
+		at := max(0, min(int(syntax.Offset)-1, len(data)))
+		return fmt.Sprintf("not JSON: it goes wrong at byte %d (%q); expected a JSON object such as %s", syntax.Offset, data[at:min(at+20, len(data))], requestShape)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends before the object does; expected a JSON object such as " + requestShape
+	case errors.As(err, &typ) && typ.Field == "":
+		return fmt.Sprintf("a JSON %s, not an object; expected a JSON object such as %s", typ.Value, requestShape)
+	case errors.As(err, &typ):
+		want := map[string]string{"command": "a string", "subcommand": "a string", "args": "a list of strings", "flags": "an object of strings"}
+		field, _, _ := strings.Cut(typ.Field, ".")
+		if w, ok := want[field]; ok {
+			return fmt.Sprintf("%q must be %s, not a JSON %s", field, w, typ.Value)
+		}
+		return fmt.Sprintf("%q holds a JSON %s of the wrong type", typ.Field, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are command, subcommand, args and flags"
+	}
+	return err.Error()
 }
 
 // String shows the request as a command line, for messages.
@@ -183,6 +218,10 @@ type Call struct {
 	Trusted bool
 	// NeedsConfirmation is set for a change that is not trusted.
 	NeedsConfirmation bool
+	// Guarded is set for a change that internal.trusted can never waive: one that reaches
+	// internal.trusted or agent.command (settings reset --all reaches both). Only the user's own
+	// confirmation lets it run.
+	Guarded bool
 	// listing is set for a bare `help`: the registry's own list, nothing runs.
 	listing bool
 }
@@ -255,7 +294,8 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	if access == Change {
 		// Trust never extends to changing the trust list itself: an assistant trusted with
 		// "settings" must still ask before it widens what it may do unasked.
-		call.Trusted = r.Trusted(cur.Name) && !mentionsGuarded(argv) && !guardedFlagGiven(cur, req.Flags)
+		call.Guarded = mentionsGuarded(argv) || guardedFlagGiven(cur, req.Flags)
+		call.Trusted = r.Trusted(cur.Name) && !call.Guarded
 		call.NeedsConfirmation = !call.Trusted
 	}
 	return call, nil

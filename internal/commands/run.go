@@ -85,6 +85,16 @@ func DeclinedMessage(c *Call) string {
 	return fmt.Sprintf("The user declined to run %q; it did not run.\n", c.CommandLine)
 }
 
+// HowToConfirm says who can let c run when it cannot be confirmed here. internal.trusted is named
+// only for a change it can waive.
+func HowToConfirm(c *Call) string {
+	if c.Guarded {
+		return "it changes " + strings.Join(guardedSettings, " or ") + " (settings reset --all resets both), which " +
+			TrustSetting + " never allows unasked, so only the user can run it, in a terminal: " + c.CommandLine
+	}
+	return "the user must confirm it, or list it in the setting " + TrustSetting
+}
+
 // ErrDeclined is returned by Run when the user declined a change.
 var ErrDeclined = errors.New("the user declined")
 
@@ -100,7 +110,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 	start := r.opts.Now()
 	if c.NeedsConfirmation {
 		if opts.Confirm == nil {
-			return res, ConfirmationNeededError(c, "the user must confirm it, or list it in the setting internal.trusted")
+			return res, ConfirmationNeededError(c, HowToConfirm(c))
 		}
 		ok, err := opts.Confirm(ctx, c)
 		if err != nil {

@@ -37,6 +37,8 @@ type Value struct {
 	Source Source
 	// Origin names the file or variable the value came from, empty for defaults.
 	Origin string
+	// InFile is set when the config file holds the key, whichever source won.
+	InFile bool
 }
 
 // Paths are the directories qkit reads and writes.
@@ -57,6 +59,10 @@ type LoadOptions struct {
 	// SkipFile reads no config file: the defaults, the environment and the overrides only, for
 	// `qkit doctor` when the file cannot be read or parsed. File still names the file.
 	SkipFile bool
+	// KeepBroken loads the defaults (and the environment and overrides) when the file's content
+	// does not load, and records why in Config.Broken instead of failing: `settings reset --all`
+	// runs on such a file to replace it.
+	KeepBroken bool
 }
 
 // Config is the loaded configuration. It is immutable once loaded: a flag that stands in for a
@@ -70,8 +76,11 @@ type Config struct {
 	// Unknown are keys in the config file that are not settings (a typo such as agent.timout);
 	// they are ignored, and commands warn about them.
 	Unknown []UnknownKeyError
-	values  map[string]Value
-	env     func(string) (string, bool)
+	// Broken is why the file's content did not load, when LoadOptions.KeepBroken let Load go on
+	// without it.
+	Broken *FileError
+	values map[string]Value
+	env    func(string) (string, bool)
 }
 
 // ResolvePaths derives qkit's directories from QKIT_HOME or the XDG variables.
@@ -141,10 +150,12 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("config file %s: cannot read: %w", file, unwrapPath(err))
 	default:
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			if _, _, terr := configText(data); terr != nil {
-				return nil, fmt.Errorf("config file %s: %v", file, terr) // says more than YAML's own message
+			fe := contentError(file, data, err)
+			if !opts.KeepBroken {
+				return nil, fe
 			}
-			return nil, fmt.Errorf("config file %s: %v", file, unwrapYAML(err))
+			c.Broken, v = fe, viper.New()
+			break
 		}
 		for _, name := range v.AllKeys() {
 			if _, ok := LookupKey(name); !ok && (v.Get(name) != nil || !isSection(name)) {
@@ -157,7 +168,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	for _, k := range Keys {
 		val := Value{Key: k, Raw: k.Default, Source: SourceDefault}
 		if v.InConfig(k.Name) {
-			val.Raw, val.Source, val.Origin = fileString(v.Get(k.Name)), SourceFile, file
+			val.Raw, val.Source, val.Origin, val.InFile = fileString(v.Get(k.Name)), SourceFile, file, true
 		}
 		if k.SeedEnv != "" {
 			if raw, ok := env(k.SeedEnv); ok && raw != "" {
@@ -174,7 +185,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		if err != nil {
 			c.Problems = append(c.Problems, &ValueError{Key: k.Name, Source: val.Source, Origin: val.Origin, Err: err})
 			parsed, _ = k.Parse(k.Default)
-			val = Value{Key: k, Raw: k.Default, Source: SourceDefault}
+			val = Value{Key: k, Raw: k.Default, Source: SourceDefault, InFile: val.InFile}
 		}
 		val.Parsed = parsed
 		c.values[k.Name] = val
@@ -286,20 +297,44 @@ func (v Value) Display() string {
 	return fmt.Sprint(v.Parsed)
 }
 
-// JSONValue is the typed value for --json output: durations as text, sizes and ints as numbers.
+// JSONValue is the typed value for --json output: durations as text (FormatDuration), sizes and
+// ints as numbers.
 func (v Value) JSONValue() any {
 	if v.Key.Secret && v.Raw != "" {
 		return masked
 	}
 	switch p := v.Parsed.(type) {
 	case time.Duration:
-		return p.String()
+		return FormatDuration(p)
 	case []string:
 		if p == nil {
 			return []string{}
 		}
 	}
 	return v.Parsed
+}
+
+// JSONDefault is the key's default as JSONValue gives a value (a number for a size, "3m" for a
+// duration of 180s), so a script can compare the two.
+func (k Key) JSONDefault() any {
+	p, err := k.Parse(k.Default)
+	if err != nil {
+		return k.Default // not reached: TestDefaults loads every default
+	}
+	return Value{Key: k, Raw: k.Default, Parsed: p, Source: SourceDefault}.JSONValue()
+}
+
+// FormatDuration writes d as time.Duration's String does, without its trailing zero units: 3m
+// rather than 3m0s, 168h rather than 168h0m0s. time.ParseDuration reads it back.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // ValueError is a value from the file, the environment or --set that did not parse: Key names

@@ -40,6 +40,7 @@ func (c *Config) editFile(edit func(root *yaml.Node) (bool, error)) error {
 		if root.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("config file %s: line %d: the top level is not a mapping of settings (left unchanged)", c.File, root.Line)
 		}
+		blockIfEmpty(root)
 		changed, err := edit(root)
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %w", c.File, err)
@@ -128,6 +129,16 @@ func checkLoads(data []byte, want int) error {
 	return nil
 }
 
+// blockIfEmpty writes an empty mapping in block style from now on. YAML can only write an empty
+// mapping as "{}" (the last reset leaves one), which reads back as flow style; entries added to it
+// would be written "{agent: {command: kiro-cli}}". A mapping with entries keeps the style the
+// person chose.
+func blockIfEmpty(m *yaml.Node) {
+	if len(m.Content) == 0 {
+		m.Style &^= yaml.FlowStyle
+	}
+}
+
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 // setNode sets the dotted key name to v under the mapping root. An entry viper already reads as
@@ -175,6 +186,7 @@ func section(m *yaml.Node, p string) (*yaml.Node, error) {
 		}
 		switch {
 		case v.Kind == yaml.MappingNode:
+			blockIfEmpty(v)
 			return v, nil
 		case isNull(v):
 			// A comment after "agent:" stays on that line: it moves to the key, since a

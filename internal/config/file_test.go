@@ -164,3 +164,35 @@ func FuzzEditFile(f *testing.F) {
 		}
 	})
 }
+
+// TestSetAfterLastResetIsBlockStyle: the last reset leaves "{}", and the settings set after it are
+// written in block style, not as "{agent: {command: kiro-cli}}". A flow mapping with entries that a
+// person wrote keeps its style.
+func TestSetAfterLastResetIsBlockStyle(t *testing.T) {
+	c, file := configAt(t, "agent:\n  command: kiro-cli\n")
+	if err := c.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"agent.command", "kiro-cli"}, {"agent.timeout", "5m"}, {"acp.enabled", "true"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(file)
+	if want := "agent:\n  command: kiro-cli\n  timeout: 5m\nacp:\n  enabled: true\n"; string(data) != want {
+		t.Errorf("after reset and set the file is\n%s\nwant\n%s", data, want)
+	}
+	reload(t, c)
+
+	c, file = configAt(t, "agent: {}\nacp: {enabled: true}\n")
+	if err := c.Set("agent.command", "kiro-cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("acp.enabled", "false"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(file)
+	if want := "agent:\n  command: kiro-cli\nacp: {enabled: false}\n"; string(data) != want {
+		t.Errorf("the file is\n%s\nwant\n%s", data, want)
+	}
+}

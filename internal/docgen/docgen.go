@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
 
 // Generate writes completions/qkit.{bash,zsh,fish,ps1} and man/*.1 under dir, replacing what
@@ -50,9 +49,7 @@ func Generate(root *cobra.Command, dir string, date time.Time) error {
 			return err
 		}
 	}
-	// No Title: cobra titles each page after its command path.
-	header := &doc.GenManHeader{Section: "1", Source: "qkit", Manual: "qkit manual", Date: &date}
-	return doc.GenManTree(root, header, manDir)
+	return genManTree(root, manHeader{section: "1", source: "qkit", manual: "qkit manual", date: date}, manDir)
 }
 
 // BuildDate is the date man pages carry: SOURCE_DATE_EPOCH when set (reproducible builds), else

@@ -181,6 +181,11 @@ func canElicit(req *mcp.CallToolRequest) bool {
 }
 
 func noConfirmationMessage(call *commands.Call) string {
+	if call.Guarded {
+		return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
+			"the user (it does not support elicitation), and %s",
+			call.CommandLine, commands.HowToConfirm(call))
+	}
 	return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
 		"the user (it does not support elicitation). Tell the user the command so they can run it "+
 		"themselves, or they can allow it without asking: qkit settings set internal.trusted %q",

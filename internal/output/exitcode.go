@@ -16,8 +16,15 @@ const (
 	ExitRejected    = 3
 	ExitNotFound    = 4
 	ExitTimeout     = 124
-	ExitInterrupted = 130
+	ExitInterrupted = 130 // 128 + SIGINT
+	ExitHangup      = 129 // 128 + SIGHUP
+	ExitQuit        = 131 // 128 + SIGQUIT
+	ExitTerminated  = 143 // 128 + SIGTERM
 )
+
+// SignalCode is the exit code of a command that the signal numbered sig stopped: 128 + sig, as a
+// shell reports a process the signal killed (130 for SIGINT, 143 for SIGTERM).
+func SignalCode(sig int) int { return 128 + sig }
 
 // ExitCodes describes every exit code, in order, for help text and docs.
 var ExitCodes = []struct {
@@ -30,7 +37,10 @@ var ExitCodes = []struct {
 	{ExitRejected, "rejected or declined by the user"},
 	{ExitNotFound, "not found: no such profile, session, question set or setting target"},
 	{ExitTimeout, "timed out (partial output, if any, was still printed)"},
-	{ExitInterrupted, "interrupted (Ctrl-C, SIGTERM, SIGHUP or SIGQUIT); whatever qkit started was stopped"},
+	{ExitHangup, "stopped by SIGHUP (the terminal closed); whatever qkit started was stopped"},
+	{ExitInterrupted, "interrupted (Ctrl-C, SIGINT); whatever qkit started was stopped"},
+	{ExitQuit, "stopped by SIGQUIT (Ctrl-\\); whatever qkit started was stopped"},
+	{ExitTerminated, "stopped by SIGTERM (a supervisor, kill, or a client closing a server); whatever qkit started was stopped"},
 }
 
 // Error carries an exit code alongside the error it wraps. Its message is the wrapped error's.
