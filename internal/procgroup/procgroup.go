@@ -85,9 +85,17 @@ type Exit struct {
 	Cause error
 }
 
-// String says how the process ended, to follow its name: "exited with status 3", "was terminated
-// by SIGTERM".
+// String says how the process ended: "exit status 3", "terminated by SIGTERM".
 func (e Exit) String() string {
+	if e.Signal != "" {
+		return "terminated by " + e.Signal
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// Ended says it as a verb, to follow the process's name: "exited with status 3", "was terminated
+// by SIGTERM".
+func (e Exit) Ended() string {
 	if e.Signal != "" {
 		return "was terminated by " + e.Signal
 	}

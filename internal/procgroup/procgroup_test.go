@@ -93,7 +93,7 @@ func TestStopEndsTheGroup(t *testing.T) {
 	gc := waitPid(t, pidFile)
 	p.Stop()
 	e := waitExit(t, p, context.Background())
-	if e.Signal != "SIGTERM" || e.Code != -1 || !e.Stopped || !errors.Is(e.Cause, ErrStopped) || e.String() != "was terminated by SIGTERM" {
+	if e.Signal != "SIGTERM" || e.Code != -1 || !e.Stopped || !errors.Is(e.Cause, ErrStopped) || e.String() != "terminated by SIGTERM" || e.Ended() != "was terminated by SIGTERM" {
 		t.Fatalf("exit %+v (%s)", e, e)
 	}
 	if err := proctest.WaitGone(gc, 10*time.Second); err != nil {
@@ -146,7 +146,7 @@ func TestSweepAfterExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := waitExit(t, p, context.Background())
-	if e.Code != 3 || e.Signal != "" || e.Stopped || e.Cause != nil || e.String() != "exited with status 3" {
+	if e.Code != 3 || e.Signal != "" || e.Stopped || e.Cause != nil || e.String() != "exit status 3" || e.Ended() != "exited with status 3" {
 		t.Fatalf("exit %+v (%s)", e, e)
 	}
 	if err := proctest.WaitGone(waitPid(t, pidFile), 10*time.Second); err != nil {
@@ -195,7 +195,7 @@ func TestExitBySignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := waitExit(t, p, context.Background())
-	if e.Signal != "SIGKILL" || e.Code != -1 || e.Stopped || e.String() != "was terminated by SIGKILL" {
+	if e.Signal != "SIGKILL" || e.Code != -1 || e.Stopped || e.String() != "terminated by SIGKILL" || e.Ended() != "was terminated by SIGKILL" {
 		t.Fatalf("exit %+v (%s)", e, e)
 	}
 	if got := signalName(syscall.Signal(99)); got != "signal 99" {
