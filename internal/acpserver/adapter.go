@@ -39,6 +39,9 @@ type adapter struct {
 	proxy *proxy
 	// caps are the editor's capabilities from initialize.
 	caps atomic.Pointer[acp.ClientCapabilities]
+	// modelsLoaded is closed once Options.LoadModels has given loadedModels; nil without it.
+	modelsLoaded chan struct{}
+	loadedModels []string
 }
 
 var (
@@ -552,6 +555,13 @@ func (a *adapter) sessionModels(rec sessions.SessionRecord) []string {
 
 func (a *adapter) models() []string {
 	models := slices.Clone(a.opts.Models)
+	if a.modelsLoaded != nil {
+		select {
+		case <-a.modelsLoaded:
+			models = slices.Clone(a.loadedModels)
+		case <-a.ctx.Done():
+		}
+	}
 	if a.opts.Model != "" && !slices.Contains(models, a.opts.Model) {
 		models = append(models, a.opts.Model)
 	}
