@@ -12,9 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/qkit-cli/qkit/internal/procgroup"
-	"time"
 )
 
 // stderrKeep is how much of the agent's stderr is kept (the end of it, where errors are).
