@@ -104,11 +104,21 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		model = config.AgentModel.Get(a.Config)
 	}
 	limits := agent.LimitsFromConfig(a.Config)
-	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, limits)
-	if err := agent.CheckChoice(limits.Command, model, choices, from); err != nil {
-		return output.WithCode(output.ExitUsage, err)
+	cache := agent.NewModelCache(a.Config.Paths.State)
+	if model != "" {
+		// A default model is checked before any protocol: one the agent does not take is a
+		// usage error. (The list is cached; the sessions' model option reads it again below.)
+		choices, from := cache.Choices(ctx, limits)
+		if ctx.Err() != nil {
+			return nil // interrupted while the agent listed its models: exit 130, as a server stopped so
+		}
+		if err := agent.CheckChoice(limits.Command, model, choices, from); err != nil {
+			return output.WithCode(output.ExitUsage, err)
+		}
 	}
-	models := agent.OfferedModels(choices, from) // the sessions' model option
+	// The sessions' model option: the agent's list may take a while (chat --list-models asks the
+	// service), so it is fetched while the editor is already answered.
+	loadModels := func(ctx context.Context) []string { return agent.OfferedModels(cache.Choices(ctx, limits)) }
 	if strings.HasPrefix(opts.agent, "-") {
 		return output.UsageErrorf("invalid --agent %q: a name cannot start with \"-\"", opts.agent)
 	}
@@ -144,15 +154,15 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		a.Logger.Info("agent backend", "backend", backend, "reason", choice.Reason)
 	}
 	return acpserver.Serve(ctx, acpserver.Options{
-		Store:     store,
-		Backend:   backend,
-		Limits:    limits,
-		Commands:  InternalRegistry(a),
-		Login:     terminalLogin(a),
-		Agent:     opts.agent,
-		Model:     model,
-		Models:    models,
-		MaxTokens: int(config.ContextMaxTokens.Get(a.Config)),
+		Store:      store,
+		Backend:    backend,
+		Limits:     limits,
+		Commands:   InternalRegistry(a),
+		Login:      terminalLogin(a),
+		Agent:      opts.agent,
+		Model:      model,
+		LoadModels: loadModels,
+		MaxTokens:  int(config.ContextMaxTokens.Get(a.Config)),
 		Context: func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			return files.Prompt(profile, cwd, int64(maxTokens), prompt)
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
 )
@@ -185,6 +186,9 @@ func checkAskModel(ctx context.Context, a *app.App, l agent.Limits, r agent.Requ
 		return nil // nothing to check: no need to ask the agent for its list
 	}
 	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, l)
+	if ctx.Err() != nil {
+		return askrun.Interrupted() // the list, with its process group, was stopped: nothing ran
+	}
 	if err := agent.CheckChoice(l.Command, m, choices, from); err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
@@ -203,6 +207,9 @@ type modelsJSON struct {
 func listAskModels(ctx context.Context, a *app.App, asJSON bool) error {
 	l := agent.LimitsFromConfig(a.Config)
 	list, from, err := agent.NewModelCache(a.Config.Paths.State).FreshChoices(ctx, l)
+	if errors.Is(err, context.Canceled) {
+		return askrun.Interrupted()
+	}
 	if err != nil {
 		return output.Errorf(output.ExitFailure, "listing the agent's models: %v", err)
 	}

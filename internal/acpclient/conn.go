@@ -24,8 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,6 +33,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 // Options say how to start the agent and how to answer it.
@@ -121,21 +120,17 @@ type Conn struct {
 	o    Options
 	log  *slog.Logger
 	argv []string
-	cmd  *exec.Cmd
-	pgid int
+	proc *procgroup.Proc
 	csc  *acp.ClientSideConnection
 
 	stdin  io.WriteCloser
-	stdout *os.File
 	stderr *agent.TailBuffer
 
 	// life ends the SDK calls in flight when the connection is closed.
 	life     context.Context
 	lifeStop context.CancelFunc
 
-	exited            chan struct{} // closed when the agent process has exited (waitErr is set)
-	waitErr           error
-	readDone, errDone chan struct{}
+	readDone, errDone chan struct{} // closed when the readers of its stdout and stderr return
 
 	dead    chan struct{} // closed when the agent can no longer answer (deadErr is set)
 	deadErr error
@@ -164,8 +159,8 @@ const stderrKeep = 64 << 10
 func Start(ctx context.Context, o Options) (*Conn, error) {
 	c := &Conn{
 		o: o, log: o.Logger, argv: append([]string{o.Command}, o.Args...),
-		stderr: agent.NewTailBuffer(stderrKeep),
-		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
+		stderr:   agent.NewTailBuffer(stderrKeep),
+		readDone: make(chan struct{}), errDone: make(chan struct{}),
 		dead: make(chan struct{}), turns: map[string]*turn{}, tools: map[string]agent.ToolCall{}, grants: map[string][]grantedCall{},
 	}
 	if c.log == nil {
@@ -223,65 +218,37 @@ func (c *Conn) start() error {
 	if strings.TrimSpace(c.o.Command) == "" {
 		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command kiro-cli")
 	}
-	cmd := exec.Command(c.o.Command, c.o.Args...)
-	cmd.Dir = c.o.Dir
-	cmd.Env = c.o.Env
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	agent.NewProcessGroup(cmd)
+	c.life, c.lifeStop = context.WithCancel(context.Background())
+	sdkR, sdkW := io.Pipe()
+	whole := make(chan struct{}) // the stdout reader waits for the Conn it fills in to be whole
 	c.log.Info("starting ACP agent", "command", c.o.Command, "dir", c.o.Dir)
 	c.log.Debug("agent command line", "argv", c.argv)
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	proc, err := procgroup.Start(c.o.Command, c.o.Args, procgroup.Options{
+		Dir:       c.o.Dir,
+		Env:       c.o.Env,
+		StdinPipe: true,
+		Stdout: func(out io.Reader) {
+			defer close(c.readDone)
+			<-whole
+			err := route(out, sdkW, c.notify)
+			c.die(err)
+			sdkW.Close() // after dead is set: a call the SDK fails for it finds deadErr
+		},
+		Stderr: func(errOut io.Reader) {
+			defer close(c.errDone)
+			procgroup.Copy(c.stderr)(errOut)
+		},
+		Grace: c.o.Grace,
+	})
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
+		c.lifeStop()
 		return agent.StartError(c.o.Command, err)
 	}
-	c.cmd, c.pgid = cmd, cmd.Process.Pid
-	c.stdin, c.stdout = inW, outR
-	c.life, c.lifeStop = context.WithCancel(context.Background())
-
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
+	c.proc, c.stdin = proc, proc.Stdin()
 	go c.watchExit()
-	go func() {
-		defer close(c.errDone)
-		_, _ = io.Copy(c.stderr, errR)
-		errR.Close()
-	}()
-
-	sdkR, sdkW := io.Pipe()
-	c.csc = acp.NewClientSideConnection(&client{c: c}, &stdinWriter{w: inW, failed: &c.stdinFailed}, sdkR)
+	c.csc = acp.NewClientSideConnection(&client{c: c}, &stdinWriter{w: c.stdin, failed: &c.stdinFailed}, sdkR)
 	c.csc.SetLogger(c.log)
-	go func() {
-		defer close(c.readDone)
-		err := route(outR, sdkW, c.notify)
-		c.die(err)
-		sdkW.Close() // after dead is set: a call the SDK fails for it finds deadErr
-	}()
+	close(whole)
 	return nil
 }
 
@@ -305,12 +272,12 @@ func (c *Conn) exitReason() error {
 	t := time.NewTimer(c.o.Grace)
 	defer t.Stop()
 	select {
-	case <-c.exited:
+	case <-c.proc.Exited():
 		select { // stderr's last words, unless a child it left still holds the pipe
 		case <-c.errDone:
 		case <-time.After(exitDrain):
 		}
-		return fmt.Errorf("%s exited with status %d%s", c.o.Command, c.cmd.ProcessState.ExitCode(), agent.StderrSuffix(c.stderr.String()))
+		return fmt.Errorf("%s %s%s", c.o.Command, c.proc.Status().Ended(), agent.StderrSuffix(c.stderr.String()))
 	case <-t.C:
 		return fmt.Errorf("%s closed its stdout%s", c.o.Command, agent.StderrSuffix(c.stderr.String()))
 	}
@@ -322,7 +289,7 @@ const exitDrain = 250 * time.Millisecond
 // watchExit ends the connection when the agent exits, even if a child it left behind still holds
 // its stdout open: what the agent wrote before exiting is read first (a grace at most).
 func (c *Conn) watchExit() {
-	<-c.exited
+	<-c.proc.Exited()
 	t := time.NewTimer(exitDrain)
 	defer t.Stop()
 	select {
@@ -358,12 +325,7 @@ func (c *Conn) Stderr() string { return c.stderr.String() }
 // ExitCode is the agent's exit status once it has exited (after Close), -1 if a signal ended it
 // or it has not exited.
 func (c *Conn) ExitCode() int {
-	select {
-	case <-c.exited:
-		return c.cmd.ProcessState.ExitCode()
-	default:
-		return -1
-	}
+	return c.proc.Status().Code
 }
 
 // SDK returns the SDK's connection, for the calls Conn does not wrap (session/set_mode,
@@ -471,26 +433,21 @@ func (s *stdinWriter) Write(p []byte) (int, error) {
 
 // Close stops the agent: its stdin is closed (an ACP agent exits at the end of its input), then,
 // if it has not exited after the grace, its process group gets SIGTERM and then SIGKILL; what is
-// left of the group afterwards is ended too. Close returns when the agent and the readers of its
-// output are gone. It is safe to call more than once.
+// left of the group afterwards is ended too (internal/procgroup). Close returns when the agent and
+// the readers of its output are gone. It is safe to call more than once.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		c.lifeStop()
 		_ = c.stdin.Close()
 		t := time.NewTimer(c.o.Grace)
 		select {
-		case <-c.exited:
+		case <-c.proc.Exited():
 			t.Stop()
 		case <-t.C:
-			c.log.Warn("stopping ACP agent", "pgid", c.pgid)
-			waitDone := make(chan error, 1)
-			go func() { <-c.exited; waitDone <- c.waitErr }()
-			_ = agent.StopProcessGroup(c.pgid, c.o.Grace, waitDone)
+			c.log.Warn("stopping ACP agent", "pgid", c.proc.Pid())
+			c.proc.Stop()
 		}
-		agent.SweepProcessGroup(c.pgid, c.o.Grace, c.readDone, c.errDone)
-		c.stdout.Close() // wakes a reader blocked on a pipe an escaped process still holds
-		<-c.readDone
-		<-c.errDone
-		c.log.Info("ACP agent stopped", "exit_code", c.ExitCode())
+		exit := c.proc.Wait(context.Background())
+		c.log.Info("ACP agent stopped", "exit_code", exit.Code, "signal", exit.Signal)
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,8 +18,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/filestore"
+	"github.com/qkit-cli/qkit/internal/procgroup"
 	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
@@ -248,7 +247,7 @@ type DirTerminals struct {
 }
 
 type terminal struct {
-	cmd    *exec.Cmd
+	proc   *procgroup.Proc
 	out    *limitedOutput
 	done   chan struct{} // closed when the command has exited and its output is read
 	status acp.TerminalExitStatus
@@ -304,32 +303,10 @@ func (d *DirTerminals) CreateTerminal(_ context.Context, req acp.CreateTerminalR
 	if req.OutputByteLimit != nil && *req.OutputByteLimit > 0 {
 		limit = min(*req.OutputByteLimit, DefaultTerminalOutput)
 	}
-	cmd := exec.Command(req.Command, req.Args...)
-	cmd.Dir = dir
-	cmd.Env = os.Environ()
-	for _, e := range req.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-	}
-	t := &terminal{cmd: cmd, out: &limitedOutput{limit: limit}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = t.out, t.out
-	agent.NewProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	t, err := startTerminal(req, dir, limit)
+	if err != nil {
 		return acp.CreateTerminalResponse{}, fileError(fmt.Errorf("terminal: %w", err))
 	}
-	go func() {
-		err := cmd.Wait()
-		code := cmd.ProcessState.ExitCode()
-		if code >= 0 {
-			t.status.ExitCode = &code
-		} else {
-			sig := "killed"
-			if err != nil {
-				sig = err.Error()
-			}
-			t.status.Signal = &sig
-		}
-		close(t.done)
-	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.terms == nil {
@@ -408,16 +385,35 @@ func (d *DirTerminals) ReleaseTerminal(_ context.Context, req acp.ReleaseTermina
 	return acp.ReleaseTerminalResponse{}, nil
 }
 
-func (t *terminal) stop() {
-	select {
-	case <-t.done:
-		return
-	default:
+// startTerminal runs req's command in dir, in a process group of its own, its output (stdout and
+// stderr as written) kept up to limit bytes. Its exit status, once it has exited and its output is
+// read, names the signal that ended it ("SIGTERM", no exit code) as ACP's TerminalExitStatus has it.
+func startTerminal(req acp.CreateTerminalRequest, dir string, limit int) (*terminal, error) {
+	env := os.Environ()
+	for _, e := range req.Env {
+		env = append(env, e.Name+"="+e.Value)
 	}
-	waitDone := make(chan error, 1)
-	go func() { <-t.done; waitDone <- nil }()
-	_ = agent.StopProcessGroup(t.cmd.Process.Pid, time.Second, waitDone)
+	t := &terminal{out: &limitedOutput{limit: limit}, done: make(chan struct{})}
+	p, err := procgroup.Start(req.Command, req.Args, procgroup.Options{Dir: dir, Env: env, Stdout: procgroup.Copy(t.out), MergeStderr: true, Grace: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	t.proc = p
+	go func() {
+		exit := p.Wait(context.Background()) // a helper holding the output cannot keep it from ending
+		if exit.Signal != "" {
+			t.status.Signal = &exit.Signal
+		} else {
+			t.status.ExitCode = &exit.Code
+		}
+		close(t.done)
+	}()
+	return t, nil
 }
+
+// stop ends the command's process group (SIGTERM, then SIGKILL after a second); it returns once
+// the command has exited.
+func (t *terminal) stop() { t.proc.Stop() }
 
 // Close ends every command still running.
 func (d *DirTerminals) Close() {

@@ -42,6 +42,9 @@ type adapter struct {
 	// missing is the error of an agent command that is not installed, when initialize answered
 	// anyway (auth.go, noAgent); nil otherwise.
 	missing atomic.Pointer[acp.RequestError]
+	// modelsLoaded is closed once Options.LoadModels has given loadedModels; nil without it.
+	modelsLoaded chan struct{}
+	loadedModels []string
 }
 
 var (
@@ -556,6 +559,13 @@ func (a *adapter) sessionModels(rec sessions.SessionRecord) []string {
 
 func (a *adapter) models() []string {
 	models := slices.Clone(a.opts.Models)
+	if a.modelsLoaded != nil {
+		select {
+		case <-a.modelsLoaded:
+			models = slices.Clone(a.loadedModels)
+		case <-a.ctx.Done():
+		}
+	}
 	if a.opts.Model != "" && !slices.Contains(models, a.opts.Model) {
 		models = append(models, a.opts.Model)
 	}

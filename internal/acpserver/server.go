@@ -47,6 +47,11 @@ type Options struct {
 	Model  string
 	// Models are offered in the session config option of category "model".
 	Models []string
+	// LoadModels, when set, gives Models instead, from the agent (its chat --list-models, which
+	// may take a while): Serve calls it once in the background, so initialize is answered at once,
+	// and what needs the list (session/new's model option, setting the model) waits for it. It
+	// must return once ctx ends; Serve waits for it before returning.
+	LoadModels func(ctx context.Context) []string
 	// MaxTokens is the context budget (context.max_tokens): context files plus earlier turns.
 	MaxTokens int
 	// Context builds the context block; nil sends prompts without one.
@@ -96,6 +101,14 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	})
 	srv := newServer()
 	a := &adapter{opts: opts, srv: srv, pipe: pipe, ctx: ctx}
+	if opts.LoadModels != nil {
+		loaded := make(chan struct{})
+		a.modelsLoaded = loaded
+		go func() {
+			defer close(loaded)
+			a.loadedModels = opts.LoadModels(ctx)
+		}()
+	}
 	a.backend = textTurns{a}
 	if opts.Backend == acpclient.BackendACP || opts.Backend == acpclient.BackendAuto {
 		a.proxy = newProxy(a)
@@ -117,6 +130,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	srv.shutdown()
 	if a.proxy != nil {
 		a.proxy.shutdown() // the agent's process group and every bridged MCP server
+	}
+	if a.modelsLoaded != nil {
+		<-a.modelsLoaded // a model list still being fetched is stopped with its process group
 	}
 	return nil
 }

@@ -1,28 +1,10 @@
 package agent
 
-import (
-	"os/exec"
-	"time"
-)
+import "time"
 
 // What the text runner does that another backend (the ACP client, internal/acpclient) must do the
-// same way: the process group, its ending, the start error, the kept reply and its notices. Only
-// wrappers live here, so each rule is still written once, beside Run.
-
-// NewProcessGroup makes cmd, once started, the leader of a process group of its own.
-func NewProcessGroup(cmd *exec.Cmd) { newGroup(cmd) }
-
-// StopProcessGroup signals the group led by pgid SIGTERM and, if its leader has not exited after
-// grace, SIGKILL. waitDone delivers the leader's Wait error, which is returned.
-func StopProcessGroup(pgid int, grace time.Duration, waitDone <-chan error) error {
-	return stopGroup(pgid, grace, waitDone)
-}
-
-// SweepProcessGroup ends what is left of the group once its leader has exited, then waits (up to
-// about two graces) until every channel in done is closed: the readers of the agent's pipes.
-func SweepProcessGroup(pgid int, grace time.Duration, done ...<-chan struct{}) {
-	sweep(pgid, grace, done...)
-}
+// same way: the start error, the kept reply and its notices. Only wrappers live here, so each rule
+// is still written once, beside Run. (Process groups are internal/procgroup's.)
 
 // StartError explains why the agent command could not start, naming agent.command.
 func StartError(command string, err error) error { return startError(command, err) }

@@ -107,11 +107,11 @@ func CheckLogin(ctx context.Context, command string, env func(string) (string, b
 	if login, ok := HeadlessLogin(env); ok {
 		return login, nil
 	}
-	out, errOut, code, err := query(ctx, command, "whoami", whoamiTimeout, "whoami")
+	out, errOut, exit, err := query(ctx, command, "whoami", whoamiTimeout, "whoami")
 	if err != nil {
 		return Login{}, err
 	}
-	login := ParseWhoami(out, code)
+	login := ParseWhoami(out, exit.Code)
 	if !login.LoggedIn {
 		detail := strings.TrimSpace(out)
 		if detail == "" {

@@ -109,18 +109,20 @@ var ErrCannotListModels = errors.New("the agent cannot list its models")
 // listTimeout bounds `chat --list-models`, which asks the service.
 const listTimeout = 15 * time.Second
 
-// ListModels asks the agent CLI command for its models (`chat --list-models --format json`). An
-// agent without the flag (it exits with a usage error, or prints no list) gives
-// ErrCannotListModels; a missing binary *MissingCommandError.
+// ListModels asks the agent CLI command for its models (`chat --list-models --format json`), in a
+// process group of its own. An agent without the flag (it exits with a usage error, or prints no
+// list) gives ErrCannotListModels; a missing binary *MissingCommandError. When ctx ends first, the
+// query's whole group is stopped and the error wraps context.Cause(ctx) (errors.Is
+// context.Canceled for a cancel or an interrupt): the caller's stop, not the agent's failure.
 func ListModels(ctx context.Context, command string) (ModelList, error) {
-	out, errOut, code, err := query(ctx, command, "chat --list-models", listTimeout, "chat", "--list-models", "--format", "json")
+	out, errOut, exit, err := query(ctx, command, "chat --list-models", listTimeout, "chat", "--list-models", "--format", "json")
 	switch {
 	case err != nil:
 		return ModelList{}, err
-	case code == 2 || code != 0 && strings.Contains(errOut, "--list-models"):
+	case exit.Code == 2 || exit.Code != 0 && strings.Contains(errOut, "--list-models"):
 		return ModelList{}, ErrCannotListModels
-	case code != 0:
-		return ModelList{}, fmt.Errorf("%s chat --list-models failed (exit status %d)%s", commandName(command), code, StderrSuffix(errOut))
+	case exit.Code != 0:
+		return ModelList{}, fmt.Errorf("%s chat --list-models failed (%s)%s", commandName(command), exit, StderrSuffix(errOut))
 	}
 	list, err := ParseModels([]byte(out))
 	if err != nil {

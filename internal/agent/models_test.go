@@ -1,14 +1,18 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 func TestParseModels(t *testing.T) {
@@ -182,4 +186,74 @@ func TestListModelsFailures(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// TestListModelsStopped: a model list the caller cancels (Ctrl-C, or a client that went away) is
+// stopped with its whole process group, a grandchild holding its stdout too, and the error is the
+// caller's cancellation, not the agent's failure to answer; one that outlasts its own timeout is
+// that failure, its group stopped just the same.
+func TestListModelsStopped(t *testing.T) {
+	dir := t.TempDir()
+	gcFile := filepath.Join(dir, "gc.pid")
+	command := fakeqtest.Flavour(t, "kiro", "FAKEQ_LIST_GRANDCHILD="+gcFile, "FAKEQ_LIST_WAIT="+filepath.Join(dir, "never"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := ListModels(ctx, command)
+		done <- err
+	}()
+	waitFile(t, gcFile)
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("ListModels did not return after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "did not answer") || errors.Is(err, ErrCannotListModels) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	gone(t, pidIn(t, gcFile))
+
+	gcFile = filepath.Join(dir, "gc2.pid")
+	t.Setenv("FAKEQ_LIST_GRANDCHILD", gcFile)
+	go func() {
+		_, _, _, err := query(t.Context(), command, "chat --list-models", time.Millisecond, "chat", "--list-models")
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the query did not return after its timeout")
+	}
+	if err == nil || !strings.HasSuffix(err.Error(), " chat --list-models did not answer within 1ms") {
+		t.Fatalf("timed out: %v", err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the agent's own timeout reads as the caller's stop: %v", err)
+	}
+	if _, err := os.Stat(gcFile); err == nil { // the fake may not have got as far as its grandchild
+		gone(t, pidIn(t, gcFile))
+	}
+}
+
+// A list that a signal ended (not qkit's) names the signal.
+func TestListModelsKilled(t *testing.T) {
+	command := filepath.Join(t.TempDir(), "kiro-cli")
+	if err := os.WriteFile(command, []byte("#!/bin/sh\nkill -KILL $$\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListModels(t.Context(), command); err == nil || err.Error() != "kiro-cli chat --list-models failed (terminated by SIGKILL)" {
+		t.Fatalf("killed: %v", err)
+	}
+}
+
+func pidIn(t *testing.T, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	pid, aerr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || aerr != nil {
+		t.Fatalf("pid file %s: %q %v", file, data, err)
+	}
+	return pid
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qkit-cli/qkit/internal/procgroup"
 	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
@@ -74,59 +74,6 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	loginCtx, stopForLogin := context.WithCancelCause(runCtx)
 	defer stopForLogin(nil)
 
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return res, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return res, err
-	}
-	cmd := exec.Command(res.Argv[0], res.Argv[1:]...)
-	cmd.Dir = r.Dir
-	cmd.Stdin = nil // /dev/null: the agent never waits for input
-	var inW *os.File
-	if PromptOnStdin(r) {
-		var inR *os.File
-		if inR, inW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return res, err
-		}
-		cmd.Stdin = inR
-		defer inW.Close() // unblocks a write the agent never reads, once the run is over
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	newGroup(cmd)
-	log.Info("running agent", "command", res.Argv[0], "dir", r.Dir, "timeout", l.Timeout, "max_response_size", l.MaxResponseSize)
-	log.Debug("agent command line", "argv", res.Argv)
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if f, ok := cmd.Stdin.(*os.File); ok {
-		f.Close()
-	}
-	if err == nil && inW != nil {
-		go func() {
-			// The prompt, then end of input. An agent that exits without reading it makes the
-			// write fail, which is fine: the run's result says what happened.
-			_, _ = io.WriteString(inW, r.Prompt)
-			_ = inW.Close()
-		}()
-	}
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		err = startError(l.Command, err)
-		log.Error("agent did not start", "error", err)
-		return res, err
-	}
-	pgid := cmd.Process.Pid
-
 	kept := &keeper{limit: l.MaxResponseSize}
 	parser := newTextParser(l.RawOutput, func(e Event) {
 		if e.Type == EventMessage {
@@ -137,52 +84,50 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		}
 	})
 	var printed atomic.Bool // the agent has written to stdout
-	stdoutDone := make(chan struct{})
-	go func() {
-		defer close(stdoutDone)
-		readStdout(outR, l.RawText(), parser, &printed)
-	}()
+	tail := NewTailBuffer(stderrKeep)
+	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
+	log.Info("running agent", "command", res.Argv[0], "dir", r.Dir, "timeout", l.Timeout, "max_response_size", l.MaxResponseSize)
+	log.Debug("agent command line", "argv", res.Argv)
+	proc, err := procgroup.Start(res.Argv[0], res.Argv[1:], procgroup.Options{
+		Dir:       r.Dir,
+		StdinPipe: PromptOnStdin(r), // otherwise the null device: the agent never waits for input
+		Stdout:    func(out io.Reader) { readStdout(out, l.RawText(), parser, &printed) },
+		Stderr:    procgroup.Copy(io.MultiWriter(tail, watch)),
+		Grace:     l.Grace,
+	})
+	if err != nil {
+		err = startError(l.Command, err)
+		log.Error("agent did not start", "error", err)
+		return res, err
+	}
+	if in := proc.Stdin(); in != nil {
+		go func() {
+			// The prompt, then end of input. An agent that exits without reading it makes the
+			// write fail (Wait closes the pipe), which is fine: the run's result says what happened.
+			_, _ = io.WriteString(in, r.Prompt)
+			_ = in.Close()
+		}()
+	}
 	// An agent silent for a while may be waiting for a login nobody can give (kiro-cli's device
 	// login, if it says nothing): then, and only then, whoami is asked.
 	probe := StartLoginProbe(loginCtx, l, nil, printed.Load, func() { stopForLogin(errLoginFlow) })
 	defer probe.Stop()
-	tail := NewTailBuffer(stderrKeep)
-	watch := &loginWatch{found: func() { stopForLogin(errLoginFlow) }}
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		_, _ = io.Copy(io.MultiWriter(tail, watch), errR)
-	}()
 
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-
-	grace := l.Grace
-	if grace <= 0 {
-		grace = 2 * time.Second
-	}
-	var waitErr error
-	stopped := false // the run was stopped (timeout or cancel), rather than the agent exiting
 	select {
-	case waitErr = <-waitDone:
+	case <-proc.Exited():
 	case <-loginCtx.Done():
-		stopped = true
-		log.Warn("stopping agent", "reason", context.Cause(loginCtx), "pgid", pgid)
-		waitErr = stopGroup(pgid, grace, waitDone)
+		log.Warn("stopping agent", "reason", context.Cause(loginCtx), "pgid", proc.Pid())
 	}
-	// The agent has exited. Anything left in its process group (a helper it started) goes too: it
-	// would hold the pipes open, and nothing may outlive the run.
-	sweep(pgid, grace, stdoutDone, stderrDone)
-	outR.Close() // wakes a reader still blocked on a pipe held by an escaped process
-	errR.Close()
-	<-stdoutDone
-	<-stderrDone
+	// Once the agent has exited, anything left in its process group (a helper it started) goes
+	// too: it would hold the pipes open, and nothing may outlive the run.
+	exit := proc.Wait(loginCtx)
+	stopped := exit.Stopped // the run was stopped (timeout or cancel), rather than the agent exiting
 
 	res.Duration = time.Since(start)
-	res.ExitCode = cmd.ProcessState.ExitCode()
+	res.ExitCode = exit.Code
 	res.Stderr = tail.String()
 	report := ClassifyStderr(res.Stderr)
-	parser.close(!stopped && waitErr == nil && res.ExitCode == 0 && !report.Failed())
+	parser.close(!stopped && res.ExitCode == 0 && !report.Failed())
 	res.Tools = parser.tools
 	res.OriginalSize = kept.total
 	body := kept.body()
@@ -218,7 +163,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	if timedOut {
 		return res, nil
 	}
-	if err := failure(l, r, res, waitErr, report, strings.TrimSpace(string(body)) != ""); err != nil {
+	if err := failure(l, r, res, exit, report, strings.TrimSpace(string(body)) != ""); err != nil {
 		var untrusted *UntrustedToolError
 		if errors.As(err, &untrusted) {
 			// A tool that needs approval is a normal event (an ACP editor asks the person and
@@ -235,15 +180,15 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 // errLoginFlow is why a run was stopped when the agent started its device login.
 var errLoginFlow = errors.New("the agent started a device login")
 
-// failure says how a run that ended on its own failed, or nil when it did not.
-func failure(l Limits, r Request, res Result, waitErr error, report StderrReport, replied bool) error {
+// failure says how a run that ended on its own (as exit) failed, or nil when it did not.
+func failure(l Limits, r Request, res Result, exit procgroup.Exit, report StderrReport, replied bool) error {
 	var untrusted []ToolCall
 	for _, t := range res.Tools {
 		if !t.Trusted {
 			untrusted = append(untrusted, t)
 		}
 	}
-	exited := waitErr != nil || res.ExitCode != 0
+	exited := res.ExitCode != 0 // -1 when a signal ended it
 	switch {
 	case exited && report.ApprovalRequired:
 		// q stops at the first untrusted tool. Its approval error after a trusted tool (or after
@@ -264,7 +209,7 @@ func failure(l Limits, r Request, res Result, waitErr error, report StderrReport
 	case report.NotLoggedIn || report.AuthFailed:
 		return &LoginError{Command: l.Command, Detail: report.Summary()}
 	case exited:
-		return fmt.Errorf("%s exited with status %d%s", l.Command, res.ExitCode, StderrSuffix(res.Stderr))
+		return fmt.Errorf("%s %s%s", l.Command, exit.Ended(), StderrSuffix(res.Stderr))
 	case len(report.Errors) > 0:
 		return &ReplyError{Command: l.Command, Message: report.Summary(), Partial: replied}
 	case len(untrusted) > 0:
@@ -369,50 +314,6 @@ func readStdout(r io.Reader, raw bool, p *textParser, printed *atomic.Bool) {
 	}
 }
 
-// stopGroup signals the process group SIGTERM and, if the agent has not exited after grace,
-// SIGKILL. It returns the agent's Wait error.
-func stopGroup(pgid int, grace time.Duration, waitDone <-chan error) error {
-	signalGroup(pgid, false)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-waitDone:
-		return err
-	case <-t.C:
-		signalGroup(pgid, true)
-		return <-waitDone
-	}
-}
-
-// sweep ends what is left of the process group once the agent has exited, then waits for the
-// output readers: at once if the pipes closed, after SIGTERM (and SIGKILL after grace) if something
-// still held them. A process that left the group and kept a pipe is cut off by closing our ends.
-func sweep(pgid int, grace time.Duration, done ...<-chan struct{}) {
-	allDone := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		for _, c := range done {
-			select {
-			case <-c:
-			case <-t.C:
-				return false
-			}
-		}
-		return true
-	}
-	if !groupSweep {
-		allDone(grace)
-		return
-	}
-	signalGroup(pgid, false)
-	if allDone(grace) {
-		signalGroup(pgid, true)
-		return
-	}
-	signalGroup(pgid, true)
-	allDone(grace)
-}
-
 func startError(command string, err error) error {
 	if errors.Is(err, syscall.E2BIG) {
 		return fmt.Errorf("the prompt is too long for the agent (%w): shorten it (for qkit ask the context files count too: "+
@@ -425,28 +326,34 @@ func startError(command string, err error) error {
 }
 
 // query runs `command args...` for one of the agent's quick answers (whoami, the model list),
-// within timeout: its stdout, stderr and exit code. err is set only when it gave no answer: a
-// missing command (*MissingCommandError), one that could not start, or no answer in time (what
-// names the question in that message).
-func query(ctx context.Context, command, what string, timeout time.Duration, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// within timeout, in a process group of its own: its stdout, stderr and how it ended. err is set
+// only when it gave no answer: a missing command (*MissingCommandError), one that could not start,
+// no answer in time (what names the question in that message), or ctx ended, which stops the
+// whole group and is no failure of the agent's: err then wraps context.Cause(ctx) (errors.Is
+// context.Canceled for a cancel or an interrupt).
+func query(ctx context.Context, command, what string, timeout time.Duration, args ...string) (stdout, stderr string, exit procgroup.Exit, err error) {
+	qctx, cancel := context.WithTimeoutCause(ctx, timeout, errNoAnswer)
 	defer cancel()
-	c := exec.CommandContext(ctx, command, args...)
-	var out, errOut strings.Builder
-	c.Stdout, c.Stderr = &out, &errOut
-	c.WaitDelay = time.Second
-	err = c.Run()
-	var ee *exec.ExitError
+	var out, errOut strings.Builder // read once Wait has returned, when their writers have
+	p, err := procgroup.Start(command, args, procgroup.Options{Stdout: procgroup.Copy(&out), Stderr: procgroup.Copy(&errOut), Grace: time.Second})
 	switch {
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
-		return "", "", -1, &MissingCommandError{Command: command}
-	case ctx.Err() != nil:
-		return "", "", -1, fmt.Errorf("%s %s did not answer within %s", commandName(command), what, timeout)
-	case err != nil && !errors.As(err, &ee):
-		return "", "", -1, startError(command, err)
+		return "", "", procgroup.Exit{Code: -1}, &MissingCommandError{Command: command}
+	case err != nil:
+		return "", "", procgroup.Exit{Code: -1}, startError(command, err)
 	}
-	return out.String(), errOut.String(), c.ProcessState.ExitCode(), nil
+	exit = p.Wait(qctx)
+	switch {
+	case exit.Stopped && errors.Is(exit.Cause, errNoAnswer):
+		return "", "", exit, fmt.Errorf("%s %s did not answer within %s", commandName(command), what, timeout)
+	case exit.Stopped:
+		return "", "", exit, fmt.Errorf("%s %s was stopped: %w", commandName(command), what, exit.Cause)
+	}
+	return out.String(), errOut.String(), exit, nil
 }
+
+// errNoAnswer is why a query that took too long was stopped.
+var errNoAnswer = errors.New("no answer in time")
 
 // StderrSuffix is ": " and the agent's stderr, made Printable and trimmed, for the end of an error
 // message; "" when it printed nothing.

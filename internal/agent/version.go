@@ -63,12 +63,12 @@ const versionTimeout = 10 * time.Second
 // is a *MissingCommandError; an agent that fails or prints no version number an error that quotes
 // what it said. ctx bounds it too.
 func ReadVersion(ctx context.Context, command string) (Version, error) {
-	out, errOut, code, err := query(ctx, command, "--version", versionTimeout, "--version")
+	out, errOut, exit, err := query(ctx, command, "--version", versionTimeout, "--version")
 	if err != nil {
 		return Version{}, err
 	}
 	v, ok := ParseVersion(out)
-	if code != 0 || !ok {
+	if exit.Code != 0 || !ok {
 		said := v.Text
 		if said == "" {
 			said = firstLine(errOut)
@@ -76,7 +76,7 @@ func ReadVersion(ctx context.Context, command string) (Version, error) {
 		if said == "" {
 			said = "nothing"
 		}
-		return v, fmt.Errorf("%s --version (exit status %d) printed no version: %q", commandName(command), code, said)
+		return v, fmt.Errorf("%s --version (exit status %d) printed no version: %q", commandName(command), exit.Code, said)
 	}
 	return v, nil
 }

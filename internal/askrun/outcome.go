@@ -26,7 +26,7 @@ func Outcome(interrupted bool, timeout time.Duration, res agent.Result, runErr, 
 	var unknown *acpclient.SessionNotFoundError
 	switch {
 	case runErr != nil && interrupted:
-		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
+		return Interrupted()
 	case errors.As(runErr, &unknown):
 		return output.NotFoundf("the agent has no session %s (session/load: %v); --session completes to the sessions qkit "+
 			"remembers, and a run without --session or --resume opens a new one", unknown.ID, unknown.Err)
@@ -47,4 +47,11 @@ func Outcome(interrupted bool, timeout time.Duration, res agent.Result, runErr, 
 		return output.WithCode(output.ExitFailure, refused)
 	}
 	return nil
+}
+
+// Interrupted is ask's error (130) when a signal or the caller stopped the agent, during a run or
+// before one (the model list of --list-models and of --model's check): a stop qkit made, not a
+// failure of the agent's.
+func Interrupted() error {
+	return output.WithCode(output.ExitInterrupted, errors.New("interrupted: the agent and everything it started were stopped"))
 }

@@ -96,6 +96,7 @@
 //	FAKEQ_DELAY=d          wait d before the first word of the reply (the model thinking)
 //	FAKEQ_LOGIN_SILENT=1   kiro's device login waits without printing its URL (the sources say only
 //	                       that it blocks)
+//	FAKEQ_LIST_WAIT=file, FAKEQ_LIST_GRANDCHILD=file  a slow model list: see list_wait.go
 //
 // The unflavoured fake's own knobs (kept for the mechanics tests written before the flavours):
 //

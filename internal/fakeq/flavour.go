@@ -485,6 +485,9 @@ func welcome(flavour, model string) string {
 
 // listModels answers kiro's `chat --list-models [--format json]`.
 func listModels(c chatArgs, models []string) int {
+	if code := listWait(); code != 0 {
+		return code
+	}
 	if c.format == "json" || c.format == "json-pretty" {
 		type model struct {
 			ID          string `json:"model_id"`

@@ -11,16 +11,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 // Server is a stdio MCP server as an editor describes it.
@@ -75,7 +77,7 @@ type Session struct {
 	b         *Bridge
 	paths     []string
 	clients   []*mcp.ClientSession
-	cmds      []*exec.Cmd
+	procs     []*procgroup.Proc
 	once      sync.Once
 }
 
@@ -92,7 +94,7 @@ func (b *Bridge) Open(ctx context.Context, dir string, servers []Server) (*Sessi
 	}
 	secret := token()
 	for _, sv := range servers {
-		cs, cmd, err := start(ctx, dir, sv)
+		cs, proc, err := start(ctx, dir, sv)
 		if err != nil {
 			b.log.Warn("MCP server not bridged: it did not start", "server", sv.Name, "command", sv.Command, "err", err)
 			continue
@@ -101,7 +103,7 @@ func (b *Bridge) Open(ctx context.Context, dir string, servers []Server) (*Sessi
 		if err != nil {
 			b.log.Warn("MCP server not bridged: its tools could not be listed", "server", sv.Name, "err", err)
 			_ = cs.Close()
-			killGroup(cmd)
+			stop(proc)
 			continue
 		}
 		path := "/mcp/" + token()
@@ -111,7 +113,7 @@ func (b *Bridge) Open(ctx context.Context, dir string, servers []Server) (*Sessi
 		b.mu.Unlock()
 		s.paths = append(s.paths, path)
 		s.clients = append(s.clients, cs)
-		s.cmds = append(s.cmds, cmd)
+		s.procs = append(s.procs, proc)
 		s.Endpoints = append(s.Endpoints, Endpoint{Name: sv.Name, URL: "http://" + addr + path, Header: [2]string{"Authorization", "Bearer " + secret}})
 	}
 	return s, nil
@@ -130,8 +132,8 @@ func (s *Session) Close() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = cs.Close() // closes stdin, then SIGTERM and SIGKILL after a grace
-				killGroup(s.cmds[i])
+				_ = cs.Close()
+				stop(s.procs[i])
 			}()
 		}
 		wg.Wait()
@@ -188,25 +190,49 @@ func (b *Bridge) serve(w http.ResponseWriter, r *http.Request) {
 	rt.handler.ServeHTTP(w, r)
 }
 
-// start runs one server and connects to it.
-func start(ctx context.Context, dir string, sv Server) (*mcp.ClientSession, *exec.Cmd, error) {
+// start runs one server, in a process group of its own, and connects to it.
+func start(ctx context.Context, dir string, sv Server) (*mcp.ClientSession, *procgroup.Proc, error) {
 	if strings.TrimSpace(sv.Command) == "" {
 		return nil, nil, errors.New("no command")
 	}
-	cmd := exec.Command(sv.Command, sv.Args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), sv.Env...)
-	cmd.Stderr = nil // the server's log is not qkit's protocol stream
-	newGroup(cmd)
+	fromServer, toClient := io.Pipe()
+	proc, err := procgroup.Start(sv.Command, sv.Args, procgroup.Options{
+		Dir:       dir,
+		Env:       append(os.Environ(), sv.Env...),
+		StdinPipe: true,
+		// Its stdout goes to the MCP client; its stderr (the server's log) is not qkit's protocol
+		// stream, and goes nowhere.
+		Stdout: func(r io.Reader) {
+			procgroup.Copy(toClient)(r)
+			_ = toClient.Close()
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "qkit-mcp-bridge", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: fromServer, Writer: proc.Stdin()}, nil)
 	if err != nil {
-		killGroup(cmd)
+		_ = fromServer.Close()
+		stop(proc)
 		return nil, nil, err
 	}
-	return cs, cmd, nil
+	return cs, proc, nil
+}
+
+// stopGrace is how long a server has to exit once its stdin is closed, before its group gets
+// SIGTERM (and SIGKILL after as long again).
+const stopGrace = 2 * time.Second
+
+// stop ends a server as the MCP spec asks of a stdio client: its stdin is closed, and if it has
+// not exited after a grace, its process group is stopped; what it left of the group goes too.
+func stop(proc *procgroup.Proc) {
+	_ = proc.Stdin().Close()
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	proc.Wait(ctx)
 }
 
 // mirrorTools builds a server offering the tools of cs, each call forwarded to it.
