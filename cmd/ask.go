@@ -207,7 +207,7 @@ type modelsJSON struct {
 func listAskModels(ctx context.Context, a *app.App, asJSON bool) error {
 	l := agent.LimitsFromConfig(a.Config)
 	list, from, err := agent.NewModelCache(a.Config.Paths.State).FreshChoices(ctx, l)
-	if errors.Is(err, context.Canceled) {
+	if err != nil && ctx.Err() != nil { // stopped by a signal (the cause) or the caller
 		return askrun.Interrupted()
 	}
 	if err != nil {
