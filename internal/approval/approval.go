@@ -264,13 +264,13 @@ func Matches(patterns []string, t agent.ToolCall) bool {
 func label(t agent.ToolCall) string {
 	switch {
 	case t.Title != "" && t.Kind != "":
-		return fmt.Sprintf("%q (%s)", t.Title, t.Kind)
+		return fmt.Sprintf("%q (%s)", t.Title, termtext.VisibleLine(string(t.Kind)))
 	case t.Title != "":
 		return fmt.Sprintf("%q", t.Title)
 	case t.Kind != "":
-		return "a " + t.Kind + " tool"
+		return "a " + termtext.VisibleLine(string(t.Kind)) + " tool"
 	}
-	return "tool call " + t.ID
+	return "tool call " + termtext.VisibleLine(t.ID)
 }
 
 // Label names a tool call for a person.

@@ -11,6 +11,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/prompt"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // The labels a person chooses from, in the questions store and at the terminal.
@@ -114,7 +115,7 @@ func (t *TerminalAsker) AskPermission(ctx context.Context, req acpclient.Permiss
 		return "", err
 	}
 	q := Question(req).Questions[0]
-	fmt.Fprintf(t.Out, "\n%s\n", q.Question)
+	fmt.Fprintf(t.Out, "\n%s\n", termtext.Visible(q.Question)) // the agent wrote the title, paths and input
 	i, err := t.Prompter.Select("Allow it?", []string{LabelAllowOnce, LabelAllowAlways, LabelReject}, 0)
 	if err != nil {
 		return "", err
