@@ -383,6 +383,14 @@ func (s *Store) appendTurn(ctx context.Context, id string, t Turn, now time.Time
 		return fmt.Errorf("session %s: %w", id, err)
 	}
 	defer tx.Rollback()
+	if err := appendTurnTx(ctx, tx, id, t, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// appendTurnTx is AppendTurn inside transaction tx.
+func appendTurnTx(ctx context.Context, tx *sql.Tx, id string, t Turn, now time.Time) error {
 	var next int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, id).Scan(&next); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
@@ -401,7 +409,7 @@ func (s *Store) appendTurn(ctx context.Context, id string, t Turn, now time.Time
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
 	}
-	return tx.Commit()
+	return nil
 }
 
 // insertMessage stores message m of session id at position seq (NULL columns for what m lacks).
