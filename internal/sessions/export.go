@@ -120,9 +120,6 @@ func ParseExport(data []byte) (Export, error) {
 	if err := dec.Decode(&e); err != nil {
 		return bad("%v", jsonProblem(err))
 	}
-	if dec.More() {
-		return bad("more than one JSON value")
-	}
 	if e.Session.Cwd == "" || !filepath.IsAbs(e.Session.Cwd) {
 		return bad("session.cwd %q is not an absolute path", e.Session.Cwd)
 	}
