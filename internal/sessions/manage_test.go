@@ -261,3 +261,26 @@ func TestContinue(t *testing.T) {
 		t.Fatalf("gone: %v", err)
 	}
 }
+
+func TestParseAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{"36h": 36 * time.Hour, "30d": 30 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := ParseAge(in); err != nil || got != want {
+			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "d", "0d", "-1h", "3x", "99999999999d"} {
+		if _, err := ParseAge(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	now := t0
+	if got, err := ParseSince("7d", now); err != nil || !got.Equal(now.Add(-7*24*time.Hour)) {
+		t.Errorf("since 7d: %v %v", got, err)
+	}
+	if _, err := ParseSince("2025-01-31", now); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseSince("yesterday", now); err == nil {
+		t.Error("yesterday accepted")
+	}
+}
