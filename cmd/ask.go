@@ -312,6 +312,7 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	if err != nil {
 		return err
 	}
+	opts.events.prompt = prompt // qkit sessions records the prompt without the context files
 	l := agent.LimitsFromConfig(a.Config)
 	// The flags go to the runner's limits, read as the settings they stand in for.
 	if opts.timeout != "" {

@@ -37,7 +37,8 @@ type askEventOptions struct {
 	backend        string
 	refreshBackend bool
 	session        string
-	formatSet      bool // --output-format was given (not its default)
+	formatSet      bool   // --output-format was given (not its default)
+	prompt         string // the user's prompt, before context files (qkit sessions records it)
 }
 
 // askEventsHelp is the part of ask's help about backends, formats and permissions.
@@ -198,7 +199,12 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		if err != nil {
 			return err
 		}
-		session := opts.events.session
+		ref, err := resolveAskSession(ctx, a, opts.events.session) // qkit sessions: a stored id, its folder checked
+		if err != nil {
+			return err
+		}
+		session := ref.agentSession
+		r.Prompt = ref.withHistory(a, r.Prompt)
 		if session == "" && r.Resume {
 			if session = acpclient.LastSession(sessionsFile(a), dir); session == "" {
 				return output.NotFoundf("--resume: no ACP session was saved for %s: run qkit ask there without --resume first", dir)
@@ -229,6 +235,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, ares.Usage
 		if ares.SessionID != "" {
 			rememberSession(a, dir, ares.SessionID)
+			recordAsk(ctx, a, ref, dir, opts.events.prompt, r, run) // qkit sessions (origin ask)
 		}
 	} else {
 		run.Agent, run.Err = agent.Stream(runCtx, l, r, onEvent)

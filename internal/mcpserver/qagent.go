@@ -164,6 +164,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		}
 	})
 	p.Stop()
+	recordQAgent(ctx, d, in, r, res) // qkit sessions (origin mcp)
 	if err != nil {
 		return ErrorResult(qAgentError(err, res))
 	}
