@@ -23,7 +23,8 @@ var ErrAmbiguous = errors.New("ambiguous session id")
 // ErrFolderGone is returned for a session whose folder no longer exists.
 var ErrFolderGone = errors.New("folder no longer exists")
 
-// Summary is a session as `sessions list` shows it.
+// Summary is a session as `sessions list` shows it (MCPServers, TrustedTools and AgentSession are
+// not read).
 type Summary struct {
 	SessionRecord
 	Turns int
@@ -41,7 +42,8 @@ type Filter struct {
 
 // Summaries returns the sessions filter selects, most recently updated first.
 func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
-	query := `SELECT ` + sessionColumns + `, turns FROM sessions`
+	// Only what a list shows: each column costs per row, and a list may have 10,000 rows.
+	query := `SELECT id, cwd, model, title, backend, origin, mode, turns, created_at, updated_at FROM sessions`
 	var where []string
 	var args []any
 	if f.Cwd != "" {
@@ -76,11 +78,12 @@ func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
 	gone := map[string]bool{} // one stat per folder, however many sessions it has
 	for rows.Next() {
 		var sum Summary
-		r, err := scanSession(scanFunc(func(dest ...any) error { return rows.Scan(append(dest, &sum.Turns)...) }))
-		if err != nil {
+		r := &sum.SessionRecord
+		var created, updated int64
+		if err := rows.Scan(&r.ID, &r.Cwd, &r.Model, &r.Title, &r.Backend, &r.Origin, &r.Mode, &sum.Turns, &created, &updated); err != nil {
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
-		sum.SessionRecord = r
+		r.CreatedAt, r.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 		g, seen := gone[r.Cwd]
 		if !seen {
 			g = FolderGone(r.Cwd)
@@ -91,10 +94,6 @@ func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
 	}
 	return out, rows.Err()
 }
-
-type scanFunc func(...any) error
-
-func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 // FolderGone reports whether dir no longer exists (as a folder).
 func FolderGone(dir string) bool {
