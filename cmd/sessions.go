@@ -317,6 +317,12 @@ and nothing is created. --json prints {id, title, cwd, turns}.`,
 		Example: `  qkit sessions import fix-login.json
   ssh laptop qkit sessions export 3f2a | qkit sessions import -`,
 		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runSessionsImport(c.Context(), a, args[0], opts)
 		},

@@ -30,6 +30,11 @@ func TestQAgentRecordsSessions(t *testing.T) {
 		t.Fatalf("%d sessions (%v), want 2", len(list), err)
 	}
 	first := list[1]
+	rec, err := st.Get(context.Background(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.TrustedTools = rec.TrustedTools
 	dir, _ := d.App.WorkingDir()
 	if first.Origin != sessions.OriginMCP || first.Turns != 2 || first.Title != "first question" || first.Cwd != dir ||
 		len(first.TrustedTools) != 2 || first.TrustedTools[1] != "fs_write" {
