@@ -11,7 +11,10 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -67,10 +70,16 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	var shown string // what the earlier runs of this turn streamed to the editor
 	for attempt := 0; ; attempt++ {
 		run := calls.newRun(out, shown)
-		res, err := agent.Stream(ctx, a.opts.Limits, agent.Request{
-			Prompt: prompt, Agent: a.opts.Agent, Model: in.model,
-			TrustAll: trustAll, TrustTools: trusted, Dir: in.cwd,
-		}, run.event)
+		// The text path is the chat backend always: the editor is asked between runs.
+		ran, err := askrun.Execute(ctx, askrun.Options{
+			Limits: a.opts.Limits, Backend: acpclient.BackendChat, OnEvent: run.event,
+			Request: agent.Request{Prompt: prompt, Agent: a.opts.Agent, Model: in.model, Dir: in.cwd},
+			Policy:  &approval.Policy{TrustAll: trustAll, Trust: trusted, OnPermission: approval.Fail},
+		})
+		res := ran.Agent
+		if err == nil {
+			err = ran.Err
+		}
 		run.chunks.flush()
 		var untrusted *agent.UntrustedToolError
 		rerun := errors.As(err, &untrusted) && ctx.Err() == nil
