@@ -46,6 +46,12 @@ type Options struct {
 	Check func(line []byte) string
 	// Logger receives a warning when the grace ends with requests unanswered; nil discards it.
 	Logger *slog.Logger
+	// CancelMethod, when set, is the notification by which the client withdraws one of its
+	// requests, naming it in params.requestId (MCP's notifications/cancelled). The answer to a
+	// request withdrawn while it was still open is not written (MCP: the receiver does not
+	// respond to a cancelled request); the request counts as answered all the same. Empty: every
+	// answer is written (ACP's $/cancel_request still gets one).
+	CancelMethod string
 }
 
 // Pipe is one connection's plumbing: an io.Reader for the SDK (checked lines from the input) and
@@ -59,6 +65,7 @@ type Pipe struct {
 
 	mu      sync.Mutex
 	open    map[string]openRequest // requests read and not answered, by canonical id
+	dropped map[string]int         // open requests the client withdrew (CancelMethod): their answers are not written
 	changed chan struct{}          // closed and replaced whenever open shrinks
 	hooks   map[string]func()      // run once a successful response containing the key is out
 	running int                    // hooks fired and not yet returned: the end of input waits for them
@@ -83,7 +90,7 @@ func New(ctx context.Context, in io.Reader, out io.Writer, opts Options) *Pipe {
 	}
 	return &Pipe{
 		ctx: ctx, opts: opts, in: bufio.NewReaderSize(in, 64<<10), out: out,
-		open: map[string]openRequest{}, changed: make(chan struct{}), hooks: map[string]func(){},
+		open: map[string]openRequest{}, dropped: map[string]int{}, changed: make(chan struct{}), hooks: map[string]func(){},
 	}
 }
 
