@@ -26,7 +26,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,9 +38,12 @@ import (
 
 // Options say how to start the agent and how to answer it.
 type Options struct {
-	// Command is the agent CLI (agent.command); Args follow it (see Argv).
+	// Command is the program to run; Args follow it (see Argv).
 	Command string
 	Args    []string
+	// Agent describes the agent (agent.Describe of agent.command): its name in messages and how
+	// it says it is not logged in. Empty: the description of Command.
+	Agent agent.Description
 	// Dir is the agent's working directory; empty means the caller's.
 	Dir string
 	// Env is the agent's environment; nil means the caller's.
@@ -199,20 +201,21 @@ const KiroLogin = "kiro-login"
 // environment) either: without one, kiro waits forever for a device login once a session or a
 // prompt needs it.
 func (c *Conn) loginRequired() error {
+	method := c.agent().LoginMethod()
 	for _, m := range c.init.AuthMethods {
-		if m.Agent == nil || m.Agent.Id != KiroLogin {
+		if method == "" || m.Agent == nil || m.Agent.Id != method {
 			continue
 		}
 		if _, ok := agent.HeadlessLogin(agent.EnvLookup(c.o.Env)); ok {
 			return nil
 		}
-		return &agent.LoginError{Command: c.o.Command, Detail: fmt.Sprintf("%s acp answered initialize with its %s method, and KIRO_API_KEY is not set", c.name(), KiroLogin)}
+		return &agent.LoginError{Command: c.agent().Command, Detail: fmt.Sprintf("%s acp answered initialize with its %s method, and KIRO_API_KEY is not set", c.name(), method)}
 	}
 	return nil
 }
 
-// name is the agent command's file name.
-func (c *Conn) name() string { return filepath.Base(c.o.Command) }
+// name is what messages call the agent (agent.Description.Name).
+func (c *Conn) name() string { return c.agent().Name() }
 
 func (c *Conn) start() error {
 	if strings.TrimSpace(c.o.Command) == "" {
@@ -251,7 +254,7 @@ func (c *Conn) start() error {
 		inW.Close()
 		outR.Close()
 		errR.Close()
-		return agent.StartError(c.o.Command, err)
+		return agent.StartError(c.agent().Command, err)
 	}
 	c.cmd, c.pgid = cmd, cmd.Process.Pid
 	c.stdin, c.stdout = inW, outR
@@ -382,7 +385,7 @@ func (c *Conn) initialize(ctx context.Context) error {
 	})
 	if err != nil {
 		if errors.Is(err, errDead) {
-			return &NotACPError{Command: c.o.Command, Err: c.Err()}
+			return c.notACP(c.Err())
 		}
 		return fmt.Errorf("initialize: %w", err)
 	}

@@ -76,6 +76,9 @@ type Limits struct {
 	// credential); a logged-out answer stops the run with a *LoginError. 0 means
 	// DefaultLoginProbeAfter; negative, never.
 	LoginProbeAfter time.Duration
+	// StateDir is qkit's state folder (config.Paths.State), where what is learned about the
+	// agent is kept (its backend, its models); "" keeps nothing.
+	StateDir string
 }
 
 // LimitsFromConfig reads the agent.* settings.
@@ -88,6 +91,7 @@ func LimitsFromConfig(c *config.Config) Limits {
 		RawOutput:       config.AgentRawOutput.Get(c),
 		DefaultModel:    config.AgentModel.Get(c),
 		Models:          config.AgentModels.Get(c),
+		StateDir:        c.Paths.State,
 	}
 }
 
@@ -130,7 +134,7 @@ func (r Result) Body() string { return strings.TrimSuffix(r.Output, r.Notice) }
 // Argv returns the command line for r: the command, `chat --no-interactive`, the flags, and the
 // prompt last.
 func Argv(l Limits, r Request) []string {
-	argv := []string{l.Command, "chat", "--no-interactive"}
+	argv := []string{Describe(l.Command).Program, "chat", "--no-interactive"}
 	if r.Resume {
 		argv = append(argv, "--resume")
 	}
@@ -212,6 +216,18 @@ func cleanList(in []string) []string {
 		}
 	}
 	return out
+}
+
+// ValidateChat is Validate for the chat backend: the agent must also have a chat mode (an ACP
+// agent given as a command line has none: *NoChatError).
+func ValidateChat(l Limits, r Request) error {
+	if err := Validate(l, r); err != nil {
+		return err
+	}
+	if d := Describe(l.Command); !d.HasChat() {
+		return &NoChatError{Agent: d}
+	}
+	return nil
 }
 
 // ErrEmptyPrompt is returned for a blank prompt. Its text is the one MCP clients already know.

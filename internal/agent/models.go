@@ -110,10 +110,15 @@ var ErrCannotListModels = errors.New("the agent cannot list its models")
 const listTimeout = 15 * time.Second
 
 // ListModels asks the agent CLI command for its models (`chat --list-models --format json`). An
-// agent without the flag (it exits with a usage error, or prints no list) gives
+// agent without such a command (an ACP agent given as a command line, which lists its models in
+// each session) or without the flag (it exits with a usage error, or prints no list) gives
 // ErrCannotListModels; a missing binary *MissingCommandError.
 func ListModels(ctx context.Context, command string) (ModelList, error) {
-	out, errOut, code, err := query(ctx, command, "chat --list-models", listTimeout, "chat", "--list-models", "--format", "json")
+	d := Describe(command)
+	if d.ListModelsArgs() == nil {
+		return ModelList{}, ErrCannotListModels // an ACP agent lists its models in each session
+	}
+	out, errOut, code, err := query(ctx, d.Program, "chat --list-models", listTimeout, d.ListModelsArgs()...)
 	switch {
 	case err != nil:
 		return ModelList{}, err

@@ -57,7 +57,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		log = slog.New(slog.DiscardHandler)
 	}
 	res := Result{ExitCode: -1, Argv: Argv(l, r)}
-	if err := Validate(l, r); err != nil {
+	if err := ValidateChat(l, r); err != nil {
 		return res, err
 	}
 	start := time.Now()
