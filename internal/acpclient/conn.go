@@ -71,6 +71,8 @@ type Options struct {
 	Files Files
 	// Terminals serves terminal/*; nil does not advertise them.
 	Terminals Terminals
+	// Extension answers the agent's `_`-prefixed requests; nil answers method-not-found.
+	Extension func(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
 // PermissionFunc decides a permission request. An error ends the turn: the request is answered

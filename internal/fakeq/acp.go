@@ -243,7 +243,7 @@ func loggedOut() bool { return os.Getenv("FAKEQ_LOGGED_OUT") != "" }
 
 // waitsForLogin: logged out with no headless credential, kiro waits for a device login nobody
 // can give.
-func waitsForLogin() bool { return loggedOut() && os.Getenv("KIRO_API_KEY") == "" }
+func waitsForLogin() bool { return !generic() && loggedOut() && os.Getenv("KIRO_API_KEY") == "" }
 
 func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	if generic() {

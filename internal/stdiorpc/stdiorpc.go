@@ -124,6 +124,22 @@ func (p *Pipe) Settled(ctx context.Context, method string) {
 	}
 }
 
+// Awaiting reports whether a request of method read so far (one the end of input waits for:
+// Options.WaitFor) is still unanswered. An SDK that hands requests and notifications of a method
+// to the same handler does not say which one it got; while the handler of a request runs, its
+// request is awaiting an answer, and a notification's is not (unless a request of the same
+// method is open at the same moment).
+func (p *Pipe) Awaiting(method string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.open {
+		if r.method == method {
+			return true
+		}
+	}
+	return false
+}
+
 // unanswered is how many counted requests wait for an answer, and how many hooks fired by an
 // answer still run (what a hook writes, such as a session's first updates, belongs to the answer).
 func (p *Pipe) unanswered() (int, chan struct{}) {
