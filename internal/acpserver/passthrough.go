@@ -155,6 +155,19 @@ func (p *proxy) extension(ctx context.Context, method string, params json.RawMes
 	return p.toAgentIDs(out), nil
 }
 
+// extensionNote passes on an extension notification of the agent's that names no session (one
+// that does is delivered with the session's updates).
+func (p *proxy) extensionNote(method string, params json.RawMessage) {
+	line := append([]byte(`{"jsonrpc":"2.0","method":`), appendJSONString(nil, method)...)
+	if len(params) > 0 {
+		line = append(append(line, `,"params":`...), params...)
+	}
+	line = append(line, "}\n"...)
+	if err := p.a.sendLines(1, line); err != nil {
+		p.a.opts.Logger.Debug("extension notification not forwarded", "method", method, "err", err)
+	}
+}
+
 // toAgentIDs puts the agent's session id in place of qkit's in an extension's params, when they
 // name a session qkit proxies.
 func (p *proxy) toAgentIDs(params json.RawMessage) json.RawMessage {

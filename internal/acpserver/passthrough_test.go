@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,31 @@ func TestProxyGenericAgent(t *testing.T) {
 	if _, err := h.conn.CallExtension(context.Background(), "_other/thing", map[string]any{}); errCode(err) != -32601 {
 		t.Errorf("an extension the agent does not know: %v", err)
 	}
+	// The other way: the agent's notification that names no session, and its request, which
+	// the editor answers (under qkit's session id).
+	out, err = h.conn.CallExtension(context.Background(), "_generic/roundtrip", map[string]any{"sessionId": string(id)})
+	if err != nil || !strings.Contains(string(out), `"from":"editor"`) {
+		t.Fatalf("_generic/roundtrip: %s %v", out, err)
+	}
+	h.tc.waitFor(t, "the agent's extension notification", func() bool {
+		h.tc.mu.Lock()
+		defer h.tc.mu.Unlock()
+		return slices.Contains(h.tc.ext, `_generic/pong {"n":3}`)
+	})
+	h.tc.mu.Lock()
+	got := slices.Clone(h.tc.ext)
+	h.tc.mu.Unlock()
+	if !slices.Contains(got, `_generic/editor {"sessionId":"`+string(id)+`"}`) {
+		t.Errorf("the editor got %q: want _generic/editor under its own session id", got)
+	}
+}
+
+// HandleExtensionMethod records what the editor got and answers a request.
+func (c *testClient) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+	c.mu.Lock()
+	c.ext = append(c.ext, method+" "+string(params))
+	c.mu.Unlock()
+	return map[string]any{"from": "editor"}, nil
 }
 
 // The model option on the proxy path: an agent that lists no models is offered none of q's

@@ -280,6 +280,10 @@ func (p *proxy) byAgentID(agentID string) *proxySession {
 // notify receives every notification of the agent (on its reader, in order) and forwards it.
 func (p *proxy) notify(method string, params json.RawMessage) {
 	agentID := sessionIDOf(params)
+	if agentID == "" && strings.HasPrefix(method, "_") {
+		p.extensionNote(method, params) // an agent's own notification about no session
+		return
+	}
 	p.mu.Lock()
 	s := p.byAgent[agentID]
 	if s == nil {

@@ -553,9 +553,9 @@ func (a *acpAgent) SetSessionMode(_ context.Context, p acp.SetSessionModeRequest
 // HandleExtensionMethod answers kiro's _kiro.dev/session/terminate: the session leaves the
 // process (a prompt to it fails until it is loaded again); its file stays. Other extension
 // methods are unknown.
-func (a *acpAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+func (a *acpAgent) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if generic() {
-		return genericExtension(method, params)
+		return a.genericExtension(ctx, method, params)
 	}
 	if method != "_kiro.dev/session/terminate" {
 		return nil, acp.NewMethodNotFound(method)

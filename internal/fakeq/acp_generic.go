@@ -15,10 +15,13 @@ package fakeq
 //     FAKEQ_ACP_NO_MODELS=1: no model choice at all;
 //   - no _kiro.dev notifications; FAKEQ_ACP_SAY_SETTINGS=1 starts the reply with "[mode M, model
 //     X]";
-//   - extension methods: _generic/echo answers {"echo": params}; every _generic/* call or
-//     notification is appended to FAKEQ_ACP_EXT (method and params, one line each).
+//   - extension methods: _generic/echo answers {"echo": params}; _generic/roundtrip notifies the
+//     client _generic/pong and asks it _generic/editor {sessionId}, answering {"editor": its
+//     answer}; every _generic/* call or notification is appended to FAKEQ_ACP_EXT (method and
+//     params, one line each).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -140,8 +143,22 @@ func (a *acpAgent) genericAuthenticate(p acp.AuthenticateRequest) (acp.Authentic
 	return acp.AuthenticateResponse{}, nil
 }
 
-// genericExtension records every _generic/* call and answers _generic/echo.
-func genericExtension(method string, params json.RawMessage) (any, error) {
+// genericExtension records every _generic/* call and answers _generic/echo; _generic/roundtrip
+// asks the client's _generic/editor (with the params' session) and answers what it said, after
+// notifying _generic/pong, which names no session.
+func (a *acpAgent) genericExtension(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == "_generic/roundtrip" {
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(params, &p)
+		_ = a.conn.NotifyExtension(ctx, "_generic/pong", map[string]any{"n": 3})
+		out, err := a.conn.CallExtension(ctx, "_generic/editor", map[string]any{"sessionId": p.SessionID})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"editor": out}, nil
+	}
 	if !strings.HasPrefix(method, "_generic/") {
 		return nil, acp.NewMethodNotFound(method)
 	}
