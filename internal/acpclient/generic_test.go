@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kballard/go-shellquote"
+
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 // genericAgent is the fake as a third-party ACP agent (FAKEQ_ACP_GENERIC), given as a command
@@ -83,5 +86,23 @@ func TestGenericAgentBackend(t *testing.T) {
 	var nacp *NotACPError
 	if _, err := Run(t.Context(), o); !errors.As(err, &nacp) || !strings.Contains(err.Error(), "agent.command") {
 		t.Errorf("not ACP: %v", err)
+	}
+}
+
+// TestTypeScriptStandInGiven: the agent on the official TypeScript SDK, given as a whole command
+// line (node, its script and its subcommand), runs with no wrapper: started as given, with no
+// flags of kiro's.
+func TestTypeScriptStandInGiven(t *testing.T) {
+	script := fakeqtest.TypeScriptAgent(t)
+	o := fake(t, "TS_AGENT_CHUNKS=2")
+	o.Limits.Command = "node " + shellquote.Join(script) + " acp"
+	o.Request.TrustAll = true // would be -a for kiro; this agent is answered by the policy instead
+	res, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "end_turn" || res.Agent != "ts-stand-in 1.0.0" || !strings.HasPrefix(res.Output, "chunk 1 of hello\n") ||
+		strings.Join(res.Argv, " ") != "node "+script+" acp" {
+		t.Errorf("result %+v", res)
 	}
 }
