@@ -194,12 +194,9 @@ func Start(ctx context.Context, o Options) (*Conn, error) {
 	return c, nil
 }
 
-// KiroLogin is the auth method kiro-cli's ACP agent (v2) lists in initialize when nobody is
-// logged in. It has no authenticate handler: the login happens in a terminal.
-const KiroLogin = "kiro-login"
-
 // loginRequired is the *agent.LoginError of an agent that said in initialize it has no login
-// (kiro's kiro-login method) and has no headless credential (agent.HeadlessLogin, in the agent's
+// (agent.Description.LoginMethod: kiro's kiro-login, which has no authenticate handler: the login
+// happens in a terminal) and has no headless credential (agent.HeadlessLogin, in the agent's
 // environment) either: without one, kiro waits forever for a device login once a session or a
 // prompt needs it.
 func (c *Conn) loginRequired() error {

@@ -720,8 +720,8 @@ const kiroTerminate = "_kiro.dev/session/terminate"
 // terminateWait bounds how long session/close waits for the agent to drop its session.
 const terminateWait = 5 * time.Second
 
-// close forgets the session, asks the agent to drop its side (kiro's session/terminate; an
-// agent without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
+// close forgets the session, asks the agent to drop its side (kiro's session/terminate, sent to
+// q and kiro-cli only; one without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
 // turn still running was cancelled by the session's actor. The agent is asked before close
 // returns, so a session/load or resume that follows finds the session dropped, not dropped
 // under it.
@@ -745,7 +745,7 @@ func (p *proxy) close(ctx context.Context, id string) {
 	if s == nil {
 		return
 	}
-	if c != nil && !p.isDead(c) && agentID != "" {
+	if c != nil && !p.isDead(c) && agentID != "" && agent.Describe(p.a.opts.Limits.Command).Builtin() {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminateWait)
 		_, err := c.SDK().CallExtension(tctx, kiroTerminate, map[string]string{"sessionId": agentID})
 		cancel()

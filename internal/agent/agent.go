@@ -132,35 +132,8 @@ func (r Result) ToolUses() []ToolUse {
 func (r Result) Body() string { return strings.TrimSuffix(r.Output, r.Notice) }
 
 // Argv returns the command line for r: the command, `chat --no-interactive`, the flags, and the
-// prompt last.
-func Argv(l Limits, r Request) []string {
-	argv := []string{Describe(l.Command).Program, "chat", "--no-interactive"}
-	if r.Resume {
-		argv = append(argv, "--resume")
-	}
-	if r.Agent != "" {
-		argv = append(argv, "--agent", r.Agent)
-	}
-	if m := model(l, r); m != "" {
-		argv = append(argv, "--model", m)
-	}
-	if r.TrustAll {
-		argv = append(argv, "--trust-all-tools")
-	}
-	if tools := TrustList(r.TrustTools); len(tools) > 0 {
-		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
-	}
-	if r.Verbose {
-		argv = append(argv, "--verbose")
-	}
-	if PromptOnStdin(r) {
-		return argv
-	}
-	if strings.HasPrefix(r.Prompt, "-") {
-		argv = append(argv, "--")
-	}
-	return append(argv, r.Prompt)
-}
+// prompt last (Description.ChatArgv).
+func Argv(l Limits, r Request) []string { return Describe(l.Command).ChatArgv(r, model(l, r)) }
 
 // PromptArgMax is the longest prompt passed as a command-line argument; a longer one is written to
 // the agent's stdin. It stays well under Linux's 128 KiB limit for one argument, on every system,

@@ -108,6 +108,40 @@ func (d Description) HasChat() bool { return d.Builtin() }
 // session, and the tools it asks about are answered by qkit's permission policy.
 func (d Description) LaunchFlags() bool { return d.Builtin() }
 
+// ChatArgv is the command line of one prompt on the chat backend (q and kiro-cli): `<program>
+// chat --no-interactive [--resume] [--agent A] [--model M] [--trust-all-tools]
+// [--trust-tools=a,b] [--verbose]`, then the prompt (after "--" when it starts with "-"), unless
+// it goes on stdin (PromptOnStdin). model is the model to name, "" for none. An ACP agent given
+// as a command line has no chat (HasChat): its command line would not run it.
+func (d Description) ChatArgv(r Request, model string) []string {
+	argv := []string{d.Program, "chat", "--no-interactive"}
+	if r.Resume {
+		argv = append(argv, "--resume")
+	}
+	if r.Agent != "" {
+		argv = append(argv, "--agent", r.Agent)
+	}
+	if model != "" {
+		argv = append(argv, "--model", model)
+	}
+	if r.TrustAll {
+		argv = append(argv, "--trust-all-tools")
+	}
+	if tools := TrustList(r.TrustTools); len(tools) > 0 {
+		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
+	}
+	if r.Verbose {
+		argv = append(argv, "--verbose")
+	}
+	if PromptOnStdin(r) {
+		return argv
+	}
+	if strings.HasPrefix(r.Prompt, "-") {
+		argv = append(argv, "--")
+	}
+	return append(argv, r.Prompt)
+}
+
 // ACPArgv is the command line that starts the agent in ACP mode: `<program> acp [--agent A]
 // [--model M] [-a] [--trust-tools=a,b]` for q and kiro-cli (the flags for its first session),
 // the command line as given for another ACP agent (the flags are dropped: see LaunchFlags).
