@@ -391,3 +391,27 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 		t.Errorf("written %q, want both answers", got)
 	}
 }
+
+// TestAwaiting: a request of a method awaits its answer from when the pipe reads it until the
+// answer is written; a notification of the same method never does.
+func TestAwaiting(t *testing.T) {
+	p := acpLike(strings.NewReader(`{"jsonrpc":"2.0","method":"_x/note","params":{}}`+"\n"+
+		`{"jsonrpc":"2.0","id":4,"method":"_x/ask","params":{}}`+"\n"), io.Discard, time.Hour)
+	buf := make([]byte, 4096)
+	if _, err := p.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if p.Awaiting("_x/note") {
+		t.Error("a notification awaits an answer")
+	}
+	if _, err := p.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Awaiting("_x/ask") || p.Awaiting("_x/note") {
+		t.Error("the request read does not await its answer")
+	}
+	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	if p.Awaiting("_x/ask") {
+		t.Error("an answered request still awaits")
+	}
+}
