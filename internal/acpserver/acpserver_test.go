@@ -120,6 +120,8 @@ type testClient struct {
 	// terminal: the editor runs terminal/* (a stand-in that answers every command alike).
 	terminal  bool
 	terminals []acp.CreateTerminalRequest
+	// ext are the extension methods the editor got (method and params).
+	ext []string
 }
 
 func newTestClient() *testClient {

@@ -340,18 +340,18 @@ func authHint(err error, cfg NATSConfig) string {
 	}
 	var given []string
 	if cfg.Token != "" {
-		given = append(given, "questions.nats_token")
+		given = append(given, config.QuestionsNATSToken.Name)
 	}
 	if cfg.Creds != "" {
-		given = append(given, "questions.nats_creds")
+		given = append(given, config.QuestionsNATSCreds.Name)
 	}
 	if cfg.TLSCert != "" {
-		given = append(given, "questions.nats_tls_cert")
+		given = append(given, config.QuestionsNATSTLSCert.Name)
 	}
 	if len(given) == 0 {
-		return "; the server wants credentials and none were given: set questions.nats_token or questions.nats_creds " +
-			"(qkit settings set, or QKIT_QUESTIONS_NATS_TOKEN / QKIT_QUESTIONS_NATS_CREDS)"
+		return fmt.Sprintf("; the server wants credentials and none were given: set %s or %s "+
+			"(qkit settings set, or QKIT_QUESTIONS_NATS_TOKEN / QKIT_QUESTIONS_NATS_CREDS)", config.QuestionsNATSToken.Name, config.QuestionsNATSCreds.Name)
 	}
-	return "; the server refused " + strings.Join(given, " and ") + ": check its value (qkit settings get), or set " +
-		"questions.nats_token or questions.nats_creds to what the server expects"
+	return fmt.Sprintf("; the server refused %s: check its value (qkit settings get), or set %s or %s to what the server expects",
+		strings.Join(given, " and "), config.QuestionsNATSToken.Name, config.QuestionsNATSCreds.Name)
 }
