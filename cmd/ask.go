@@ -37,7 +37,8 @@ type askOptions struct {
 	noContext  bool
 	dryRun     bool
 	asJSON     bool
-	events     askEventOptions // ask_events.go: --output-format, permissions, the ACP backend
+	events     askEventOptions      // ask_events.go: --output-format, permissions, the ACP backend
+	structured askStructuredOptions // ask_structured.go: --schema, budgets, -o
 	listModels bool
 }
 
@@ -111,6 +112,7 @@ value, 4 no such profile or ACP session (--session, --resume), 124 timed out (pa
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
 	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end: {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr, backend, stop_reason, tools, ...} (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
+	addAskStructuredFlags(c, &opts.structured)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -308,6 +310,9 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	if err := checkAskEventFlags(opts); err != nil {
 		return err
 	}
+	if err := checkAskStructured(a, &opts.structured, args); err != nil {
+		return err
+	}
 	prompt, err := readPrompt(a, args)
 	if err != nil {
 		return err
@@ -350,6 +355,9 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 		r.Prompt = full
 	}
 	if opts.dryRun {
+		if sch := opts.structured.schema; sch != nil {
+			r.Prompt = sch.Prompt(r.Prompt) // the prompt as the first attempt sends it
+		}
 		if askDryRunACP(a, opts) {
 			return printDryRunACP(a, opts, acpclient.Argv(l, r), r.Prompt)
 		}
@@ -370,6 +378,9 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	signal.Ignore(syscall.SIGPIPE)
 	backend, err := askBackend(ctx, a, opts, l)
 	if err != nil {
+		return err
+	}
+	if err := checkAskBudgetBackend(opts, backend.Backend); err != nil {
 		return err
 	}
 	if backend.Backend == acpclient.BackendChat {

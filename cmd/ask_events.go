@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/streamjson"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // The --output-format values.
@@ -171,8 +173,11 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		stream = streamjson.NewWriter(a.IO.Out)
 		stream.OnError = func(error) { cancel() }
 	case formatText:
-		text = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
+		if opts.structured.schema == nil { // --schema prints the validated JSON only, at the end
+			text = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
+		}
 	}
+	sx := newAskStructuredRun(a, opts) // ask_structured.go: --schema, budgets, -o
 
 	onEvent := func(ev agent.Event) {
 		if stream != nil {
@@ -183,6 +188,8 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 			if text != nil {
 				text.chunk([]byte(ev.Text))
 			}
+		case agent.EventUsage:
+			sx.credits(ev.Usage.Credits)
 		case agent.EventToolCall:
 			if a.IO.StderrTTY && format == formatText {
 				fmt.Fprintf(a.IO.ErrOut, "qkit: tool: %s\n", approval.Label(*ev.Tool))
@@ -221,24 +228,34 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
 		defer terms.Close()
 		r.Dir = dir
-		ares, err := acpclient.Run(runCtx, acpclient.RunOptions{
-			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
-			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: policy.Access,
-		})
-		run.Err, run.Agent = err, ares.Result
-		run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, ares.Usage
-		if ares.SessionID != "" {
-			rememberSession(a, dir, ares.SessionID)
+		sx.send = func(ctx context.Context, prompt string, attempt int) (string, error) {
+			r.Prompt = prompt
+			ares, err := acpclient.Run(ctx, acpclient.RunOptions{
+				Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
+				Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: policy.Access,
+			})
+			run.Err, run.Agent = err, ares.Result
+			run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, sx.usage(ares.Usage)
+			if ares.SessionID != "" {
+				session = ares.SessionID // a retry goes to the same session (session/load)
+				rememberSession(a, dir, ares.SessionID)
+			}
+			return ares.Body(), err
 		}
 	} else {
-		run.Agent, run.Err = agent.Stream(runCtx, l, r, onEvent)
-		run.StopReason = "end_turn"
-		// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
-		// carried on: that is the run the user asked for, as on the ACP backend.
-		if labels, ok := approval.ChatRefusals(run.Err, opts.events.denyTools, opts.events.onPermission); ok {
-			run.Err, denied = nil, func() []string { return labels }
+		sx.send = func(ctx context.Context, prompt string, attempt int) (string, error) {
+			r.Prompt, r.Resume = prompt, r.Resume || attempt > 1 // a retry resumes the conversation
+			run.Agent, run.Err = agent.Stream(ctx, l, r, onEvent)
+			run.StopReason = "end_turn"
+			// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
+			// carried on: that is the run the user asked for, as on the ACP backend.
+			if labels, ok := approval.ChatRefusals(run.Err, opts.events.denyTools, opts.events.onPermission); ok {
+				run.Err, denied = nil, func() []string { return labels }
+			}
+			return run.Agent.Body(), run.Err
 		}
 	}
+	sx.run(runCtx, r.Prompt, stream, &run)
 	agentRes, body := run.Agent, run.Agent.Body()
 	if text != nil {
 		if text.err != nil {
@@ -261,6 +278,7 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		run.Unasked, run.UnaskedErr = unasked(), unaskedErr()
 	}
 	res, exitErr := askrun.Report(run)
+	exitErr = sx.report(&res, exitErr) // --schema's answer and errors, the budget
 	if len(res.Denied) > 0 {
 		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
 	}
@@ -284,9 +302,15 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 			},
 			Backend: backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
 			Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths, RefusedRequests: res.RefusedRequests,
+			StructuredOutput: res.StructuredOutput, Attempts: res.Attempts,
 		}); err != nil {
 			return err
 		}
+	case formatText:
+		sx.printText(exitErr)
+	}
+	if err := sx.writeFile(exitErr, body); err != nil {
+		return err
 	}
 	if agentRes.Truncated {
 		a.Warnf("response truncated: the agent sent %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", agentRes.OriginalSize, len(body))
@@ -305,6 +329,9 @@ type askEventsJSON struct {
 	Denied          []string                 `json:"denied,omitempty"`
 	RefusedPaths    []string                 `json:"refused_paths,omitempty"`
 	RefusedRequests []string                 `json:"refused_requests,omitempty"`
+	// StructuredOutput and Attempts: with --schema (ask_structured.go).
+	StructuredOutput json.RawMessage      `json:"structured_output,omitempty"`
+	Attempts         []structured.Attempt `json:"attempts,omitempty"`
 }
 
 // askPolicy builds the permission policy from the flags.
