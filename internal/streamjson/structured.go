@@ -9,4 +9,6 @@ type attemptLine struct {
 }
 
 // Attempt writes the structured_attempt line of an answer checked against the schema.
-func (w *Writer) Attempt(a structured.Attempt) { w.line(attemptLine{Type: "structured_attempt", Attempt: a}) }
+func (w *Writer) Attempt(a structured.Attempt) {
+	w.line(attemptLine{Type: "structured_attempt", Attempt: a})
+}
