@@ -4,16 +4,11 @@ package cmd
 // layer between runAskEvents and internal/structured, which holds the behaviour.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/qkit-cli/qkit/internal/acpclient"
-	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/output"
@@ -97,148 +92,52 @@ func checkAskStructured(a *app.App, o *askStructuredOptions, args []string) erro
 	return nil
 }
 
-// askStructuredRun is one ask run's structured state: runAskEvents sets send (one prompt through
-// its backend) and calls run, then report.
-type askStructuredRun struct {
-	a      *app.App
-	o      *askStructuredOptions
-	budget *structured.Budget
-	send   structured.Send
-
-	mu       sync.Mutex
-	stop     context.CancelFunc // the current attempt's
-	live     float64            // credits the attempt's events reported
-	credited agent.Usage        // usage summed over the attempts
-
-	result structured.Result
-	err    error // structured's own: *structured.BudgetError, *structured.NoValidAnswerError
-}
-
-func newAskStructuredRun(a *app.App, opts *askOptions) *askStructuredRun {
-	o := &opts.structured
-	return &askStructuredRun{a: a, o: o, budget: &structured.Budget{MaxTurns: o.maxTurns, MaxCredits: o.maxCredits}}
-}
-
-// credits counts credits reported in the current attempt's events; past --max-credits it stops
-// the attempt.
-func (s *askStructuredRun) credits(c float64) {
-	s.mu.Lock()
-	s.live += c
-	stop := s.stop
-	s.mu.Unlock()
-	if s.budget.AddCredits(c) != nil && stop != nil {
-		stop()
+// askStructured is the run's askrun.Structured: nil without --schema and budgets. Each answer
+// checked goes to stream (when set) and, when it is not valid, to stderr.
+func askStructured(a *app.App, o *askStructuredOptions, stream *streamjson.Writer) *askrun.Structured {
+	if o.schema == nil && o.maxTurns == 0 && o.maxCredits == 0 {
+		return nil
 	}
-}
-
-// usage sums an ACP attempt's usage into the run's, and counts the credits its events did not
-// carry (kiro's subagents report under their own sessions).
-func (s *askStructuredRun) usage(u agent.Usage) agent.Usage {
-	s.mu.Lock()
-	rest := u.Credits - s.live
-	s.live = 0
-	s.credited.Credits += u.Credits
-	s.credited.InputTokens += u.InputTokens
-	s.credited.OutputTokens += u.OutputTokens
-	if u.ContextPercent > 0 {
-		s.credited.ContextPercent = u.ContextPercent
-	}
-	if u.TurnDurationMs > 0 {
-		s.credited.TurnDurationMs = u.TurnDurationMs
-	}
-	total := s.credited
-	s.mu.Unlock()
-	if rest > 0 {
-		_ = s.budget.AddCredits(rest)
-	}
-	return total
-}
-
-// run sends prompt, and the retries, through send; each answer checked goes to stream (when
-// set) and, when it is not valid, to stderr.
-func (s *askStructuredRun) run(ctx context.Context, prompt string, stream *streamjson.Writer, run *askrun.Run) {
-	send := func(ctx context.Context, p string, attempt int) (string, error) {
-		actx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		s.mu.Lock()
-		s.stop, s.live = cancel, 0
-		s.mu.Unlock()
-		return s.send(actx, p, attempt)
-	}
-	s.result, s.err = structured.Ask(ctx, prompt, send, structured.Options{
-		Schema: s.o.schema, Retries: s.o.retries, Budget: s.budget,
+	return &askrun.Structured{
+		Schema: o.schema, Retries: o.retries, MaxTurns: o.maxTurns, MaxCredits: o.maxCredits,
 		OnAttempt: func(at structured.Attempt) {
 			if stream != nil {
 				stream.Attempt(at)
 			}
 			if !at.Valid {
-				s.a.Warnf("answer %d is not the JSON asked for: %s", at.Attempt, strings.Join(at.Problems, "; "))
+				a.Warnf("answer %d is not the JSON asked for: %s", at.Attempt, strings.Join(at.Problems, "; "))
 			}
 		},
-	})
-	var be *structured.BudgetError
-	if errors.As(s.err, &be) {
-		run.Err = nil // the turn was stopped for the budget: not the agent's failure
-		return
 	}
-	var nv *structured.NoValidAnswerError
-	if !errors.As(s.err, &nv) {
-		s.err = nil // send's own error: run.Err has it
-	}
-}
-
-// report adds the structured answer to the result, and structured's error when the run had no
-// other.
-func (s *askStructuredRun) report(res *streamjson.Result, exitErr error) error {
-	res.StructuredOutput, res.Attempts = s.result.Output, s.result.Attempts
-	if exitErr != nil || s.err == nil {
-		return exitErr
-	}
-	code := output.ExitInvalid
-	var be *structured.BudgetError
-	if errors.As(s.err, &be) {
-		code = output.ExitBudget
-	}
-	err := output.WithCode(code, s.err)
-	res.IsError, res.Error, res.ExitCode = true, err.Error(), code
-	return err
 }
 
 // printText prints text output with --schema: the validated JSON, or, when the run failed, the
 // last reply on stderr (stdout gets nothing a pipeline could take for the answer).
-func (s *askStructuredRun) printText(exitErr error) {
-	if s.o.schema == nil {
+func askStructuredText(a *app.App, o *askStructuredOptions, run askrun.Run, exitErr error) {
+	if o.schema == nil {
 		return
 	}
-	if exitErr == nil && s.result.Output != nil {
-		fmt.Fprintf(s.a.IO.Out, "%s\n", s.result.Output)
+	if exitErr == nil && run.Structured.Output != nil {
+		fmt.Fprintf(a.IO.Out, "%s\n", run.Structured.Output)
 		return
 	}
-	if reply := strings.TrimRight(s.result.Reply, "\n"); reply != "" {
-		fmt.Fprintf(s.a.IO.ErrOut, "qkit: the last reply, kept:\n%s\n", reply)
+	if reply := strings.TrimRight(run.Structured.Reply, "\n"); reply != "" {
+		fmt.Fprintf(a.IO.ErrOut, "qkit: the last reply, kept:\n%s\n", reply)
 	}
 }
 
 // writeFile writes -o's file when the run succeeded: the validated JSON with --schema, else the
 // reply.
-func (s *askStructuredRun) writeFile(exitErr error, reply string) error {
-	if s.o.outputFile == "" || exitErr != nil {
+func askOutputFile(o *askStructuredOptions, run askrun.Run, exitErr error) error {
+	if o.outputFile == "" || exitErr != nil {
 		return nil
 	}
-	data := []byte(reply)
-	if s.o.schema != nil {
-		data = append([]byte(s.result.Output), '\n')
+	data := []byte(run.Agent.Body())
+	if o.schema != nil {
+		data = append([]byte(run.Structured.Output), '\n')
 	}
-	if err := structured.WriteOutputFile(s.o.outputFile, data); err != nil {
+	if err := structured.WriteOutputFile(o.outputFile, data); err != nil {
 		return output.Errorf(output.ExitFailure, "-o: %v", err)
-	}
-	return nil
-}
-
-// checkAskBudgetBackend refuses --max-credits where no credits are reported.
-func checkAskBudgetBackend(opts *askOptions, backend string) error {
-	if opts.structured.maxCredits > 0 && backend != acpclient.BackendACP {
-		return output.UsageErrorf("--max-credits needs the acp backend: the chat backend reports no credits (use --backend acp with kiro-cli)")
 	}
 	return nil
 }

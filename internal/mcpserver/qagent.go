@@ -13,7 +13,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
 )
 
@@ -40,7 +43,10 @@ break with a notice; a run is stopped after AGENT_TIMEOUT seconds (default 180) 
 so far. Call qkit_help with tool_name "q-developer-agent" for examples and troubleshooting.`
 
 const qAgentHelp = `Runs: <agent.command> chat --no-interactive [--resume] [--agent A] [--model M] [--trust-all-tools]
-[--trust-tools=a,b] [--verbose] <prompt>, in the MCP server's working directory.
+[--trust-tools=a,b] [--verbose] <prompt>, in the MCP server's working directory. With agent.backend
+set to acp (not auto: the tool stays on chat then) it runs <agent.command> acp instead, as qkit ask
+does: yolo-mode and trust-tools allow, any other tool the agent asks for fails the call naming the
+trust-tools value that allows it, and its file and terminal requests stay inside the working directory.
 
 Examples:
   Review code:
@@ -133,9 +139,6 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		Prompt: in.Prompt, Resume: in.Resume, Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.OverrideModel),
 		TrustAll: in.YoloMode, TrustTools: []string{in.TrustTools}, Verbose: in.Verbose,
 	}
-	if err := agent.Validate(l, r); err != nil {
-		return ErrorResult(err.Error())
-	}
 	var received atomic.Int64
 	var mu sync.Mutex
 	var tools []string // the tools the agent announced, for the heartbeats
@@ -149,25 +152,53 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		}
 		return msg
 	})
-	res, err := agent.Stream(ctx, l, r, func(e agent.Event) {
-		switch e.Type {
-		case agent.EventMessage:
-			received.Add(int64(len(e.Text)))
-			if line := firstLine(e.Text); line != "" {
-				p.Update(name + ": " + line)
+	dir, _ := d.App.WorkingDir()
+	r.Dir = dir
+	run, err := askrun.Execute(ctx, askrun.Options{
+		Limits: l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
+		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail},
+		OnWarning: func(w string) { l.Logger.Warn(w) },
+		OnEvent: func(e agent.Event) {
+			switch e.Type {
+			case agent.EventMessage:
+				received.Add(int64(len(e.Text)))
+				if line := firstLine(e.Text); line != "" {
+					p.Update(name + ": " + line)
+				}
+			case agent.EventToolCall:
+				mu.Lock()
+				tools = append(tools, e.Tool.TrustName())
+				mu.Unlock()
+				p.Update(toolProgress(name, *e.Tool))
 			}
-		case agent.EventToolCall:
-			mu.Lock()
-			tools = append(tools, e.Tool.TrustName())
-			mu.Unlock()
-			p.Update(toolProgress(name, *e.Tool))
-		}
-	})
+		}})
 	p.Stop()
-	if err != nil {
-		return ErrorResult(qAgentError(err, res))
+	if err != nil { // nothing ran: a bad request, an unknown session
+		return ErrorResult(err.Error())
 	}
-	return TextResult(res.Output)
+	if run.Err != nil {
+		return ErrorResult(qAgentError(run.Err, run.Agent))
+	}
+	run.TrustFlags = mcpTrustFlags
+	if _, exitErr := askrun.Report(run); exitErr != nil && !run.Agent.TimedOut {
+		// A refusal the run ended with, or a path outside the folder (ACP): the reply follows.
+		msg := exitErr.Error()
+		if body := strings.TrimSpace(run.Agent.Body()); body != "" {
+			msg += "\n\nOutput:\n" + run.Agent.Body()
+		}
+		return ErrorResult(msg)
+	}
+	return TextResult(run.Agent.Output)
+}
+
+// qAgentBackend is the tool's backend: chat (q chat --no-interactive, whose text the tool returns),
+// unless agent.backend is acp. auto stays on chat here: the tool predates the ACP backend and its
+// clients expect the chat runner's behaviour; acp serve and ask are where auto probes.
+func qAgentBackend(c *config.Config) string {
+	if config.AgentBackend.Get(c) == acpclient.BackendACP {
+		return acpclient.BackendACP
+	}
+	return acpclient.BackendChat
 }
 
 // firstLine is the first non-blank line of text, cut to a length a progress message can carry.
@@ -202,11 +233,15 @@ var mcpTrustFlags = agent.TrustFlags{ByName: "trust-tools", All: "yolo-mode true
 func qAgentError(err error, res agent.Result) string {
 	msg := "q Developer command failed: " + err.Error()
 	var ut *agent.UntrustedToolError
+	var needs *approval.NeedsPermissionError
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
 	case errors.As(err, &ut):
 		msg += "; " + ut.Hint(mcpTrustFlags)
+	case errors.As(err, &needs): // the ACP backend: the same hint, in the tool's parameters
+		msg = "q Developer command failed: the agent asked to run " + approval.Label(needs.Tool) + ", which is not trusted; " +
+			agent.TrustHint(needs.Trusted, []string{approval.TrustName(needs.Tool)}, mcpTrustFlags)
 	}
 	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
 		msg += "\n\nOutput before the failure:\n" + res.Body()
