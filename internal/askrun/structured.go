@@ -112,7 +112,11 @@ func (o *Options) ask(ctx context.Context, m *meter, run *Run, send sendFunc) {
 		m.mu.Lock()
 		m.stop, m.live = cancel, 0
 		m.mu.Unlock()
-		return send(actx, p, n)
+		reply, err := send(actx, p, n)
+		if err == nil && run.Agent.TimedOut {
+			err = errTimedOut // not an answer to check or retry: the run ends as timed out (Outcome)
+		}
+		return reply, err
 	}, so)
 	run.Structured = res
 	var be *structured.BudgetError
@@ -124,6 +128,10 @@ func (o *Options) ask(ctx context.Context, m *meter, run *Run, send sendFunc) {
 		run.StructuredErr = err
 	}
 }
+
+// errTimedOut stops structured.Ask after an attempt that hit the timeout, which is no error of
+// the agent's (run.Err stays nil; Report says the run timed out).
+var errTimedOut = errors.New("the agent timed out")
 
 // checkBudgetBackend refuses a credit budget where no credits are reported.
 func (o *Options) checkBudgetBackend(backend string) error {
