@@ -37,7 +37,8 @@ type askOptions struct {
 	noContext  bool
 	dryRun     bool
 	asJSON     bool
-	events     askEventOptions // ask_events.go: --output-format, permissions, the ACP backend
+	events     askEventOptions      // ask_events.go: --output-format, permissions, the ACP backend
+	structured askStructuredOptions // ask_structured.go: --schema, budgets, -o
 	listModels bool
 }
 
@@ -111,6 +112,7 @@ value, 4 no such profile or ACP session (--session, --resume), 124 timed out (pa
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
 	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end: {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr, backend, stop_reason, tools, ...} (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
+	addAskStructuredFlags(c, &opts.structured)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -291,6 +293,9 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	if err := checkAskEventFlags(opts); err != nil {
 		return err
 	}
+	if err := checkAskStructured(a, &opts.structured, args); err != nil {
+		return err
+	}
 	prompt, err := readPrompt(a, args)
 	if err != nil {
 		return err
@@ -300,6 +305,7 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 		return err
 	}
 	if opts.dryRun {
+		o.Structured = askStructured(a, &opts.structured, nil)
 		plan, err := askrun.DryRun(o)
 		if err != nil {
 			return err

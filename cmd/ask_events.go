@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/streamjson"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // The --output-format values.
@@ -152,8 +154,11 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, o askrun.Op
 		stream = streamjson.NewWriter(a.IO.Out)
 		stream.OnError = func(error) { cancel() }
 	case formatText:
-		text = newStreamOut(a.IO.Out, o.Limits.MaxResponseSize, cancel)
+		if opts.structured.schema == nil { // --schema prints the validated JSON only, at the end
+			text = newStreamOut(a.IO.Out, o.Limits.MaxResponseSize, cancel)
+		}
 	}
+	o.Structured = askStructured(a, &opts.structured, stream) // ask_structured.go
 	o.OnEvent = func(ev agent.Event) { askEvent(a, format, stream, text, ev) }
 	run, err := askrun.Execute(runCtx, o)
 	if err != nil {
@@ -184,6 +189,11 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, o askrun.Op
 		if err := output.JSON(a.IO.Out, newAskEventsJSON(run, res)); err != nil {
 			return err
 		}
+	case formatText:
+		askStructuredText(a, &opts.structured, run, exitErr)
+	}
+	if err := askOutputFile(&opts.structured, run, exitErr); err != nil {
+		return err
 	}
 	if agentRes.Truncated {
 		a.Warnf("response truncated: the agent sent %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", agentRes.OriginalSize, len(body))
@@ -224,6 +234,7 @@ func newAskEventsJSON(run askrun.Run, res streamjson.Result) askEventsJSON {
 		},
 		Backend: run.Backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
 		Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths, RefusedRequests: res.RefusedRequests,
+		StructuredOutput: res.StructuredOutput, Attempts: res.Attempts,
 	}
 }
 
@@ -238,6 +249,9 @@ type askEventsJSON struct {
 	Denied          []string                 `json:"denied,omitempty"`
 	RefusedPaths    []string                 `json:"refused_paths,omitempty"`
 	RefusedRequests []string                 `json:"refused_requests,omitempty"`
+	// StructuredOutput and Attempts: with --schema (ask_structured.go).
+	StructuredOutput json.RawMessage      `json:"structured_output,omitempty"`
+	Attempts         []structured.Attempt `json:"attempts,omitempty"`
 }
 
 // askAsker completes the policy on the ACP backend: --on-permission ask puts a request in the

@@ -45,6 +45,9 @@ type Options struct {
 	OnEvent func(agent.Event)
 	// OnWarning is told what the caller should say to a person (nil: nothing is said).
 	OnWarning func(string)
+	// Structured asks for JSON valid against a schema (retried in the same session) and bounds
+	// the run (structured.go); nil: the prompt is sent once, unbounded.
+	Structured *Structured
 }
 
 // SessionsFile is the file in stateDir where each folder's last ACP session is remembered, for
@@ -154,6 +157,9 @@ func DryRun(o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if s := o.Structured; s != nil && s.Schema != nil {
+		o.Request.Prompt = s.Schema.Prompt(o.Request.Prompt) // the prompt as the first attempt sends it
+	}
 	if backend == acpclient.BackendACP {
 		if len(o.Policy.Deny) > 0 {
 			o.Request.TrustAll, o.Request.TrustTools = false, nil // qkit decides everything then
@@ -186,11 +192,15 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
+	if err := o.checkBudgetBackend(backend); err != nil {
+		return Run{}, err
+	}
 	run := Run{Backend: backend, Timeout: o.Limits.Timeout, Started: time.Now(), Trusted: p.Trust}
+	m := o.newMeter()
 	if backend == acpclient.BackendACP {
-		err = o.runACP(ctx, p, &run)
+		err = o.runACP(ctx, p, m, &run)
 	} else {
-		err = o.runChat(ctx, p, &run)
+		err = o.runChat(ctx, p, m, &run)
 	}
 	if err != nil {
 		return Run{}, err
@@ -204,24 +214,29 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 	return run, nil
 }
 
-func (o *Options) runChat(ctx context.Context, p *approval.Policy, run *Run) error {
+func (o *Options) runChat(ctx context.Context, p *approval.Policy, m *meter, run *Run) error {
 	if err := o.chatTrust(); err != nil {
 		return err
 	}
 	if p.OnPermission == approval.Ask {
 		o.warn("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
 	}
-	run.Agent, run.Err = agent.Stream(ctx, o.Limits, o.Request, o.OnEvent)
-	run.StopReason = "end_turn"
-	// kiro-cli refused what the policy asked it to refuse (--deny-tools, --on-permission deny), and
-	// carried on: that is the run that was asked for, as on the ACP backend.
-	if labels, ok := approval.ChatRefusals(run.Err, p.Deny, p.OnPermission); ok {
-		run.Err, run.Denied = nil, labels
-	}
+	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
+		r := o.Request
+		r.Prompt, r.Resume = prompt, r.Resume || attempt > 1 // a retry resumes the conversation
+		run.Agent, run.Err = agent.Stream(ctx, o.Limits, r, o.OnEvent)
+		run.StopReason, run.Denied = "end_turn", nil
+		// kiro-cli refused what the policy asked it to refuse (--deny-tools, --on-permission deny),
+		// and carried on: that is the run that was asked for, as on the ACP backend.
+		if labels, ok := approval.ChatRefusals(run.Err, p.Deny, p.OnPermission); ok {
+			run.Err, run.Denied = nil, labels
+		}
+		return run.Agent.Body(), run.Err
+	})
 	return nil
 }
 
-func (o *Options) runACP(ctx context.Context, p *approval.Policy, run *Run) error {
+func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run *Run) error {
 	dir, err := o.dir()
 	if err != nil {
 		return err
@@ -253,27 +268,34 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, run *Run) erro
 	}
 	terms := &acpclient.DirTerminals{Root: dir, Logger: o.Limits.Logger, OnRefused: onRefused}
 	defer terms.Close()
-	res, err := acpclient.Run(ctx, acpclient.RunOptions{
-		Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
-		Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
-	})
-	run.Err, run.Agent = err, res.Result
-	run.SessionID, run.StopReason, run.Usage = res.SessionID, res.StopReason, res.Usage
-	// A tool is named and trusted as on the chat backend: by the name the agent trusts it under
-	// (ACP carries a title and a kind), trusted when the policy trusted it (it ran without asking).
-	for i, t := range run.Agent.Tools {
-		if _, _, mcp := t.MCP(); t.Name == "" && !mcp {
-			if name := approval.KindName(t.Kind); name != "" {
-				run.Agent.Tools[i].Name = name
+	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
+		r.Prompt = prompt
+		res, err := acpclient.Run(ctx, acpclient.RunOptions{
+			Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
+			Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
+		})
+		run.Err, run.Agent = err, res.Result
+		run.SessionID, run.StopReason, run.Usage = res.SessionID, res.StopReason, m.attemptUsage(res.Usage)
+		// A tool is named and trusted as on the chat backend: by the name the agent trusts it under
+		// (ACP carries a title and a kind), trusted when the policy trusted it (it ran without asking).
+		for i, t := range run.Agent.Tools {
+			if _, _, mcp := t.MCP(); t.Name == "" && !mcp {
+				if name := approval.KindName(t.Kind); name != "" {
+					run.Agent.Tools[i].Name = name
+				}
+			}
+			run.Agent.Tools[i].Trusted = !t.Denied && p.Trusts(t)
+		}
+		if res.SessionID != "" {
+			session = res.SessionID // a retry loads the same session
+			if o.StateDir != "" {
+				if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
+					o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
+				}
 			}
 		}
-		run.Agent.Tools[i].Trusted = !t.Denied && p.Trusts(t)
-	}
-	if res.SessionID != "" && o.StateDir != "" {
-		if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
-			o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
-		}
-	}
+		return res.Body(), err
+	})
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/streamjson"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // Run is what a finished `qkit ask` run left behind, on either backend.
@@ -27,8 +28,13 @@ type Run struct {
 	TrustFlags  agent.TrustFlags    // how the front end names its trust flags; zero: ask's
 	SessionID   string              // the ACP session
 	StopReason  string              // the agent's (ACP); "end_turn" on chat
-	Usage       agent.Usage         // kiro's, on ACP
+	Usage       agent.Usage         // kiro's, on ACP, summed over the run's prompts
 	Started     time.Time
+	// Structured is what Options.Structured produced: the validated JSON, each answer checked,
+	// the last reply. StructuredErr is what it ended the run with when the agent did not fail:
+	// a *structured.NoValidAnswerError (exit 5) or a *structured.BudgetError (exit 6).
+	Structured    structured.Result
+	StructuredErr error
 }
 
 // Report is how ask reports run: the result object (stream-json's last line; --json takes its
@@ -46,21 +52,26 @@ func Report(run Run) (streamjson.Result, error) {
 	if exitErr == nil {
 		exitErr = endedByRefusal(run)
 	}
+	if exitErr == nil && run.StructuredErr != nil {
+		exitErr = output.WithCode(structuredCode(run.StructuredErr), run.StructuredErr)
+	}
 	code := output.Code(exitErr)
 	res := streamjson.Result{
-		Backend:         run.Backend,
-		SessionID:       run.SessionID,
-		StopReason:      streamjson.StopReason(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil),
-		Output:          run.Agent.Body(),
-		Truncated:       run.Agent.Truncated,
-		TimedOut:        run.Agent.TimedOut,
-		ExitCode:        code,
-		AgentExitCode:   run.Agent.ExitCode,
-		DurationMS:      time.Since(run.Started).Milliseconds(),
-		Tools:           streamjson.Summaries(run.Agent.Tools),
-		Denied:          run.Denied,
-		RefusedPaths:    refusedPaths,
-		RefusedRequests: run.Unasked,
+		Backend:          run.Backend,
+		SessionID:        run.SessionID,
+		StopReason:       streamjson.StopReason(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil),
+		Output:           run.Agent.Body(),
+		Truncated:        run.Agent.Truncated,
+		TimedOut:         run.Agent.TimedOut,
+		ExitCode:         code,
+		AgentExitCode:    run.Agent.ExitCode,
+		DurationMS:       time.Since(run.Started).Milliseconds(),
+		Tools:            streamjson.Summaries(run.Agent.Tools),
+		Denied:           run.Denied,
+		RefusedPaths:     refusedPaths,
+		RefusedRequests:  run.Unasked,
+		StructuredOutput: run.Structured.Output,
+		Attempts:         run.Structured.Attempts,
 	}
 	if run.Usage != (agent.Usage{}) {
 		u := run.Usage

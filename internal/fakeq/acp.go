@@ -270,6 +270,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
+	recordSession("new", s.id) // replies.go
 	if err := os.MkdirAll(sessionDir(), 0o700); err == nil {
 		_ = os.WriteFile(sessionFile(s.id), nil, 0o600)
 	}
@@ -338,6 +339,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 	a.mu.Lock()
 	a.sessions[id] = s
 	a.mu.Unlock()
+	recordSession("load", id) // replies.go
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var turn struct{ Role, Text string }
 		if json.Unmarshal([]byte(line), &turn) != nil {
@@ -384,6 +386,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 		}
 	}
 	a.remember(s.id, "user", text.String())
+	recordSession("prompt", s.id) // replies.go
 	start := time.Now()
 	t := &acpTurn{a: a, s: s, ctx: ctx}
 	if waitsForLogin() {
@@ -463,6 +466,11 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 	}
 	if os.Getenv("FAKEQ_ACP_SUBAGENT") != "" {
 		t.subagent()
+	}
+	if c, err := strconv.ParseFloat(os.Getenv("FAKEQ_ACP_CREDITS"), 64); err == nil { // replies.go
+		_ = t.a.conn.NotifyExtension(context.Background(), "_kiro.dev/metadata", map[string]any{
+			"sessionId": t.s.id, "meteringUsage": []map[string]any{{"value": c, "unit": "credit", "unitPlural": "credits"}},
+		})
 	}
 	if !t.answer(prompt) {
 		return acp.StopReasonCancelled

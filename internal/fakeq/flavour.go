@@ -439,6 +439,13 @@ func flavourChat(flavour string, args []string) int {
 // FAKEQ_BYTES (as 84-byte lines, perChunk of them to an emit), until emit returns false; it
 // reports whether everything went out.
 func emitKnobs(perChunk int, emit func(string) bool) bool {
+	if s := nextReply(); s != "" { // replies.go
+		for _, line := range strings.SplitAfter(s, "\n") {
+			if line != "" && !emit(line) {
+				return false
+			}
+		}
+	}
 	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
 		for _, line := range strings.SplitAfter(unescape(s), "\n") {
 			if line != "" && !emit(line) {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // qAgentName is the tool's name, as MCP clients already configure it.
@@ -32,6 +34,8 @@ type qAgentInput struct {
 	YoloMode      bool   `json:"yolo-mode,omitempty" jsonschema:"Trust every tool Q wants to use without asking (--trust-all-tools). Without it, or trust-tools, a run that needs a tool fails."`
 	TrustTools    string `json:"trust-tools,omitempty" jsonschema:"Comma-separated list of specific tools to trust (--trust-tools), e.g. fs_read,fs_write. MCP tools need their @server/ prefix."`
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
+	// OutputSchema makes the call structured (issue 21), as qkit ask --schema.
+	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names 4, 6, 7 or 2019-09; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
 
 const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text
@@ -48,6 +52,14 @@ set to acp (not auto: the tool stays on chat then) it runs <agent.command> acp i
 does: yolo-mode and trust-tools allow, any other tool the agent asks for fails the call naming the
 trust-tools value that allows it, and its file and terminal requests stay inside the working directory.
 
+With output_schema (a JSON Schema object) the prompt goes with an instruction to answer with one JSON
+document valid against it, and the schema itself (as qkit ask --schema sends it: qkit help structured-output).
+qkit takes the JSON from the reply (the whole reply, or its one fenced block) and validates it; when it is not
+valid it asks again in the same session (chat: --resume; acp: the same ACP session) with the errors, at most
+twice. The result then carries the valid document as structuredContent (and as JSON text); when no answer was
+valid, isError with the last answer's errors and the last reply. A schema that does not compile, or that
+refers to a file or URL ($ref outside itself), fails the call before the agent runs.
+
 Examples:
   Review code:
     {"prompt": "Review internal/agent/run.go for error handling problems and list them"}
@@ -58,6 +70,10 @@ Examples:
     {"prompt": "Explain this repository's layout", "override-model": "claude-3.7-sonnet", "agent": "reviewer"}
   Let Q use every tool without asking:
     {"prompt": "Run the tests and fix what fails", "yolo-mode": true}
+  Get data back, checked against a schema:
+    {"prompt": "List the TODO comments in cmd/", "output_schema": {"type": "object", "required": ["todos"],
+     "properties": {"todos": {"type": "array", "items": {"type": "string"}}}}}
+    -> structuredContent {"todos": [...]}, valid against output_schema.
 
 Common patterns:
   - Ask for a review or an explanation first (no tools trusted), then resume with trust-tools to apply changes.
@@ -86,6 +102,8 @@ Troubleshooting:
   - "[RESPONSE TRUNCATED: ...]": the reply exceeded AGENT_MAX_RESPONSE_SIZE (bytes, default 2MB); raise it or
     ask for a shorter answer.
   - "[TIMED OUT: ...]": the run exceeded AGENT_TIMEOUT (seconds, default 180); the partial reply is returned.
+  - "no answer held JSON valid against output_schema": the agent answered in prose or with JSON that does not
+    fit; the errors and the last reply follow. Make the prompt say which fields it wants, or loosen the schema.
   - "unknown model" or "Model 'X' does not exist": use a model the agent lists (qkit ask --list-models), or one of
     override-model's list when the agent.models setting gives one.`
 
@@ -154,8 +172,14 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	})
 	dir, _ := d.App.WorkingDir()
 	r.Dir = dir
+	sch, err := qAgentOutputSchema(in.OutputSchema, p)
+	if err != nil {
+		p.Stop()
+		return ErrorResult(err.Error())
+	}
 	run, err := askrun.Execute(ctx, askrun.Options{
-		Limits: l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
+		Structured: sch,
+		Limits:     l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
 		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail},
 		OnWarning: func(w string) { l.Logger.Warn(w) },
 		OnEvent: func(e agent.Event) {
@@ -181,6 +205,9 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	}
 	run.TrustFlags = mcpTrustFlags
 	if _, exitErr := askrun.Report(run); exitErr != nil && !run.Agent.TimedOut {
+		if run.StructuredErr != nil && errors.Is(exitErr, run.StructuredErr) {
+			return qAgentNoValidAnswer(run)
+		}
 		// A refusal the run ended with, or a path outside the folder (ACP): the reply follows.
 		msg := exitErr.Error()
 		if body := strings.TrimSpace(run.Agent.Body()); body != "" {
@@ -188,7 +215,51 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		}
 		return ErrorResult(msg)
 	}
+	if sch != nil {
+		if run.Agent.TimedOut {
+			return ErrorResult("q Developer run timed out before a valid answer; the partial reply follows\n\n" + run.Agent.Output)
+		}
+		res := TextResult(string(run.Structured.Output))
+		res.StructuredContent = run.Structured.Output
+		return res
+	}
 	return TextResult(run.Agent.Output)
+}
+
+// qAgentOutputSchema compiles the call's output_schema (nil: none); each answer that is not
+// valid is said in a progress notification.
+func qAgentOutputSchema(schema map[string]any, p *Progress) (*askrun.Structured, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("output_schema: %v", err)
+	}
+	sch, err := structured.Compile(data, "output_schema")
+	if err != nil {
+		return nil, fmt.Errorf("invalid %v", err)
+	}
+	return &askrun.Structured{Schema: sch, Retries: structured.DefaultRetries, OnAttempt: func(a structured.Attempt) {
+		if !a.Valid {
+			p.Update(fmt.Sprintf("answer %d is not valid against output_schema: %s; asking again", a.Attempt, strings.Join(a.Problems, "; ")))
+		}
+	}}, nil
+}
+
+// qAgentNoValidAnswer is the error result of a structured call whose answers were never valid:
+// the last one's errors, then the last reply.
+func qAgentNoValidAnswer(run askrun.Run) *mcp.CallToolResult {
+	msg := run.StructuredErr.Error()
+	var nv *structured.NoValidAnswerError
+	if errors.As(run.StructuredErr, &nv) {
+		msg = fmt.Sprintf("no answer held JSON valid against output_schema after %d answers; the last one's errors:\n- %s",
+			nv.Attempts, strings.Join(nv.Problems, "\n- "))
+	}
+	if reply := strings.TrimSpace(run.Structured.Reply); reply != "" {
+		msg += "\n\nThe last reply:\n" + run.Structured.Reply
+	}
+	return ErrorResult(msg)
 }
 
 // qAgentBackend is the tool's backend: chat (q chat --no-interactive, whose text the tool returns),
