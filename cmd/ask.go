@@ -22,6 +22,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // askOptions are the flags of `qkit ask`.
@@ -37,7 +38,8 @@ type askOptions struct {
 	noContext  bool
 	dryRun     bool
 	asJSON     bool
-	events     askEventOptions // ask_events.go: --output-format, permissions, the ACP backend
+	events     askEventOptions      // ask_events.go: --output-format, permissions, the ACP backend
+	structured askStructuredOptions // ask_structured.go: --schema, budgets, -o
 	listModels bool
 }
 
@@ -111,6 +113,7 @@ value, 4 no such profile or ACP session (--session, --resume), 124 timed out (pa
 	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
 	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end: {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr, backend, stop_reason, tools, ...} (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
+	addAskStructuredFlags(c, &opts.structured)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askModels(a), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -167,7 +170,7 @@ func askSessions(a *app.App) []string {
 	}
 	here, _ := a.WorkingDir()
 	var first, out []string
-	for dir, id := range acpclient.Sessions(filepath.Join(c.Paths.State, sessionsFileName)) {
+	for dir, id := range acpclient.Sessions(askrun.SessionsFile(c.Paths.State)) {
 		if line := id + "\t" + dir; dir == here {
 			first = []string{line}
 		} else {
@@ -176,23 +179,6 @@ func askSessions(a *app.App) []string {
 	}
 	slices.Sort(out) // the map's order is random
 	return append(first, out...)
-}
-
-// checkAskModel refuses a model the agent does not list, before anything runs. Without
-// agent.models, the agent's own list (cached) decides; an agent that cannot list takes any name.
-func checkAskModel(ctx context.Context, a *app.App, l agent.Limits, r agent.Request) error {
-	m := agent.ModelOf(l, r)
-	if m == "" {
-		return nil // nothing to check: no need to ask the agent for its list
-	}
-	choices, from := agent.NewModelCache(a.Config.Paths.State).Choices(ctx, l)
-	if ctx.Err() != nil {
-		return askrun.Interrupted() // the list, with its process group, was stopped: nothing ran
-	}
-	if err := agent.CheckChoice(l.Command, m, choices, from); err != nil {
-		return output.WithCode(output.ExitUsage, err)
-	}
-	return nil
 }
 
 // modelsJSON is ask --list-models --json.
@@ -308,91 +294,95 @@ func runAsk(ctx context.Context, a *app.App, opts *askOptions, args []string) er
 	if err := checkAskEventFlags(opts); err != nil {
 		return err
 	}
+	if err := checkAskStructured(a, &opts.structured, args); err != nil {
+		return err
+	}
 	prompt, err := readPrompt(a, args)
 	if err != nil {
 		return err
 	}
-	opts.events.prompt = prompt // qkit sessions records the prompt without the context files
+	o, err := askRunOptions(a, opts, prompt)
+	if err != nil {
+		return err
+	}
+	if opts.dryRun {
+		o.Structured = askStructured(a, &opts.structured, nil)
+		plan, err := askrun.DryRun(o)
+		if err != nil {
+			return err
+		}
+		return printDryRun(a, opts, plan)
+	}
+	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
+	// the agent's process group running; instead the failed write stops the run.
+	signal.Ignore(syscall.SIGPIPE)
+	return runAskEvents(ctx, a, opts, o)
+}
+
+// askRunOptions turns the flags into the run's options: the limits (--timeout,
+// --max-response-size read as the settings they stand in for), the request with the context
+// files in front of the prompt, the backend and the permission policy.
+func askRunOptions(a *app.App, opts *askOptions, prompt string) (askrun.Options, error) {
 	l := agent.LimitsFromConfig(a.Config)
-	// The flags go to the runner's limits, read as the settings they stand in for.
+	var err error
 	if opts.timeout != "" {
 		if l.Timeout, err = config.AgentTimeout.Parse(opts.timeout); err != nil {
-			return output.UsageErrorf("invalid --timeout: %v", err)
+			return askrun.Options{}, output.UsageErrorf("invalid --timeout: %v", err)
 		}
 	}
 	if opts.maxSize != "" {
 		if l.MaxResponseSize, err = config.AgentMaxResponseSize.Parse(opts.maxSize); err != nil {
-			return output.UsageErrorf("invalid --max-response-size: %v", err)
+			return askrun.Options{}, output.UsageErrorf("invalid --max-response-size: %v", err)
 		}
 	}
 	l.Logger = slog.New(belowWarn{a.Logger.Handler()})
-	r := agent.Request{
-		Prompt: prompt, Resume: opts.resume, Agent: opts.agentName, Model: opts.model,
-		TrustAll: opts.trustAll, TrustTools: opts.trustTools, Verbose: opts.verbose,
-	}
-	if err := agent.Validate(l, r); err != nil {
-		if errors.Is(err, agent.ErrEmptyPrompt) {
-			return output.UsageErrorf("%v: give it as an argument, or - to read it from stdin", err)
-		}
-		return output.WithCode(output.ExitUsage, err)
-	}
-	if !opts.noContext {
-		env, err := loadContextEnv(a)
-		if err != nil {
-			return err
-		}
-		full, warnings, err := env.store.Prompt(env.profile, env.cwd, config.ContextMaxTokens.Get(a.Config), prompt)
-		if err != nil {
-			return err
-		}
-		for _, w := range warnings {
-			a.Warnf("%s", w)
-		}
-		r.Prompt = full
-	}
-	if opts.dryRun {
-		if askDryRunACP(a, opts) {
-			return printDryRunACP(a, opts, acpclient.Argv(l, r), r.Prompt)
-		}
-		if err := askChatTrust(opts, &r); err != nil {
-			return err
-		}
-		return printDryRun(a, opts, agent.Argv(l, r), r.Prompt, agent.PromptOnStdin(r))
-	}
-	if err := agent.Validate(l, r); err != nil { // the context block can make the prompt too long
-		return output.WithCode(output.ExitUsage, err)
-	}
-	if err := checkAskModel(ctx, a, l, r); err != nil {
-		return err
-	}
-
-	// A reader that goes away (qkit ask ... | head) would otherwise kill qkit with SIGPIPE and leave
-	// the agent's process group running; instead the failed write stops the run.
-	signal.Ignore(syscall.SIGPIPE)
-	backend, err := askBackend(ctx, a, opts, l)
+	dir, err := a.WorkingDir()
 	if err != nil {
-		return err
+		return askrun.Options{}, err
 	}
-	if backend.Backend == acpclient.BackendChat {
-		if err := askChatTrust(opts, &r); err != nil {
-			return err
+	r := agent.Request{Prompt: prompt, Resume: opts.resume, Agent: opts.agentName, Model: opts.model, Verbose: opts.verbose, Dir: dir}
+	if err := askrun.Validate(l, r); err != nil {
+		if errors.Is(err, agent.ErrEmptyPrompt) {
+			return askrun.Options{}, output.UsageErrorf("%v: give it as an argument, or - to read it from stdin", agent.ErrEmptyPrompt)
 		}
-		if opts.events.onPermission == approval.Ask {
-			a.Warnf("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
-		}
+		return askrun.Options{}, err
 	}
-	return runAskEvents(ctx, a, opts, l, r, backend.Backend)
+	if r.Prompt, err = askContext(a, opts, prompt); err != nil {
+		return askrun.Options{}, err
+	}
+	backend := opts.events.backend
+	if backend == "" {
+		backend = config.AgentBackend.Get(a.Config)
+	}
+	return askrun.Options{
+		Limits: l, Request: r, Backend: backend, RefreshBackend: opts.events.refreshBackend, StateDir: a.Config.Paths.State,
+		SessionID: opts.events.session, CheckModel: true, ClientVersion: a.Version.Version, OnWarning: func(w string) { a.Warnf("%s", w) },
+		Policy: &approval.Policy{TrustAll: opts.trustAll, Trust: opts.trustTools, Deny: opts.events.denyTools, OnPermission: opts.events.onPermission},
+		OnACP:  func(p *approval.Policy) error { return askAsker(a, p) },
+		// qkit sessions: --session may name a stored session (its folder checked, its history
+		// replayed when the agent has none); the turn is recorded under origin ask.
+		Sessions: &askrun.Sessions{Path: sessionsPath(a), Origin: sessions.OriginAsk, Prompt: prompt, Name: "--session",
+			HistoryBytes: max(int(config.ContextMaxTokens.Get(a.Config)), 1) * 4 / 2, Now: a.Now},
+	}, nil
 }
 
-// askChatTrust keeps --deny-tools on the chat backend, which cannot be asked: the denied tools
-// are not trusted (the agent then refuses them, or fails), and --yolo with --deny-tools is refused.
-func askChatTrust(opts *askOptions, r *agent.Request) error {
-	trust, err := approval.ChatTrust(r.TrustAll, r.TrustTools, opts.events.denyTools)
-	if err != nil {
-		return output.WithCode(output.ExitUsage, err)
+// askContext puts the active profile's context files in front of the prompt (not with --no-context).
+func askContext(a *app.App, opts *askOptions, prompt string) (string, error) {
+	if opts.noContext {
+		return prompt, nil
 	}
-	r.TrustTools = trust
-	return nil
+	env, err := loadContextEnv(a)
+	if err != nil {
+		return "", err
+	}
+	full, warnings, err := env.store.Prompt(env.profile, env.cwd, config.ContextMaxTokens.Get(a.Config), prompt)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range warnings {
+		a.Warnf("%s", w)
+	}
+	return full, nil
 }
 
 // readPrompt takes the prompt from the argument, or from stdin for "-" or when there is no
@@ -411,15 +401,20 @@ func readPrompt(a *app.App, args []string) (string, error) {
 	return strings.TrimRight(string(data), "\r\n"), nil // as q does with a prompt on stdin
 }
 
-func printDryRun(a *app.App, opts *askOptions, argv []string, prompt string, onStdin bool) error {
+// printDryRun prints what the run would start: the command line and the full prompt (on ACP it
+// goes in session/prompt).
+func printDryRun(a *app.App, opts *askOptions, p askrun.Plan) error {
 	if opts.asJSON {
-		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt, PromptOnStdin: onStdin})
+		return output.JSON(a.IO.Out, dryRunJSON{Argv: p.Argv, Prompt: p.Prompt, PromptOnStdin: p.PromptOnStdin})
 	}
-	line := shellquote.Join(argv[:len(argv)-1]...) + " <prompt>"
-	if onStdin {
-		line = shellquote.Join(argv...) + " < prompt (on stdin: too long for one argument, or -h/--help, which q would answer with its help)"
+	line := shellquote.Join(p.Argv[:len(p.Argv)-1]...) + " <prompt>"
+	switch {
+	case p.Backend == acpclient.BackendACP:
+		line = shellquote.Join(p.Argv...) + "   (the prompt goes in session/prompt)"
+	case p.PromptOnStdin:
+		line = shellquote.Join(p.Argv...) + " < prompt (on stdin: too long for one argument, or -h/--help, which q would answer with its help)"
 	}
-	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(prompt, "\n"))
+	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(p.Prompt, "\n"))
 	return err
 }
 

@@ -2,13 +2,11 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/kballard/go-shellquote"
 	"github.com/spf13/cobra"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
@@ -20,6 +18,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/streamjson"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // The --output-format values.
@@ -37,8 +36,7 @@ type askEventOptions struct {
 	backend        string
 	refreshBackend bool
 	session        string
-	formatSet      bool   // --output-format was given (not its default)
-	prompt         string // the user's prompt, before context files (qkit sessions records it)
+	formatSet      bool // --output-format was given (not its default)
 }
 
 // askEventsHelp is the part of ask's help about backends, formats and permissions.
@@ -57,10 +55,13 @@ the JSON Schema in internal/streamjson/stream-json.schema.json. Both backends wr
 
 Permissions (acp backend): --yolo and --trust-tools allow, --deny-tools refuses (and wins); a tool
 no flag covers goes by --on-permission: fail (the default without a terminal) stops with exit 1
-naming the tool and the flag that trusts it; deny refuses it and the agent carries on; ask puts it
+naming the tool and the flag that trusts it; deny refuses it and the agent is told; ask puts it
 to a person through qkit questions (qkit questions wait / answer: allow once, allow always for this
 run, or reject); the wait for that answer does not count toward --timeout (questions.timeout
-bounds it). On a terminal the default is to ask there. Tools are named by the agent's name,
+bounds it). On a terminal the default is to ask there. An agent that carries on after a
+refusal ends well (exit 0, the refusal in denied and on stderr); one that ends its turn because of
+it (stop reason refusal, as kiro-cli does) has not done the task: exit 1, naming the tool and the
+flag that allows it, as when q stops at a tool on the chat backend. Tools are named by the agent's name,
 their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read); an MCP
 tool by @server/tool (the name the agent trusts), server/tool or @server.
 The agent's file and terminal requests are served inside the working directory only; a path
@@ -140,28 +141,9 @@ func checkAskEventFlags(opts *askOptions) error {
 	return nil
 }
 
-// askBackend resolves the backend of this run (--backend, else agent.backend).
-func askBackend(ctx context.Context, a *app.App, opts *askOptions, l agent.Limits) (acpclient.BackendChoice, error) {
-	setting := opts.events.backend
-	if setting == "" {
-		setting = config.AgentBackend.Get(a.Config)
-	}
-	if opts.events.session != "" && setting == acpclient.BackendChat {
-		return acpclient.BackendChoice{}, output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
-	}
-	choice, err := acpclient.ChooseBackend(ctx, setting, l.Command, acpclient.BackendCacheFile(a.Config.Paths.State), opts.events.refreshBackend, l.Logger)
-	if err != nil {
-		return choice, err
-	}
-	if opts.events.session != "" && choice.Backend != acpclient.BackendACP {
-		return choice, output.Errorf(output.ExitFailure, "--session needs an agent that speaks ACP, and %s does not (%s)", l.Command, choice.Reason)
-	}
-	return choice, nil
-}
-
-// runAskEvents runs ask over the backend's events, in every format, on both backends. l and r are
-// ready (context prepended, validated).
-func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Limits, r agent.Request, backend string) error {
+// runAskEvents runs ask (askrun.Execute) and prints it in the chosen format: the reply as it
+// arrives (text), the events as they happen (stream-json), or one object at the end (json).
+func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, o askrun.Options) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	format := opts.events.outputFormat
@@ -172,133 +154,88 @@ func runAskEvents(ctx context.Context, a *app.App, opts *askOptions, l agent.Lim
 		stream = streamjson.NewWriter(a.IO.Out)
 		stream.OnError = func(error) { cancel() }
 	case formatText:
-		text = newStreamOut(a.IO.Out, l.MaxResponseSize, cancel)
-	}
-
-	onEvent := func(ev agent.Event) {
-		if stream != nil {
-			stream.Event(ev)
-		}
-		switch ev.Type {
-		case agent.EventMessage:
-			if text != nil {
-				text.chunk([]byte(ev.Text))
-			}
-		case agent.EventToolCall:
-			if a.IO.StderrTTY && format == formatText {
-				fmt.Fprintf(a.IO.ErrOut, "qkit: tool: %s\n", approval.Label(*ev.Tool))
-			}
+		if opts.structured.schema == nil { // --schema prints the validated JSON only, at the end
+			text = newStreamOut(a.IO.Out, o.Limits.MaxResponseSize, cancel)
 		}
 	}
-
-	run := askrun.Run{Backend: backend, Timeout: l.Timeout, Started: time.Now()}
-	var denied, unasked func() []string
-	var unaskedErr func() error
-	if backend == acpclient.BackendACP {
-		dir, err := a.WorkingDir()
-		if err != nil {
-			return err
+	o.Structured = askStructured(a, &opts.structured, stream) // ask_structured.go
+	o.OnEvent = func(ev agent.Event) { askEvent(a, format, stream, text, ev) }
+	run, err := askrun.Execute(runCtx, o)
+	if err != nil {
+		if ctx.Err() != nil && runCtx.Err() != nil {
+			return askrun.Interrupted()
 		}
-		ref, err := resolveAskSession(ctx, a, opts.events.session) // qkit sessions: a stored id, its folder checked
-		if err != nil {
-			return err
-		}
-		session := ref.agentSession
-		r.Prompt = ref.withHistory(a, r.Prompt)
-		if session == "" && r.Resume {
-			if session = acpclient.LastSession(sessionsFile(a), dir); session == "" {
-				return output.NotFoundf("--resume: no ACP session was saved for %s: run qkit ask there without --resume first", dir)
-			}
-		}
-		policy, err := askPolicy(a, opts, r)
-		if err != nil {
-			return err
-		}
-		denied, unasked, unaskedErr = policy.Denied, policy.Refused, policy.Err
-		if len(opts.events.denyTools) > 0 {
-			// The agent would not ask about what it trusts itself: qkit decides everything.
-			r.TrustAll, r.TrustTools = false, nil
-		}
-		run.Refused = &acpclient.Refusals{}
-		onRefused := func(e *acpclient.OutsideError) {
-			a.Warnf("%v", e)
-			run.Refused.Add(e)
-		}
-		terms := &acpclient.DirTerminals{Root: dir, Logger: l.Logger, OnRefused: onRefused}
-		defer terms.Close()
-		r.Dir = dir
-		ares, err := acpclient.Run(runCtx, acpclient.RunOptions{
-			Limits: l, Request: r, SessionID: session, ClientVersion: a.Version.Version, OnEvent: onEvent, Permission: policy.Decide,
-			Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: policy.Access,
-		})
-		run.Err, run.Agent = err, ares.Result
-		run.SessionID, run.StopReason, run.Usage = ares.SessionID, ares.StopReason, ares.Usage
-		if ares.SessionID != "" {
-			rememberSession(a, dir, ares.SessionID)
-			recordAsk(ctx, a, ref, dir, opts.events.prompt, r, run) // qkit sessions (origin ask)
-		}
-	} else {
-		run.Agent, run.Err = agent.Stream(runCtx, l, r, onEvent)
-		run.StopReason = "end_turn"
-		// kiro-cli refused what --deny-tools (or --on-permission deny) asked it to refuse, and
-		// carried on: that is the run the user asked for, as on the ACP backend.
-		if labels, ok := approval.ChatRefusals(run.Err, opts.events.denyTools, opts.events.onPermission); ok {
-			run.Err, denied = nil, func() []string { return labels }
-		}
+		return err
 	}
+	run.Interrupted = ctx.Err() != nil // ask's own context: a failed write is not an interrupt
 	agentRes, body := run.Agent, run.Agent.Body()
 	if text != nil {
 		if text.err != nil {
 			return output.Errorf(output.ExitFailure, "writing the reply: %v; the agent was stopped", text.err)
 		}
-		// A cut reply ends with a line break, like every line a shell reads.
-		text.finish(body, a.IO.StdoutTTY || agentRes.Truncated)
+		text.finish(body, a.IO.StdoutTTY || agentRes.Truncated) // a cut reply ends with a line break
 	}
-
 	if stream != nil && stream.Err() != nil {
 		return output.Errorf(output.ExitFailure, "writing the events: %v; the agent was stopped", stream.Err())
 	}
-
-	// How the run ended, as ask reports it (the same codes as the text path).
-	run.Interrupted = ctx.Err() != nil
-	if denied != nil {
-		run.Denied = denied()
-	}
-	if unasked != nil {
-		run.Unasked, run.UnaskedErr = unasked(), unaskedErr()
-	}
 	res, exitErr := askrun.Report(run)
-	if len(res.Denied) > 0 {
-		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
-	}
-	if len(res.RefusedRequests) > 0 {
-		a.Warnf("refused what the agent did without a permission: %s", strings.Join(res.RefusedRequests, ", "))
-	}
-	if res.StopReason == "refusal" {
-		a.Warnf("the agent ended its turn after a refusal (stop reason: refusal)")
-	}
-
+	askWarnings(a, res)
 	switch format {
 	case formatStreamJSON:
 		if err := stream.Result(res); err != nil && exitErr == nil {
 			return output.Errorf(output.ExitFailure, "writing the result: %v", err)
 		}
 	case formatJSON:
-		if err := output.JSON(a.IO.Out, askEventsJSON{
-			askJSON: askJSON{
-				Output: body, Truncated: agentRes.Truncated, OriginalSize: agentRes.OriginalSize, TimedOut: agentRes.TimedOut,
-				ExitCode: agentRes.ExitCode, DurationMS: agentRes.Duration.Milliseconds(), Stderr: agentRes.Stderr,
-			},
-			Backend: backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
-			Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths, RefusedRequests: res.RefusedRequests,
-		}); err != nil {
+		if err := output.JSON(a.IO.Out, newAskEventsJSON(run, res)); err != nil {
 			return err
 		}
+	case formatText:
+		askStructuredText(a, &opts.structured, run, exitErr)
+	}
+	if err := askOutputFile(&opts.structured, run, exitErr); err != nil {
+		return err
 	}
 	if agentRes.Truncated {
 		a.Warnf("response truncated: the agent sent %d bytes, %d were kept (--max-response-size, AGENT_MAX_RESPONSE_SIZE)", agentRes.OriginalSize, len(body))
 	}
 	return exitErr
+}
+
+// askEvent prints one event of the run as it happens.
+func askEvent(a *app.App, format string, stream *streamjson.Writer, text *streamOut, ev agent.Event) {
+	if stream != nil {
+		stream.Event(ev)
+	}
+	switch {
+	case ev.Type == agent.EventMessage && text != nil:
+		text.chunk([]byte(ev.Text))
+	case ev.Type == agent.EventToolCall && a.IO.StderrTTY && format == formatText:
+		fmt.Fprintf(a.IO.ErrOut, "qkit: tool: %s\n", approval.Label(*ev.Tool))
+	}
+}
+
+// askWarnings says on stderr what the run refused.
+func askWarnings(a *app.App, res streamjson.Result) {
+	if len(res.Denied) > 0 {
+		a.Warnf("refused: %s", strings.Join(res.Denied, ", "))
+	}
+	if len(res.RefusedRequests) > 0 {
+		a.Warnf("refused what the agent did without a permission: %s", strings.Join(res.RefusedRequests, ", "))
+	}
+}
+
+// newAskEventsJSON is the --json object of a run.
+func newAskEventsJSON(run askrun.Run, res streamjson.Result) askEventsJSON {
+	r := run.Agent
+	return askEventsJSON{
+		askJSON: askJSON{
+			Output: r.Body(), Truncated: r.Truncated, OriginalSize: r.OriginalSize, TimedOut: r.TimedOut,
+			ExitCode: r.ExitCode, DurationMS: r.Duration.Milliseconds(), Stderr: r.Stderr,
+		},
+		Backend: run.Backend, SessionID: res.SessionID, StopReason: res.StopReason, Usage: res.Usage,
+		Tools: res.Tools, Denied: res.Denied, RefusedPaths: res.RefusedPaths, RefusedRequests: res.RefusedRequests,
+		StructuredOutput: res.StructuredOutput, Attempts: res.Attempts,
+	}
 }
 
 // askEventsJSON is the --json object, on both backends (the ACP-only fields are left out on chat).
@@ -312,16 +249,19 @@ type askEventsJSON struct {
 	Denied          []string                 `json:"denied,omitempty"`
 	RefusedPaths    []string                 `json:"refused_paths,omitempty"`
 	RefusedRequests []string                 `json:"refused_requests,omitempty"`
+	// StructuredOutput and Attempts: with --schema (ask_structured.go).
+	StructuredOutput json.RawMessage      `json:"structured_output,omitempty"`
+	Attempts         []structured.Attempt `json:"attempts,omitempty"`
 }
 
-// askPolicy builds the permission policy from the flags.
-func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy, error) {
-	p := &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, Deny: opts.events.denyTools, OnPermission: opts.events.onPermission}
+// askAsker completes the policy on the ACP backend: --on-permission ask puts a request in the
+// questions store; without --on-permission, a person at a terminal is asked there (else fail).
+func askAsker(a *app.App, p *approval.Policy) error {
 	switch {
 	case p.OnPermission == approval.Ask:
 		store, err := questions.Open(a.Config, questions.Options{Logger: a.Logger})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.Asker = &approval.StoreAsker{Store: store, Timeout: config.QuestionsTimeout.Get(a.Config), Created: func(id string) {
 			a.Errorf("the agent asks for permission: answer with qkit questions answer %s (or qkit questions wait; %s)", id, store.Location())
@@ -329,43 +269,9 @@ func askPolicy(a *app.App, opts *askOptions, r agent.Request) (*approval.Policy,
 	case p.OnPermission == "" && a.IO.CanPrompt():
 		pr, err := a.Prompt("--on-permission")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.OnPermission, p.Asker = approval.Ask, &approval.TerminalAsker{Prompter: pr, Out: a.IO.ErrOut}
-	case p.OnPermission == "":
-		p.OnPermission = approval.Fail
 	}
-	return p, nil
-}
-
-// askDryRunACP says whether --dry-run shows the ACP command line: when the backend is acp by flag
-// or setting (a dry run starts nothing, so auto is not probed and shows chat's).
-func askDryRunACP(a *app.App, opts *askOptions) bool {
-	b := opts.events.backend
-	if b == "" {
-		b = config.AgentBackend.Get(a.Config)
-	}
-	return b == acpclient.BackendACP || opts.events.session != ""
-}
-
-// printDryRunACP prints the ACP command line and the prompt (sent in session/prompt, not argv).
-func printDryRunACP(a *app.App, opts *askOptions, argv []string, prompt string) error {
-	if opts.asJSON {
-		return output.JSON(a.IO.Out, dryRunJSON{Argv: argv, Prompt: prompt})
-	}
-	_, err := fmt.Fprintf(a.IO.Out, "%s   (the prompt goes in session/prompt)\n\n%s\n", shellquote.Join(argv...), strings.TrimRight(prompt, "\n"))
-	return err
-}
-
-// sessionsFileName is the file in the state folder where ask remembers each directory's last
-// ACP session.
-const sessionsFileName = "acp-sessions.json"
-
-func sessionsFile(a *app.App) string { return filepath.Join(a.Config.Paths.State, sessionsFileName) }
-
-// rememberSession keeps the last ACP session of each working directory, for ask --resume.
-func rememberSession(a *app.App, dir, id string) {
-	if err := acpclient.RememberSession(sessionsFile(a), dir, id); err != nil {
-		a.Logger.Debug("could not remember the ACP session", "error", err)
-	}
+	return nil
 }

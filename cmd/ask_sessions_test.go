@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/askrun"
 )
 
 // TestAskSessionsOrder: --session completes to this directory's session first, then the others
 // sorted, the same every time; from a directory with no session, all of them sorted.
 func TestAskSessionsOrder(t *testing.T) {
 	a, _, _ := testApp(t)
-	file := filepath.Join(a.Config.Paths.State, sessionsFileName)
+	file := askrun.SessionsFile(a.Config.Paths.State)
 	root := t.TempDir()
 	var want []string
 	for _, d := range []string{"a", "b", "c", "d", "e", "f"} {

@@ -782,3 +782,27 @@ func TestAgentClosesStdout(t *testing.T) {
 	}
 	gone(t, pidIn(t, pidFile))
 }
+
+// TestNoEmptyUsage: a usage report that says nothing qkit keeps (kiro's metadata for a session
+// that has used none of its context, a usage_update with nothing used and a cost in money) is
+// no usage event, which would be {} in stream-json; one that says something is.
+func TestNoEmptyUsage(t *testing.T) {
+	var got []agent.Usage
+	c := &Conn{log: slog.New(slog.DiscardHandler), tools: map[string]agent.ToolCall{}, o: Options{
+		OnEvent: func(_ string, ev agent.Event) {
+			if ev.Type == agent.EventUsage {
+				got = append(got, *ev.Usage)
+			}
+		},
+	}}
+	c.notify(KiroMetadata, json.RawMessage(`{"sessionId":"s","contextUsagePercentage":0}`))
+	c.notify(KiroMetadata, json.RawMessage(`{"sessionId":"s","contextUsagePercentage":0,"meteringUsage":[]}`))
+	c.notify("session/update", json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":0,"size":200000}}`))
+	c.notify("session/update", json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":0,"size":1000,"cost":{"amount":0.02,"currency":"USD"}}}`))
+	c.notify(KiroMetadata, json.RawMessage(`{"sessionId":"s","contextUsagePercentage":2}`))
+	c.notify("session/update", json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":50,"size":1000}}`))
+	want := []agent.Usage{{ContextPercent: 2}, {ContextPercent: 5}}
+	if !slices.Equal(got, want) {
+		t.Errorf("usage events %+v, want %+v", got, want)
+	}
+}

@@ -3,10 +3,12 @@ package acpclient
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
@@ -140,5 +142,72 @@ func TestLearnedBackendReadsOnly(t *testing.T) {
 	}
 	if _, _, ok := LearnedBackend(cache, filepath.Join(dir, "nope")); ok {
 		t.Error("a missing binary counts as learned")
+	}
+}
+
+// What auto learned is not kept for good: a learned acp whose start fails (the agent no longer
+// answers initialize) is forgotten by the run, whose error says the way out; "no ACP" holds for
+// ChatTTL only; a probe that got no answer at all is not remembered.
+func TestChooseBackendProbesAgain(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "argv")
+	self := fakeqtest.Use(t, "FAKEQ_RECORD="+record)
+	t.Setenv("HOME", t.TempDir())
+	command := filepath.Join(dir, "q")
+	must(t, os.WriteFile(command, []byte("#!/bin/sh\nexec "+self+" \"$@\"\n"), 0o755))
+	state := filepath.Join(dir, "state")
+	cache := BackendCacheFile(state)
+	choose := func() BackendChoice {
+		t.Helper()
+		c, err := ChooseBackend(t.Context(), BackendAuto, command, cache, false, discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := choose(); c.Backend != BackendACP || !c.Probed {
+		t.Fatalf("first: %+v", c)
+	}
+	// The same binary now has no acp (the fake as q 1.19.7, as README's third command runs it).
+	t.Setenv("FAKEQ_FLAVOUR", "q")
+	c := choose()
+	if c.Backend != BackendACP || !c.Learned {
+		t.Fatalf("learned: %+v", c)
+	}
+	_, err := Run(t.Context(), RunOptions{Limits: agent.Limits{Command: command, StateDir: state, Timeout: time.Minute}, Request: agent.Request{Prompt: "hi", Dir: dir}})
+	if !c.Stale(err) {
+		t.Fatalf("the failed start is not stale: %v", err)
+	}
+	for _, way := range []string{"--refresh-backend", "agent.backend"} {
+		if !strings.Contains(err.Error(), way) {
+			t.Errorf("the error names no %s: %v", way, err)
+		}
+	}
+	n := starts(t, record)
+	if c := choose(); c.Backend != BackendChat || !c.Probed || starts(t, record) != n+1 {
+		t.Fatalf("after the failed start: %+v, %d starts", c, starts(t, record)-n)
+	}
+	// Chat is learned, for ChatTTL: within it no probe; past it, a new one.
+	if c := choose(); c.Backend != BackendChat || !c.Learned {
+		t.Fatalf("learned chat: %+v", c)
+	}
+	data, err := os.ReadFile(cache)
+	must(t, err)
+	old := time.Now().Add(-2 * ChatTTL).UTC().Format(time.RFC3339Nano)
+	data = regexp.MustCompile(`"probed_at": "[^"]*"`).ReplaceAll(data, []byte(`"probed_at": "`+old+`"`))
+	must(t, os.WriteFile(cache, data, 0o600))
+	t.Setenv("FAKEQ_FLAVOUR", "")
+	if c := choose(); c.Backend != BackendACP || !c.Probed {
+		t.Fatalf("chat past its time: %+v", c)
+	}
+	if c := (BackendChoice{Backend: BackendACP}); c.Stale(&NotACPError{}) {
+		t.Error("a choice made by a probe (or a setting) is not stale")
+	}
+
+	// No answer at all (a silent agent, past the probe's time): chat for this run, not remembered.
+	t.Setenv("FAKEQ_ACP_BAD", "silent")
+	backend, why, sure := probe(t.Context(), agent.Describe(command), 200*time.Millisecond, discard())
+	if backend != BackendChat || sure || !strings.Contains(why, "not remembered") {
+		t.Errorf("silent agent: %s %q sure=%v", backend, why, sure)
 	}
 }

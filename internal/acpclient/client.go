@@ -24,9 +24,13 @@ func (cl *client) SessionUpdate(_ context.Context, n acp.SessionNotification) er
 	return nil
 }
 
-// HandleExtensionMethod answers extension requests (kiro's V3 _kiro/auth/getAccessToken,
-// _kiro/terminal/shell_type): qkit serves none of them.
-func (cl *client) HandleExtensionMethod(_ context.Context, method string, _ json.RawMessage) (any, error) {
+// HandleExtensionMethod answers the agent's extension requests: through Options.Extension when
+// set (a proxy passes them to the editor), else method-not-found (kiro's V3
+// _kiro/auth/getAccessToken, _kiro/terminal/shell_type: qkit serves none of them).
+func (cl *client) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if cl.c.o.Extension != nil {
+		return cl.c.o.Extension(ctx, method, params)
+	}
 	cl.c.log.Debug("agent extension request not served", "method", method)
 	return nil, acp.NewMethodNotFound(method)
 }

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,9 +37,12 @@ import (
 
 // Options say how to start the agent and how to answer it.
 type Options struct {
-	// Command is the agent CLI (agent.command); Args follow it (see Argv).
+	// Command is the program to run; Args follow it (see Argv).
 	Command string
 	Args    []string
+	// Agent describes the agent (agent.Describe of agent.command): its name in messages and how
+	// it says it is not logged in. Empty: the description of Command.
+	Agent agent.Description
 	// Dir is the agent's working directory; empty means the caller's.
 	Dir string
 	// Env is the agent's environment; nil means the caller's.
@@ -72,6 +74,8 @@ type Options struct {
 	// or Terminals serve it, with the tool call of this turn whose permission covers it, if any;
 	// nil serves every one (a proxy whose editor decides). Reads are not asked about.
 	Access AccessFunc
+	// Extension answers the agent's `_`-prefixed requests; nil answers method-not-found.
+	Extension func(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
 
 // PermissionFunc decides a permission request. An error ends the turn: the request is answered
@@ -190,29 +194,27 @@ func Start(ctx context.Context, o Options) (*Conn, error) {
 	return c, nil
 }
 
-// KiroLogin is the auth method kiro-cli's ACP agent (v2) lists in initialize when nobody is
-// logged in. It has no authenticate handler: the login happens in a terminal.
-const KiroLogin = "kiro-login"
-
 // loginRequired is the *agent.LoginError of an agent that said in initialize it has no login
-// (kiro's kiro-login method) and has no headless credential (agent.HeadlessLogin, in the agent's
+// (agent.Description.LoginMethod: kiro's kiro-login, which has no authenticate handler: the login
+// happens in a terminal) and has no headless credential (agent.HeadlessLogin, in the agent's
 // environment) either: without one, kiro waits forever for a device login once a session or a
 // prompt needs it.
 func (c *Conn) loginRequired() error {
+	method := c.agent().LoginMethod()
 	for _, m := range c.init.AuthMethods {
-		if m.Agent == nil || m.Agent.Id != KiroLogin {
+		if method == "" || m.Agent == nil || m.Agent.Id != method {
 			continue
 		}
 		if _, ok := agent.HeadlessLogin(agent.EnvLookup(c.o.Env)); ok {
 			return nil
 		}
-		return &agent.LoginError{Command: c.o.Command, Detail: fmt.Sprintf("%s acp answered initialize with its %s method, and KIRO_API_KEY is not set", c.name(), KiroLogin)}
+		return &agent.LoginError{Command: c.agent().Command, Detail: fmt.Sprintf("%s acp answered initialize with its %s method, and KIRO_API_KEY is not set", c.name(), method)}
 	}
 	return nil
 }
 
-// name is the agent command's file name.
-func (c *Conn) name() string { return filepath.Base(c.o.Command) }
+// name is what messages call the agent (agent.Description.Name).
+func (c *Conn) name() string { return c.agent().Name() }
 
 func (c *Conn) start() error {
 	if strings.TrimSpace(c.o.Command) == "" {
@@ -242,7 +244,7 @@ func (c *Conn) start() error {
 	})
 	if err != nil {
 		c.lifeStop()
-		return agent.StartError(c.o.Command, err)
+		return agent.StartError(c.agent().Command, err)
 	}
 	c.proc, c.stdin = proc, proc.Stdin()
 	go c.watchExit()
@@ -349,7 +351,7 @@ func (c *Conn) initialize(ctx context.Context) error {
 	})
 	if err != nil {
 		if errors.Is(err, errDead) {
-			return &NotACPError{Command: c.o.Command, Err: c.Err()}
+			return c.notACP(c.Err())
 		}
 		return fmt.Errorf("initialize: %w", err)
 	}

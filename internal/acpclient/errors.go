@@ -13,14 +13,23 @@ import (
 )
 
 // NotACPError is returned by Start when the agent ended before answering initialize, or answered
-// with something that is not JSON-RPC: it does not speak ACP.
+// with something that is not JSON-RPC: it does not speak ACP. Its message says the way out.
 type NotACPError struct {
+	// Command is what was run, without its flags: "q acp", "goose acp".
 	Command string
 	Err     error
+	// Chat is set for an agent that also has a chat mode (q, kiro-cli): agent.backend can pick it.
+	Chat bool
 }
 
 func (e *NotACPError) Error() string {
-	return fmt.Sprintf("%s acp does not speak the Agent Client Protocol (kiro-cli 1.25 or later does; q does not): %v", e.Command, e.Err)
+	if !e.Chat {
+		return fmt.Sprintf("%s does not speak the Agent Client Protocol: %v; agent.command must be the agent's command line "+
+			"in ACP mode (such as goose acp or gemini --experimental-acp)", e.Command, e.Err)
+	}
+	return fmt.Sprintf("%s does not speak the Agent Client Protocol (kiro-cli 1.25 or later does; q 1.19 does not): %v; "+
+		"with agent.backend auto qkit probes the agent again on the next run (qkit ask --refresh-backend probes it now), "+
+		"or set agent.backend chat to run it with chat --no-interactive", e.Command, e.Err)
 }
 
 func (e *NotACPError) Unwrap() error { return e.Err }

@@ -44,7 +44,9 @@ func (c *Conn) notify(method string, params json.RawMessage) {
 			c.emit("", agent.Event{Type: agent.EventMessage, Text: text})
 		}
 	case KiroMetadata:
-		if sid, u, ok := ParseKiroMetadata(params); ok {
+		// A report that says nothing qkit keeps (kiro's first one, for a session that has used
+		// none of its context yet) is no usage event: it would read as {}.
+		if sid, u, ok := ParseKiroMetadata(params); ok && u != (agent.Usage{}) {
 			c.emit(sid, agent.Event{Type: agent.EventUsage, Usage: &u})
 		}
 	default:
@@ -127,7 +129,8 @@ func (c *Conn) emit(sessionID string, ev agent.Event) {
 }
 
 // Event converts one session update into an event; ok is false for updates no event type covers
-// (user message chunks, available commands, modes, config options, session info).
+// (user message chunks, available commands, modes, config options, session info) and for a
+// usage_update that reports nothing qkit keeps.
 func Event(u acp.SessionUpdate) (agent.Event, bool) {
 	switch {
 	case u.AgentMessageChunk != nil:
@@ -165,7 +168,8 @@ func Event(u acp.SessionUpdate) (agent.Event, bool) {
 		if u.UsageUpdate.Cost != nil && strings.EqualFold(u.UsageUpdate.Cost.Currency, "credits") {
 			us.Credits = u.UsageUpdate.Cost.Amount
 		}
-		return agent.Event{Type: agent.EventUsage, Usage: us}, true
+		// Nothing qkit keeps (no context used yet, a cost in money rather than credits): no event.
+		return agent.Event{Type: agent.EventUsage, Usage: us}, *us != (agent.Usage{})
 	}
 	return agent.Event{}, false
 }

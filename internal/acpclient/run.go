@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,27 +57,12 @@ type Result struct {
 	Agent string
 }
 
-// Argv is the command line that starts the agent: `<command> acp [--agent A] [--model M] [-a]
-// [--trust-tools=a,b]`, kiro-cli's flags for the first session.
+// Argv is the command line that starts the agent (agent.Description.ACPArgv): `<command> acp
+// [--agent A] [--model M] [-a] [--trust-tools=a,b]` for q and kiro-cli, the flags for the first
+// session; another ACP agent's command line as given (Run sets its mode and model in the session,
+// and the permission policy answers for the tools).
 func Argv(l agent.Limits, r agent.Request) []string {
-	argv := []string{l.Command, "acp"}
-	if r.Agent != "" {
-		argv = append(argv, "--agent", r.Agent)
-	}
-	m := r.Model
-	if m == "" {
-		m = l.DefaultModel
-	}
-	if m != "" {
-		argv = append(argv, "--model", m)
-	}
-	if r.TrustAll {
-		argv = append(argv, "-a")
-	}
-	if tools := agent.TrustList(r.TrustTools); len(tools) > 0 {
-		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
-	}
-	return argv
+	return agent.Describe(l.Command).ACPArgv(r.Agent, agent.ModelOf(l, r), r.TrustAll, r.TrustTools)
 }
 
 // Run starts the agent, opens (or loads) a session, sends the prompt, streams the events, and
@@ -194,10 +178,16 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	}
 	live := &runGate{handle: handle}
 	conn, err := Start(runCtx, Options{
-		Command: l.Command, Args: res.Argv[1:], Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
+		Command: res.Argv[0], Args: res.Argv[1:], Agent: agent.Describe(l.Command), Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
 		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals, Access: o.Access,
 	})
 	var stopReason acp.StopReason
+	if nacp := (*NotACPError)(nil); errors.As(err, &nacp) && l.StateDir != "" {
+		// What agent.backend auto learned (acp) is out of date: the next auto run probes again.
+		if ferr := ForgetBackend(BackendCacheFile(l.StateDir), l.Command); ferr != nil && l.Logger != nil {
+			l.Logger.Warn("could not forget the agent's learned backend", "error", ferr)
+		}
+	}
 	if err == nil {
 		res.Agent = agentName(conn.Info())
 		stopReason, err = session(runCtx, conn, o, dir, &res, live)
@@ -231,22 +221,37 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	return res, err
 }
 
-// session opens or loads the session, then prompts.
+// session opens or loads the session, then prompts. An agent that takes no launch flags (an ACP
+// agent given as a command line) gets --agent as the session's mode and the model through the
+// session, before the prompt; a refusal fails the run.
 func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *runGate) (acp.StopReason, error) {
+	var choices SessionChoices
 	if o.SessionID != "" {
 		live.replaying(true)
-		_, err := conn.LoadSession(ctx, o.SessionID, dir, nil)
+		r, err := conn.LoadSession(ctx, o.SessionID, dir, nil)
 		live.replaying(false)
 		if err != nil {
 			return "", err
 		}
-		res.SessionID = o.SessionID
+		res.SessionID, choices = o.SessionID, LoadChoices(r)
 	} else {
 		s, err := conn.NewSession(ctx, dir, nil)
 		if err != nil {
 			return "", err
 		}
-		res.SessionID = string(s.SessionId)
+		res.SessionID, choices = string(s.SessionId), NewChoices(s)
+	}
+	if d := conn.agent(); !d.LaunchFlags() {
+		if a := o.Request.Agent; a != "" {
+			if err := conn.SetMode(ctx, res.SessionID, a, choices); err != nil {
+				return "", err
+			}
+		}
+		if m := agent.ModelOf(o.Limits, o.Request); m != "" {
+			if err := conn.SetModel(ctx, res.SessionID, m, choices); err != nil {
+				return "", err
+			}
+		}
 	}
 	live.open(res.SessionID)
 	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})

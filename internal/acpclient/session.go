@@ -76,7 +76,7 @@ func (c *Conn) sessionError(what string, err error) error {
 	if errors.As(err, &ae) && ae.Code == CodeAuthRequired {
 		// The text runner's login failure too, with the same advice (kiro-cli login, or
 		// KIRO_API_KEY for headless runs), and what the agent itself says to do.
-		login := &agent.LoginError{Command: c.o.Command, Detail: "the agent needs a login"}
+		login := &agent.LoginError{Command: c.agent().Command, Detail: "the agent needs a login"}
 		for _, m := range c.init.AuthMethods {
 			if m.Agent != nil && m.Agent.Description != nil {
 				login.Detail += ": " + *m.Agent.Description

@@ -109,13 +109,22 @@ func refusal(err error) error {
 	return &acp.RequestError{Code: -32602, Message: err.Error(), Data: map[string]any{"details": err.Error()}}
 }
 
-// Within reports whether path (absolute) lies inside root once symbolic links are resolved; for a
-// path that does not exist yet, its nearest existing parent decides. It returns the cleaned path.
+// Within reports whether path lies inside root (the session's working directory, absolute) once
+// symbolic links are resolved; for a path that does not exist yet, its nearest existing parent
+// decides. It returns the path to use: cleaned, and absolute.
+//
+// ACP's schema says the path of fs/read_text_file and fs/write_text_file, and a terminal's cwd,
+// is an absolute path; an agent that sends a relative one anyway can only mean the session's
+// folder (its cwd, which session/new gives as absolute), so the path is resolved against root
+// first and then held to root like any other: "../x" is still outside.
 func Within(root, path string) (string, bool) {
 	if !filepath.IsAbs(path) {
-		return path, false
+		path = filepath.Join(root, path)
 	}
 	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) {
+		return path, false // root itself was relative: nothing to hold the path to
+	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return path, false

@@ -31,11 +31,22 @@ func TestWithin(t *testing.T) {
 		{filepath.Join(root, "out", "x"), false},
 		{filepath.Join(root, "out"), false},
 		{outside, false},
-		{"relative.txt", false},
 		{"/", false},
+		// ACP asks for absolute paths; a relative one is taken in the session's folder, and
+		// held to it like any other.
+		{"relative.txt", true},
+		{filepath.Join("sub", "new", "deep.txt"), true},
+		{filepath.Join("in", "x"), true},
+		{filepath.Join("..", filepath.Base(outside), "x"), false},
+		{filepath.Join("out", "x"), false},
+		{filepath.Join("sub", "..", "..", "x"), false},
 	} {
-		if _, ok := Within(root, c.path); ok != c.ok {
+		p, ok := Within(root, c.path)
+		if ok != c.ok {
 			t.Errorf("%s: %v, want %v", c.path, ok, c.ok)
+		}
+		if ok && !filepath.IsAbs(p) {
+			t.Errorf("%s: inside, but %q is not absolute", c.path, p)
 		}
 	}
 }
@@ -215,5 +226,31 @@ func TestRefusalMessagesSafe(t *testing.T) {
 	}
 	if got := r.list[0].Error(); got != `refused to write "/etc/x\x1b]52;c;ZXZpbA==\a\u202e": it is outside the working directory /w/work` {
 		t.Errorf("%q", got)
+	}
+}
+
+// TestDirFilesRelativePath: a relative path (ACP asks for absolute ones) is read and written in
+// the session's folder, not refused as outside it; one that climbs out is still refused.
+func TestDirFilesRelativePath(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "sub", "f.txt"), []byte("inside\n"), 0o644))
+	var refused []string
+	d := &DirFiles{Root: root, OnRefused: func(e *OutsideError) { refused = append(refused, e.Path) }}
+	r, err := d.ReadTextFile(t.Context(), acp.ReadTextFileRequest{Path: "sub/f.txt"})
+	if err != nil || r.Content != "inside\n" {
+		t.Fatalf("read sub/f.txt: %q %v", r.Content, err)
+	}
+	if _, err := d.WriteTextFile(t.Context(), acp.WriteTextFileRequest{Path: "new.txt", Content: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "new.txt")); err != nil || string(data) != "w" {
+		t.Errorf("new.txt: %q %v", data, err)
+	}
+	if _, err := d.ReadTextFile(t.Context(), acp.ReadTextFileRequest{Path: "../x"}); err == nil {
+		t.Error("../x was read")
+	}
+	if !slices.Equal(refused, []string{"../x"}) {
+		t.Errorf("refused %q", refused)
 	}
 }

@@ -120,6 +120,8 @@ type testClient struct {
 	// terminal: the editor runs terminal/* (a stand-in that answers every command alike).
 	terminal  bool
 	terminals []acp.CreateTerminalRequest
+	// ext are the extension methods the editor got (method and params).
+	ext []string
 }
 
 func newTestClient() *testClient {
@@ -699,6 +701,11 @@ func TestPermissionFlow(t *testing.T) {
 		if !strings.Contains(got, "file written") || strings.Contains(got, "Using tool") || strings.Contains(got, "> ") || strings.Contains(got, "●") {
 			t.Fatalf("reply %q", got)
 		}
+		// The run repeated with the tool allowed starts with the text the editor has already
+		// (what q said before the tool): it is sent once.
+		if n := strings.Count(got, "Let me use the tools for that."); n != 1 {
+			t.Fatalf("the text from before the tool was sent %d times: %q", n, got)
+		}
 		all := runs()
 		if last := all[len(all)-1]; !contains(last, "--trust-tools=fs_write") {
 			t.Fatalf("re-run without the tool trusted: %q", last)
@@ -785,7 +792,8 @@ func TestKiroDenial(t *testing.T) {
 		t.Fatalf("runs %q", all)
 	}
 	got := h.tc.agentText(id)
-	if strings.Count(got, "all done") != 1 || strings.Contains(got, "rejected") || strings.Contains(got, "denied list") {
+	if strings.Count(got, "all done") != 1 || strings.Count(got, "Let me use the tools for that.") != 1 ||
+		strings.Contains(got, "rejected") || strings.Contains(got, "denied list") {
 		t.Fatalf("reply %q", got)
 	}
 	calls := h.tc.toolCalls(id)

@@ -67,6 +67,9 @@ func internalError(err error) error {
 }
 
 func (a *adapter) authRequired() error {
+	if d := agent.Describe(a.opts.Limits.Command); !d.Builtin() {
+		return a.agentAuthRequired(d)
+	}
 	return &acp.RequestError{Code: -32000, Message: fmt.Sprintf("Authentication required: %s; then authenticate with method \"cli\"", agent.LoginHint(a.opts.Limits.Command))}
 }
 
@@ -108,6 +111,9 @@ func (a *adapter) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.
 		AgentInfo:   &acp.Implementation{Name: "qkit", Title: acp.Ptr("qkit (Amazon Q Developer CLI)"), Version: a.opts.Version},
 		AuthMethods: a.authMethods(p.ClientCapabilities, loggedIn, ferr == nil),
 	}
+	if err := a.proxyInitialize(ctx, &resp); err != nil {
+		return acp.InitializeResponse{}, err
+	}
 	return resp, nil
 }
 
@@ -137,6 +143,9 @@ func loginFailure(err error) error {
 // Authenticate with method "cli" (or the terminal method) checks the login again: the login itself
 // happens in a terminal.
 func (a *adapter) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	if handled, err := a.agentAuthenticate(ctx, p); handled {
+		return acp.AuthenticateResponse{}, err
+	}
 	if !knownMethod(p.MethodId) {
 		return acp.AuthenticateResponse{}, invalidParams("unknown authentication method %q: expected %q (or %q, after its terminal login)", p.MethodId, cliMethodID, LoginMethodID)
 	}
@@ -434,7 +443,11 @@ func (a *adapter) Prompt(reqCtx context.Context, p acp.PromptRequest) (acp.Promp
 	if err := a.requireAuth(); err != nil {
 		return acp.PromptResponse{}, err
 	}
-	prompt, err := newUserPrompt(p.Prompt)
+	var caps acp.PromptCapabilities // what the agent takes beyond text: only on the proxy path
+	if a.proxy != nil && a.proxy.session(string(p.SessionId)) != nil {
+		caps, _ = a.agentPrompt()
+	}
+	prompt, err := newUserPrompt(p.Prompt, caps)
 	if err != nil {
 		return acp.PromptResponse{}, invalidParams("%v", err)
 	}
@@ -546,13 +559,19 @@ func (a *adapter) configOptions(rec sessions.SessionRecord) []acp.SessionConfigO
 	return []acp.SessionConfigOption{o}
 }
 
-// sessionModels are the models session rec can use: the agent's own list on the proxy path (when
-// it gave one), the configured ones otherwise.
+// sessionModels are the models session rec can use: on the proxy path the agent's own list, or,
+// when it gave none, only what agent.models and --model name (never q's offline list, which is
+// not the agent's); the configured ones otherwise.
 func (a *adapter) sessionModels(rec sessions.SessionRecord) []string {
 	if rec.Backend == sessions.BackendACP && a.proxy != nil {
 		if models, _ := a.proxy.models(rec.ID); len(models) > 0 {
 			return models
 		}
+		models := slices.Clone(a.opts.Limits.Models)
+		if a.opts.Model != "" && !slices.Contains(models, a.opts.Model) {
+			models = append(models, a.opts.Model)
+		}
+		return models
 	}
 	return a.models()
 }
@@ -604,6 +623,10 @@ func (a *adapter) SetSessionConfigOption(ctx context.Context, p acp.SetSessionCo
 	}
 	select {
 	case r := <-reply:
+		var refused *agentRefusal
+		if errors.As(r.err, &refused) {
+			return acp.SetSessionConfigOptionResponse{}, agentRequestError(refused.err)
+		}
 		if r.err != nil {
 			return acp.SetSessionConfigOptionResponse{}, internalError(r.err)
 		}

@@ -3,6 +3,7 @@ package acpserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -13,6 +14,13 @@ import (
 // <resource uri="..." mime-type="...">content</resource>. Images, audio and binary resources are
 // refused (the agent advertises neither image nor audio), as is a prompt with nothing in it.
 func PromptText(blocks []acp.ContentBlock) (string, error) {
+	return promptText(blocks, acp.PromptCapabilities{})
+}
+
+// promptText is PromptText for an agent that takes what caps say (the proxy path's agent): an
+// image or audio block it takes stands in the text as <image mime-type="..."/> (or <audio .../>),
+// for the transcript; the agent gets the block itself.
+func promptText(blocks []acp.ContentBlock, caps acp.PromptCapabilities) (string, error) {
 	var b strings.Builder
 	for i, c := range blocks {
 		if i > 0 {
@@ -32,6 +40,10 @@ func PromptText(blocks []acp.ContentBlock) (string, error) {
 			fmt.Fprintf(&b, ">%s</resource>", r.Text)
 		case c.Resource != nil:
 			return "", fmt.Errorf("prompt block %d: binary embedded resources are not supported; embed text or send a resource_link", i+1)
+		case c.Image != nil && caps.Image:
+			fmt.Fprintf(&b, `<image mime-type="%s"/>`, xmlAttr(c.Image.MimeType))
+		case c.Audio != nil && caps.Audio:
+			fmt.Fprintf(&b, `<audio mime-type="%s"/>`, xmlAttr(c.Audio.MimeType))
 		case c.Image != nil:
 			return "", fmt.Errorf("prompt block %d: images are not supported (promptCapabilities.image is false)", i+1)
 		case c.Audio != nil:
@@ -46,6 +58,24 @@ func PromptText(blocks []acp.ContentBlock) (string, error) {
 	return b.String(), nil
 }
 
+// agentBlocks is a prompt as the agent behind the proxy takes it: embedded text resources become
+// text blocks (the form PromptText gives them) for an agent without embeddedContext, which qkit
+// advertises whatever the agent does.
+func agentBlocks(blocks []acp.ContentBlock, caps acp.PromptCapabilities) []acp.ContentBlock {
+	out := slices.Clone(blocks)
+	if caps.EmbeddedContext {
+		return out
+	}
+	for i, c := range out {
+		if c.Resource != nil && c.Resource.Resource.TextResourceContents != nil {
+			if text, err := PromptText([]acp.ContentBlock{c}); err == nil {
+				out[i] = acp.TextBlock(text)
+			}
+		}
+	}
+	return out
+}
+
 // userPrompt is a session/prompt as a turn needs it: the text q is given, and for the transcript
 // the content blocks as the client sent them (nil when they are one text block, which the text
 // already is), so session/load replays resources as resources.
@@ -56,8 +86,8 @@ type userPrompt struct {
 	content []acp.ContentBlock
 }
 
-func newUserPrompt(blocks []acp.ContentBlock) (userPrompt, error) {
-	text, err := PromptText(blocks)
+func newUserPrompt(blocks []acp.ContentBlock, caps acp.PromptCapabilities) (userPrompt, error) {
+	text, err := promptText(blocks, caps)
 	if err != nil {
 		return userPrompt{}, err
 	}

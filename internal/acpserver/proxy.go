@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +88,7 @@ type proxySession struct {
 	cmds    []acp.AvailableCommand // the agent's latest commands
 	models  *acp.SessionModelState
 	modes   *acp.SessionModeState
+	config  []acp.SessionConfigOption // the agent's config options (its model choice, on newer agents)
 	inTurn  bool
 	context float64         // the share of the context window kiro last reported, in percent
 	text    strings.Builder // the running turn's reply, for the transcript (its first transcriptKeep bytes)
@@ -182,17 +182,19 @@ func (p *proxy) available(ctx context.Context) bool {
 	return !errors.Is(err, errNotACP)
 }
 
-// start runs `<agent> acp [--agent A]`. The model is not passed: kiro ignores session/set_model
-// in a process started with --model, and each session has its own.
+// start runs the agent in ACP mode (agent.Description.ACPArgv): `<agent> acp [--agent A]` for q
+// and kiro-cli, another ACP agent's command line as given (its sessions get --agent as their
+// mode). The model is not passed: kiro ignores session/set_model in a process started with
+// --model, and each session has its own.
 func (p *proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 	o := p.a.opts
-	args := []string{"acp"}
-	if o.Agent != "" {
-		args = append(args, "--agent", o.Agent)
-	}
+	d := agent.Describe(o.Limits.Command)
+	argv := d.ACPArgv(o.Agent, "", false, nil)
 	copts := acpclient.Options{
-		Command:        o.Limits.Command,
-		Args:           args,
+		Command:        argv[0],
+		Args:           argv[1:],
+		Agent:          d,
+		Extension:      p.extension,
 		Logger:         o.Logger,
 		Grace:          o.Limits.Grace,
 		OnNotification: p.notify,
@@ -278,6 +280,10 @@ func (p *proxy) byAgentID(agentID string) *proxySession {
 // notify receives every notification of the agent (on its reader, in order) and forwards it.
 func (p *proxy) notify(method string, params json.RawMessage) {
 	agentID := sessionIDOf(params)
+	if agentID == "" && strings.HasPrefix(method, "_") {
+		p.extensionNote(method, params) // an agent's own notification about no session
+		return
+	}
 	p.mu.Lock()
 	s := p.byAgent[agentID]
 	if s == nil {
@@ -583,8 +589,15 @@ func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers
 		}
 		return nil, err
 	}
-	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c, models: resp.Models, modes: resp.Modes}
+	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c,
+		models: resp.Models, modes: resp.Modes, config: resp.ConfigOptions}
 	rec.Backend, rec.AgentSession = sessions.BackendACP, s.agentID
+	if err := p.setAgentMode(ctx, s); err != nil {
+		if b != nil {
+			b.Close()
+		}
+		return nil, err
+	}
 	if rec.Model != "" {
 		if err := p.setAgentModel(ctx, s, rec.Model); err != nil {
 			p.a.opts.Logger.Warn("the session's model was not set", "session", rec.ID, "model", rec.Model, "err", err)
@@ -633,8 +646,14 @@ func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers 
 	s.mu.Unlock()
 	if err == nil {
 		s.mu.Lock()
-		s.models = resp.Models
+		s.models, s.config = resp.Models, resp.ConfigOptions
+		if resp.Modes != nil {
+			s.modes = resp.Modes
+		}
 		s.mu.Unlock()
+		if err := p.setAgentMode(ctx, s); err != nil {
+			p.a.opts.Logger.Warn("the session's mode was not set", "session", rec.ID, "err", err)
+		}
 		if rec.Model != "" {
 			_ = p.setAgentModel(ctx, s, rec.Model)
 		}
@@ -660,7 +679,10 @@ func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers 
 	delete(p.byAgent, s.agentID)
 	p.mu.Unlock()
 	s.mu.Lock()
-	s.agentID, s.conn, s.models, s.history = string(fresh.SessionId), c, fresh.Models, true
+	s.agentID, s.conn, s.models, s.config, s.history = string(fresh.SessionId), c, fresh.Models, fresh.ConfigOptions, true
+	if fresh.Modes != nil {
+		s.modes = fresh.Modes
+	}
 	s.mu.Unlock()
 	p.register(s)
 	if err := p.a.opts.Store.SetAgentSession(context.WithoutCancel(ctx), rec.ID, string(fresh.SessionId), p.a.opts.Now()); err != nil {
@@ -698,8 +720,8 @@ const kiroTerminate = "_kiro.dev/session/terminate"
 // terminateWait bounds how long session/close waits for the agent to drop its session.
 const terminateWait = 5 * time.Second
 
-// close forgets the session, asks the agent to drop its side (kiro's session/terminate; an
-// agent without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
+// close forgets the session, asks the agent to drop its side (kiro's session/terminate, sent to
+// q and kiro-cli only; one without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
 // turn still running was cancelled by the session's actor. The agent is asked before close
 // returns, so a session/load or resume that follows finds the session dropped, not dropped
 // under it.
@@ -723,7 +745,7 @@ func (p *proxy) close(ctx context.Context, id string) {
 	if s == nil {
 		return
 	}
-	if c != nil && !p.isDead(c) && agentID != "" {
+	if c != nil && !p.isDead(c) && agentID != "" && agent.Describe(p.a.opts.Limits.Command).Builtin() {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminateWait)
 		_, err := c.SDK().CallExtension(tctx, kiroTerminate, map[string]string{"sessionId": agentID})
 		cancel()
@@ -761,12 +783,12 @@ func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *re
 			return a.fail(ctx, out.say, fmt.Errorf("the agent could not take the prompt: %w", err)), nil
 		}
 	}
-	blocks := slices.Clone(up.content)
 	s.mu.Lock()
 	withHistory := s.history
 	s.history = false
 	agentID, c := s.agentID, s.conn
 	s.mu.Unlock()
+	blocks := agentBlocks(up.content, c.Info().AgentCapabilities.PromptCapabilities)
 	hasMessages, err := a.opts.Store.HasMessages(ctx, in.sessionID)
 	if err != nil {
 		return a.fail(ctx, out.say, err), nil
@@ -842,16 +864,31 @@ func (p *proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	return acpclient.Decision{OptionID: string(resp.Outcome.Selected.OptionId), By: "client"}, nil
 }
 
-// setAgentModel sets the agent session's model (session/set_model, which kiro handles).
+// setAgentModel sets the agent session's model: through its model config option when it offered
+// one, else session/set_model (which kiro handles). An error is the agent's refusal.
 func (p *proxy) setAgentModel(ctx context.Context, s *proxySession, model string) error {
 	s.mu.Lock()
 	agentID, c := s.agentID, s.conn
+	choices := acpclient.SessionChoices{ConfigOptions: s.config, Models: s.models, Modes: s.modes}
 	s.mu.Unlock()
 	if c == nil {
 		return errors.New("the agent is not running")
 	}
-	_, err := c.SDK().UnstableSetSessionModel(ctx, acp.UnstableSetSessionModelRequest{SessionId: acp.SessionId(agentID), ModelId: acp.UnstableModelId(model)})
-	return err
+	return c.SetModel(ctx, agentID, model, choices)
+}
+
+// setAgentMode gives a new agent session `acp serve --agent` as its mode, for an agent that does
+// not take it at launch (another ACP agent than q and kiro-cli); a refusal is the error.
+func (p *proxy) setAgentMode(ctx context.Context, s *proxySession) error {
+	mode := p.a.opts.Agent
+	if mode == "" || agent.Describe(p.a.opts.Limits.Command).LaunchFlags() {
+		return nil
+	}
+	s.mu.Lock()
+	agentID, c := s.agentID, s.conn
+	choices := acpclient.SessionChoices{ConfigOptions: s.config, Models: s.models, Modes: s.modes}
+	s.mu.Unlock()
+	return c.SetMode(ctx, agentID, mode, choices)
 }
 
 // modeState is the agent's modes of the session, as it last said.
@@ -882,13 +919,38 @@ func (p *proxy) models(id string) ([]string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.models == nil {
-		return nil, ""
+		return configModels(s.config)
 	}
 	var out []string
 	for _, m := range s.models.AvailableModels {
 		out = append(out, string(m.ModelId))
 	}
 	return out, string(s.models.CurrentModelId)
+}
+
+// configModels are the values of the config option of category model, and its current one.
+func configModels(opts []acp.SessionConfigOption) ([]string, string) {
+	for _, o := range opts {
+		sel := o.Select
+		if sel == nil || sel.Category == nil || *sel.Category != acp.SessionConfigOptionCategoryModel {
+			continue
+		}
+		var out []string
+		if u := sel.Options.Ungrouped; u != nil {
+			for _, v := range *u {
+				out = append(out, string(v.Value))
+			}
+		}
+		if g := sel.Options.Grouped; g != nil {
+			for _, group := range *g {
+				for _, v := range group.Options {
+					out = append(out, string(v.Value))
+				}
+			}
+		}
+		return out, string(sel.CurrentValue)
+	}
+	return nil, ""
 }
 
 // proxyFiles answers the agent's fs/* requests: through the editor when it advertised them (so

@@ -50,6 +50,16 @@ func startProxy(t *testing.T, db string) *harness {
 	return startWith(t, db, func(o *Options) { o.Backend = acpclient.BackendACP })
 }
 
+// agentDies ends the agent initialize started with FAKEQ_ACP_BAD=die (it dies in a turn of a
+// session of its own), so that the next session starts another, under the environment the test
+// sets then (the next one lives). The server notices the death before the turn answers.
+func (h *harness) agentDies() {
+	h.t.Helper()
+	id := h.newSession(h.t.TempDir())
+	h.t.Setenv("FAKEQ_ACP_BAD", "")
+	_, _ = h.prompt(id, acp.TextBlock("die"))
+}
+
 func (h *harness) initializeWith(caps acp.ClientCapabilities) {
 	h.t.Helper()
 	if _, err := h.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
@@ -579,10 +589,10 @@ func TestProxyModes(t *testing.T) {
 // "authentication required", not an internal error.
 func TestProxyAgentLoggedOut(t *testing.T) {
 	t.Setenv("KIRO_API_KEY", "set") // qkit's own check passes; the agent still refuses
-	h := startProxy(t, "")
-	h.initialize()
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")
 	t.Setenv("FAKEQ_ACP_LOGIN", "error")
+	h := startProxy(t, "")
+	h.initialize()
 	_, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	wantCode(t, "session/new with the agent logged out", err, -32000, "Authentication required")
 }
@@ -590,13 +600,16 @@ func TestProxyAgentLoggedOut(t *testing.T) {
 // TestProxyAgentKiroLogin: an agent that answers initialize with kiro's kiro-login method (no
 // login stored) and has no KIRO_API_KEY would wait forever for a device login in session/new;
 // the proxy stops it at once and answers "authentication required", with how to log in. (Here
-// qkit's own check passed at initialize: the login went away before the first session.)
+// qkit's own check passed at initialize, which started the agent: the login went away before the
+// agent was started again.)
 func TestProxyAgentKiroLogin(t *testing.T) {
 	t.Setenv("KIRO_API_KEY", "")
 	t.Setenv("AMAZON_Q_SIGV4", "")
 	t.Setenv("FAKEQ_FLAVOUR", "kiro")
+	t.Setenv("FAKEQ_ACP_BAD", "die")
 	h := startProxy(t, "")
 	h.initialize()
+	h.agentDies()
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang fails, not blocks
 	defer cancel()
@@ -871,8 +884,10 @@ func TestProxyAgentKiroLoginOnLoad(t *testing.T) {
 	id := h.newSession(cwd)
 	h.stop()
 
+	t.Setenv("FAKEQ_ACP_BAD", "die")
 	h = startProxy(t, db)
 	h.initialize()
+	h.agentDies()
 	t.Setenv("FAKEQ_LOGGED_OUT", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang fails, not blocks
 	defer cancel()

@@ -190,18 +190,22 @@ func (s *sessionActor) handle(msg sessionMsg) {
 			s.start(next)
 		}
 	case msgSetModel:
+		// On the proxy path the agent is asked first: a model it refuses is the answer's error,
+		// and the session keeps the model it had.
+		if s.rec.Backend == sessions.BackendACP && s.a.proxy != nil && m.model != "" {
+			if ps := s.a.proxy.session(s.rec.ID); ps != nil {
+				if err := s.a.proxy.setAgentModel(s.a.ctx, ps, m.model); err != nil {
+					s.a.opts.Logger.Info("the agent did not take the model", "session", s.rec.ID, "model", m.model, "err", err)
+					m.reply <- setModelReply{err: &agentRefusal{err}}
+					return
+				}
+			}
+		}
 		if err := s.a.opts.Store.SetModel(s.a.ctx, s.rec.ID, m.model, s.a.opts.Now()); err != nil {
 			m.reply <- setModelReply{err: err}
 			return
 		}
 		s.rec.Model = m.model
-		if s.rec.Backend == sessions.BackendACP && s.a.proxy != nil {
-			if ps := s.a.proxy.session(s.rec.ID); ps != nil {
-				if err := s.a.proxy.setAgentModel(s.a.ctx, ps, m.model); err != nil {
-					s.a.opts.Logger.Warn("the agent did not take the model", "session", s.rec.ID, "model", m.model, "err", err)
-				}
-			}
-		}
 		m.reply <- setModelReply{options: s.a.configOptions(s.rec)}
 	case msgConfig:
 		m.reply <- s.a.configOptions(s.rec)

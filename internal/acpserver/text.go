@@ -11,7 +11,10 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -64,17 +67,27 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	}
 	calls := &toolCalls{a: a, sessionID: in.sessionID, turn: in.turn, approved: map[string]acp.ToolCallId{}}
 	trusted, trustAll := in.trusted, false
+	var shown string // what the earlier runs of this turn streamed to the editor
 	for attempt := 0; ; attempt++ {
-		run := calls.newRun(out)
-		res, err := agent.Stream(ctx, a.opts.Limits, agent.Request{
-			Prompt: prompt, Agent: a.opts.Agent, Model: in.model,
-			TrustAll: trustAll, TrustTools: trusted, Dir: in.cwd,
-		}, run.event)
+		run := calls.newRun(out, shown)
+		// The text path is the chat backend always: the editor is asked between runs.
+		ran, err := askrun.Execute(ctx, askrun.Options{
+			Limits: a.opts.Limits, Backend: acpclient.BackendChat, OnEvent: run.event,
+			Request: agent.Request{Prompt: prompt, Agent: a.opts.Agent, Model: in.model, Dir: in.cwd},
+			Policy:  &approval.Policy{TrustAll: trustAll, Trust: trusted, OnPermission: approval.Fail},
+		})
+		res := ran.Agent
+		if err == nil {
+			err = ran.Err
+		}
 		run.chunks.flush()
 		var untrusted *agent.UntrustedToolError
 		rerun := errors.As(err, &untrusted) && ctx.Err() == nil
 		if rerun {
-			out.discardRun() // the reply without the tool is not the answer: the run repeats with it
+			// The reply without the tool is not the answer: the run repeats with it. The editor
+			// keeps what it was sent, so the next run sends only what goes beyond it.
+			shown = run.shown()
+			out.discardRun()
 		} else {
 			out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
 		}
@@ -150,20 +163,48 @@ type textRun struct {
 	c      *toolCalls
 	out    *reply
 	chunks utf8Chunks
+	// before is what the earlier runs of the turn streamed: a run repeated with a tool allowed
+	// starts with the same text, which the editor has already, so as long as the new text is the
+	// same it is not sent again; where it differs, the rest is sent after a blank line.
+	before string
+	seen   strings.Builder           // this run's text, as the chunks give it
 	ids    map[string]acp.ToolCallId // the runner's tool ids → the editor's
 	tools  map[string]agent.ToolCall // the runner's tool ids → the call as announced
 	denied bool                      // the agent refused a tool: what it says after is not the answer
 }
 
-func (c *toolCalls) newRun(out *reply) *textRun {
+func (c *toolCalls) newRun(out *reply, before string) *textRun {
 	c.held = map[string]acp.ToolCallId{}
-	r := &textRun{c: c, out: out, ids: map[string]acp.ToolCallId{}, tools: map[string]agent.ToolCall{}}
+	r := &textRun{c: c, out: out, before: before, ids: map[string]acp.ToolCallId{}, tools: map[string]agent.ToolCall{}}
 	r.chunks.emit = func(s string) {
-		if !r.denied {
-			out.stream(s)
+		if r.denied {
+			return
+		}
+		done := r.seen.Len()
+		r.seen.WriteString(s)
+		switch {
+		case done >= len(r.before):
+			out.stream(s) // past what the editor has
+		case strings.HasPrefix(r.before[done:], s):
+			// still the text the editor has
+		case strings.HasPrefix(s, r.before[done:]):
+			out.stream(s[len(r.before)-done:]) // the rest of it is new
+		default:
+			// The repeated run says something else: its text so far, apart from the earlier one.
+			r.before = ""
+			out.stream("\n\n" + r.seen.String())
 		}
 	}
 	return r
+}
+
+// shown is what the editor has been sent of the turn's text after this run: the earlier runs'
+// text, or this run's when it went beyond it.
+func (r *textRun) shown() string {
+	if r.before != "" && r.seen.Len() < len(r.before) {
+		return r.before
+	}
+	return r.seen.String()
 }
 
 // event turns one runner event into the editor's updates.

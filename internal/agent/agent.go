@@ -76,6 +76,9 @@ type Limits struct {
 	// credential); a logged-out answer stops the run with a *LoginError. 0 means
 	// DefaultLoginProbeAfter; negative, never.
 	LoginProbeAfter time.Duration
+	// StateDir is qkit's state folder (config.Paths.State), where what is learned about the
+	// agent is kept (its backend, its models); "" keeps nothing.
+	StateDir string
 }
 
 // RawText reports whether the reply is kept as the agent sent it, escape sequences and control
@@ -93,6 +96,7 @@ func LimitsFromConfig(c *config.Config) Limits {
 		RawOutput:       config.AgentRawOutput.Get(c),
 		DefaultModel:    config.AgentModel.Get(c),
 		Models:          config.AgentModels.Get(c),
+		StateDir:        c.Paths.State,
 	}
 }
 
@@ -133,35 +137,8 @@ func (r Result) ToolUses() []ToolUse {
 func (r Result) Body() string { return strings.TrimSuffix(r.Output, r.Notice) }
 
 // Argv returns the command line for r: the command, `chat --no-interactive`, the flags, and the
-// prompt last.
-func Argv(l Limits, r Request) []string {
-	argv := []string{l.Command, "chat", "--no-interactive"}
-	if r.Resume {
-		argv = append(argv, "--resume")
-	}
-	if r.Agent != "" {
-		argv = append(argv, "--agent", r.Agent)
-	}
-	if m := model(l, r); m != "" {
-		argv = append(argv, "--model", m)
-	}
-	if r.TrustAll {
-		argv = append(argv, "--trust-all-tools")
-	}
-	if tools := TrustList(r.TrustTools); len(tools) > 0 {
-		argv = append(argv, "--trust-tools="+strings.Join(tools, ","))
-	}
-	if r.Verbose {
-		argv = append(argv, "--verbose")
-	}
-	if PromptOnStdin(r) {
-		return argv
-	}
-	if strings.HasPrefix(r.Prompt, "-") {
-		argv = append(argv, "--")
-	}
-	return append(argv, r.Prompt)
-}
+// prompt last (Description.ChatArgv).
+func Argv(l Limits, r Request) []string { return Describe(l.Command).ChatArgv(r, model(l, r)) }
 
 // PromptArgMax is the longest prompt passed as a command-line argument; a longer one is written to
 // the agent's stdin. It stays well under Linux's 128 KiB limit for one argument, on every system,
@@ -217,6 +194,18 @@ func cleanList(in []string) []string {
 		}
 	}
 	return out
+}
+
+// ValidateChat is Validate for the chat backend: the agent must also have a chat mode (an ACP
+// agent given as a command line has none: *NoChatError).
+func ValidateChat(l Limits, r Request) error {
+	if err := Validate(l, r); err != nil {
+		return err
+	}
+	if d := Describe(l.Command); !d.HasChat() {
+		return &NoChatError{Agent: d}
+	}
+	return nil
 }
 
 // ErrEmptyPrompt is returned for a blank prompt. Its text is the one MCP clients already know.

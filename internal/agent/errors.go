@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 )
 
@@ -173,19 +172,17 @@ func (e *LoginError) Error() string {
 	return msg + ": " + LoginHint(e.Command)
 }
 
-// LoginHint says how to log in to the agent CLI command.
-func LoginHint(command string) string {
-	name := commandName(command)
-	if strings.Contains(name, "kiro") {
-		return fmt.Sprintf("run %s login in a terminal, or set KIRO_API_KEY in the environment for headless use (CI)", name)
-	}
-	return fmt.Sprintf("run %s login in a terminal (where %s runs kiro-cli: kiro-cli login, or KIRO_API_KEY for headless use)", name, name)
-}
+// LoginHint says how to log in to the agent CLI command (Description.LoginHint).
+func LoginHint(command string) string { return Describe(command).LoginHint() }
 
 // MissingCommandError is an agent CLI that is not installed (or not where agent.command says).
 type MissingCommandError struct{ Command string }
 
 func (e *MissingCommandError) Error() string {
+	if d := Describe(e.Command); d.Kind == KindACP {
+		return fmt.Sprintf("agent command %q not found (agent.command %q): install it, or set agent.command to the "+
+			"agent's command line (qkit settings set agent.command 'goose acp')", d.Program, e.Command)
+	}
 	if strings.Contains(commandName(e.Command), "kiro") {
 		// agent.command already names kiro-cli: suggesting it again would send the user in a circle.
 		return fmt.Sprintf("agent command %q not found: install Kiro CLI (or put it on PATH), or set agent.command "+
@@ -217,7 +214,7 @@ func commandName(command string) string {
 	if command == "" {
 		return "the agent"
 	}
-	return filepath.Base(command)
+	return Describe(command).Name()
 }
 
 func contains(list []string, s string) bool {

@@ -95,19 +95,29 @@ func EnvLookup(env []string) func(string) (string, bool) {
 	}
 }
 
+// NotChecked is Login.Method for an agent qkit does not check (it has no whoami).
+const NotChecked = "not checked (the agent checks its own login)"
+
 // whoamiTimeout bounds the login check: whoami reads local files and answers at once.
 const whoamiTimeout = 10 * time.Second
 
 // CheckLogin says whether the agent CLI command can run prompts, for front ends that check
-// before running one (ACP's initialize). A HeadlessLogin counts as logged in without asking the
+// before running one (ACP's initialize). An agent without a whoami (Description.WhoamiArgs: an
+// ACP agent given as a command line) counts as logged in (NotChecked). A HeadlessLogin counts as logged in without asking the
 // agent. Otherwise it runs `<command> whoami`: a missing command is a
 // *MissingCommandError (never "log in"), a logged-out agent a *LoginError that says how to log in.
 // env looks variables up; nil means os.LookupEnv.
 func CheckLogin(ctx context.Context, command string, env func(string) (string, bool)) (Login, error) {
+	d := Describe(command)
+	if d.WhoamiArgs() == nil {
+		// An ACP agent checks its own login: it lists its methods in initialize and answers a
+		// session it cannot open without one with auth_required.
+		return Login{LoggedIn: true, Method: NotChecked}, nil
+	}
 	if login, ok := HeadlessLogin(env); ok {
 		return login, nil
 	}
-	out, errOut, exit, err := query(ctx, command, "whoami", whoamiTimeout, "whoami")
+	out, errOut, exit, err := query(ctx, d.Program, "whoami", whoamiTimeout, d.WhoamiArgs()...)
 	if err != nil {
 		return Login{}, err
 	}

@@ -110,12 +110,17 @@ var ErrCannotListModels = errors.New("the agent cannot list its models")
 const listTimeout = 15 * time.Second
 
 // ListModels asks the agent CLI command for its models (`chat --list-models --format json`), in a
-// process group of its own. An agent without the flag (it exits with a usage error, or prints no
-// list) gives ErrCannotListModels; a missing binary *MissingCommandError. When ctx ends first, the
-// query's whole group is stopped and the error wraps context.Cause(ctx) (errors.Is
+// process group of its own. An agent without such a command (an ACP agent given as a command line,
+// which lists its models in each session) or without the flag (it exits with a usage error, or
+// prints no list) gives ErrCannotListModels; a missing binary *MissingCommandError. When ctx ends
+// first, the query's whole group is stopped and the error wraps context.Cause(ctx) (errors.Is
 // context.Canceled for a cancel or an interrupt): the caller's stop, not the agent's failure.
 func ListModels(ctx context.Context, command string) (ModelList, error) {
-	out, errOut, exit, err := query(ctx, command, "chat --list-models", listTimeout, "chat", "--list-models", "--format", "json")
+	d := Describe(command)
+	if d.ListModelsArgs() == nil {
+		return ModelList{}, ErrCannotListModels // an ACP agent lists its models in each session
+	}
+	out, errOut, exit, err := query(ctx, d.Program, "chat --list-models", listTimeout, d.ListModelsArgs()...)
 	switch {
 	case err != nil:
 		return ModelList{}, err

@@ -59,7 +59,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		log = slog.New(slog.DiscardHandler)
 	}
 	res := Result{ExitCode: -1, Argv: Argv(l, r)}
-	if err := Validate(l, r); err != nil {
+	if err := ValidateChat(l, r); err != nil {
 		return res, err
 	}
 	start := time.Now()
@@ -290,7 +290,7 @@ func after(l Limits) time.Duration {
 func readStdout(r io.Reader, raw bool, p *textParser, printed *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	var clean []byte
-	var s termtext.Stripper
+	s := termtext.Stripper{KeepCR: true} // the parser finds q's spinner frames by them, then drops the rest
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

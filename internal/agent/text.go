@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The agent CLI's stdout in `chat --no-interactive` is not only the reply:
@@ -32,6 +34,9 @@ type textParser struct {
 	tools        []ToolCall
 	text         []byte // reusable message buffer
 	dropped      []byte // the dropped line so far, in a description block
+	// frame holds what may be the start of a spinner frame ("\r⠋ Dividing up the work..."),
+	// from its "\r" on, until it is one or cannot be.
+	frame []byte
 }
 
 // Line modes: what the current line, once decided, is.
@@ -52,7 +57,9 @@ var bannerPrefixes = []string{"🛠️  Using tool:", "🛠  Using tool:", "🛠
 const replyPrefix = "> "
 
 // spinnerLine is the one thing q writes to stdout that is neither reply nor tool: its spinner on a
-// stream timeout.
+// stream timeout. It is drawn as frames, each "\r", a glyph, a space and this text, with no line
+// break, until the retried response prints its "> " on the same line; a line that is only the
+// text is dropped too.
 const spinnerLine = "Dividing up the work..."
 
 // Write feeds the next piece of stripped stdout.
@@ -65,6 +72,105 @@ func (p *textParser) write(printed, b []byte) {
 		p.emit(Event{Type: EventMessage, Text: string(printed)})
 	}
 	p.text = p.text[:0]
+	p.unspin(b)
+	p.flushText()
+}
+
+// unspin takes the spinner's frames out of b and feeds the rest to the line parser, in order. A
+// frame may be split across writes: its start is held until it is whole or cannot be one.
+func (p *textParser) unspin(b []byte) {
+	for len(b) > 0 {
+		if len(p.frame) == 0 {
+			i := bytes.IndexByte(b, '\r')
+			if i < 0 {
+				p.lines(b)
+				return
+			}
+			p.lines(b[:i])
+			b = b[i:]
+		}
+		// p.frame (if any) and b start with '\r': take bytes until the frame is decided.
+		for len(b) > 0 {
+			p.frame = append(p.frame, b[0])
+			b = b[1:]
+			switch frameState(p.frame) {
+			case frameWhole:
+				p.frame = p.frame[:0]
+				p.spinner()
+			case framePartial:
+				continue
+			default:
+				// Not a frame: it is text. A frame fails at the first byte that does not fit,
+				// and no '\r' fits after the first, so only that last byte can start another.
+				last := p.frame[len(p.frame)-1]
+				if last == '\r' {
+					p.lines(p.frame[:len(p.frame)-1])
+					p.frame = append(p.frame[:0], '\r')
+					continue
+				}
+				p.lines(p.frame)
+				p.frame = p.frame[:0]
+			}
+			break
+		}
+	}
+}
+
+const (
+	framePartial = iota
+	frameWhole
+	frameNot
+)
+
+// frameState says whether f ("\r" and what follows) is a whole spinner frame, the start of one,
+// or not one: "\r", one glyph that is not a space, a space, spinnerLine.
+func frameState(f []byte) int {
+	rest := f[1:]
+	if len(rest) == 0 {
+		return framePartial
+	}
+	if !utf8.FullRune(rest) {
+		return framePartial
+	}
+	r, size := utf8.DecodeRune(rest)
+	if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
+		return frameNot
+	}
+	want := " " + spinnerLine
+	got := rest[size:]
+	if !isPrefixEither(got, want) {
+		return frameNot
+	}
+	if len(got) < len(want) {
+		return framePartial
+	}
+	return frameWhole
+}
+
+// spinner drops one spinner frame. It ends the line it interrupted (the reply's partial line
+// stays, followed by a line break), and the retried response that follows starts with its own
+// "> ", which is not reply text.
+func (p *textParser) spinner() {
+	switch {
+	case len(p.pending) > 0:
+		p.pending = append(p.pending, '\n')
+		p.decide(true)
+	case p.mode == lineReply:
+		p.text = append(p.text, '\n')
+		p.mode = lineStart
+	case p.mode == lineDrop:
+		p.endDropped()
+	}
+	p.expectPrefix = true
+}
+
+// lines feeds stdout without spinner frames to the line parser. A carriage return left once the
+// frames are out is dropped, as termtext.Stripper drops it elsewhere: the reader keeps them only
+// for unspin (KeepCR), and a lone one would let later text overwrite what was shown.
+func (p *textParser) lines(b []byte) {
+	if bytes.IndexByte(b, '\r') >= 0 {
+		b = bytes.ReplaceAll(b, []byte{'\r'}, nil)
+	}
 	for len(b) > 0 {
 		switch p.mode {
 		case lineReply:
@@ -99,7 +205,6 @@ func (p *textParser) write(printed, b []byte) {
 			p.decide(i >= 0)
 		}
 	}
-	p.flushText()
 }
 
 // decide settles what the pending start of a line is, once it can: complete says the line break
@@ -328,6 +433,11 @@ func (p *textParser) endTool(carriedOn bool) {
 
 // close ends the stream once the agent has exited: ok says it exited 0.
 func (p *textParser) close(ok bool) {
+	if len(p.frame) > 0 { // the start of a frame that never finished: text
+		p.lines(p.frame)
+		p.frame = p.frame[:0]
+		p.flushText()
+	}
 	if len(p.pending) > 0 {
 		p.decide(true)
 		p.flushText()

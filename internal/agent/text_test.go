@@ -107,6 +107,34 @@ func TestTextParserSpinner(t *testing.T) {
 	}
 }
 
+// q 1.19.7's spinner on a stream timeout, as it draws it: frames of "\r", a glyph, a space and
+// the message, with no line break, then the retried response's "> " on the same line. The frames
+// are not the reply, wherever they start and however stdout is split; the "> " after them is a
+// response prefix; a line they interrupt ends there. Other carriage returns are dropped, as the terminal filter drops them.
+func TestTextParserSpinnerFrames(t *testing.T) {
+	frames := "\r⠋ Dividing up the work...\r⠙ Dividing up the work...\r⠹ Dividing up the work..."
+	for _, c := range []struct{ out, reply string }{
+		{"> part one\n" + frames + "> part two\n", "part one\npart two\n"},
+		{"> part one" + frames + "> part two\n", "part one\npart two\n"},
+		{frames + "> hello\n", "hello\n"},
+		{"> a\n\n🛠️  Using tool: fs_read (trusted)\n ⋮ \n ● Reading file: x" + frames + "> b\n", "a\n\nb\n"},
+		{"> part one\n" + frames + "\r\n> part two\n", "part one\npart two\n"},
+		{"> 50%\r⠋ Loading\n", "50%⠋ Loading\n"}, // not a frame: text, its carriage return dropped
+		{"> a\r\r\n", "a\n"},
+		{"> cut short\r⠋ Dividing up", "cut short⠋ Dividing up"},
+	} {
+		for n := range 8 {
+			if reply, _, _ := parse(c.out, n, true); reply != c.reply {
+				t.Errorf("%q in pieces of %d: reply %q, want %q", c.out, n, reply, c.reply)
+			}
+		}
+	}
+	_, _, tools := parse("> a\n🛠️  Using tool: fs_read (trusted)\n ⋮ \n"+frames+"> b\n", 0, true)
+	if len(tools) != 1 || tools[0].Status != ToolCompleted {
+		t.Errorf("tools %+v: the retried response ends the tool's block", tools)
+	}
+}
+
 // Output without any prefix (an older agent, or raw logs) is the reply as it is.
 func TestTextParserPlain(t *testing.T) {
 	for _, out := range []string{"hello\n\nworld", "line 1\nline 2\n", "Using tool: fs_write\n", "a > b\n"} {
@@ -140,6 +168,7 @@ func FuzzTextParser(f *testing.F) {
 	f.Add(sampleOut, 3)
 	f.Add("> hi\n🛠️  Using tool: x (trusted)\n ⋮ \n> bye", 1)
 	f.Add("🛠", 2)
+	f.Add("> a\r⠋ Dividing up the work...\r⠙ Dividing up the work...> b\n", 5)
 	f.Fuzz(func(t *testing.T, out string, n int) {
 		if len(out) >= maxPending {
 			return // a line that long is decided before its end: splits may differ (TestTextParserLongLine)

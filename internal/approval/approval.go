@@ -337,3 +337,18 @@ func ChatRefusals(err error, deny []string, onPermission string) ([]string, bool
 	}
 	return labels, true
 }
+
+// KindName is the usual name of the agent's tools of an ACP kind (execute: shell, edit: write),
+// the name a tool of that kind is trusted under; empty for a kind without one.
+func KindName(kind string) string {
+	if names := kindNames[kind]; len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// Trusts says whether the policy trusts t without asking anyone (TrustAll or Trust names it, and
+// Deny does not): what a tool's trusted means on the chat backend, where the agent ran it so.
+func (p *Policy) Trusts(t agent.ToolCall) bool {
+	return !Matches(p.Deny, t) && (p.TrustAll || Matches(p.Trust, t))
+}

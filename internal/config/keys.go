@@ -58,14 +58,14 @@ func (k Key) EnvName() string {
 
 // Keys lists every setting qkit reads, in the order `qkit settings list` shows them.
 var Keys = []Key{
-	{Name: "agent.command", Kind: String, Default: "q", Help: "the agent CLI to run (q, or kiro-cli)", Check: nonEmpty},
+	{Name: "agent.command", Kind: String, Default: "q", Help: "the agent to run: q or kiro-cli (a name on PATH or a path), or any ACP agent's command line with its arguments (goose acp, npx @zed-industries/claude-code-acp), run on the acp backend as given", Check: nonEmpty},
 	{Name: "agent.timeout", Kind: Duration, Default: "180s", Help: "time limit per agent run; partial output is returned on timeout", SeedEnv: "AGENT_TIMEOUT", Check: durationRange(time.Second, 24*time.Hour)},
 	{Name: "agent.max_response_size", Kind: Size, Default: "2MB", Help: "agent output kept per run; the rest is cut at a line break", SeedEnv: "AGENT_MAX_RESPONSE_SIZE", Check: sizeRange(1, 1<<30)},
 	{Name: "agent.model", Kind: String, Default: "", Help: "model passed as --model when set"},
 	{Name: "agent.models", Kind: List, Default: "", Help: "models accepted by --model and override-model; empty: any model, checked against the agent's own list when it has one (kiro-cli chat --list-models)"},
 	{Name: "agent.strip_ansi", Kind: Bool, Default: "true", Help: "remove escape sequences and control characters (C0 but newline and tab, C1, bidi) from the agent's reply on both backends; only agent.raw_output=true with this false keeps the raw text"},
 	{Name: "agent.raw_output", Kind: Bool, Default: "false", Help: "return the agent's stdout as printed, with its \"> \" prefix, tool banners and their descriptions (default: the reply only); with agent.strip_ansi=false also unfiltered, on both backends"},
-	{Name: "agent.backend", Kind: String, Default: "auto", Help: "how qkit ask drives the agent: acp (<agent.command> acp, typed events and permissions), chat (chat --no-interactive, scraped text), auto (acp when the agent answers initialize, learned once per agent binary)", Values: []string{"auto", "acp", "chat"}},
+	{Name: "agent.backend", Kind: String, Default: "auto", Help: "how qkit ask drives the agent: acp (<agent.command> acp, typed events and permissions), chat (chat --no-interactive, scraped text), auto (acp when the agent answers initialize, learned per agent binary; a learned no-ACP is kept an hour, a failed acp start probes again)", Values: []string{"auto", "acp", "chat"}},
 	{Name: "tools.enabled", Kind: List, Default: "", Help: "optional MCP tools to enable (q-developer-agent, or all)", SeedEnv: "ENABLE_ADDITIONAL_TOOLS"},
 	{Name: "questions.timeout", Kind: Duration, Default: "30m", Help: "how long ask_user_questions waits for an answer (0 = until answered or cancelled)", Check: durationRange(0, 30*24*time.Hour)},
 	{Name: "questions.retention", Kind: Duration, Default: "168h", Help: "finished question sessions older than this are removed", Check: durationRange(time.Minute, 10*365*24*time.Hour)},

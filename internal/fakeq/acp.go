@@ -61,6 +61,7 @@ package fakeq
 //	                       auth method; session/new answers and the prompt waits forever)
 //	FAKEQ_GRANDCHILD=file  as for chat: a grandchild that sleeps a minute, its PID in file
 //	FAKEQ_ACP_TERMINATED=f append the session id of each _kiro.dev/session/terminate to f
+//	FAKEQ_ACP_GENERIC=1    a third-party ACP agent instead of kiro: see acp_generic.go
 //
 // Sessions live in $HOME/.kiro/sessions/cli/<id>.jsonl, as kiro keeps them; session/load replays
 // them (user_message_chunk, agent_message_chunk) before it answers. `_kiro.dev/session/terminate
@@ -104,6 +105,12 @@ func acpMain(args []string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		time.Sleep(time.Minute) // deaf to the end of its input too
 		return 0
+	}
+	if generic() {
+		if err := genericArgs(args); err != nil {
+			fmt.Fprintf(os.Stderr, "error: %v\n", err)
+			return 2
+		}
 	}
 	if f := os.Getenv("FAKEQ_GRANDCHILD"); f != "" {
 		if err := startGrandchild(f); err != nil {
@@ -181,6 +188,7 @@ type acpAgent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*acpSession
+	authed   bool // FAKEQ_ACP_GENERIC: authenticate succeeded
 }
 
 type acpSession struct {
@@ -189,6 +197,7 @@ type acpSession struct {
 	trusted map[string]bool // tools allowed "always" in this session
 	mcp     []acp.McpServer // the client's MCP servers (mcp:SERVER/TOOL calls the HTTP ones)
 	model   string          // set by session/set_model; "" is the agent's
+	mode    string          // FAKEQ_ACP_GENERIC: set by session/set_mode
 }
 
 var (
@@ -203,6 +212,9 @@ var (
 // UnstableSetSessionModel is kiro's raw-dispatched session/set_model: it answers {}, and is a
 // silent no-op for an agent started with --model.
 func (a *acpAgent) UnstableSetSessionModel(_ context.Context, p acp.UnstableSetSessionModelRequest) (acp.UnstableSetSessionModelResponse, error) {
+	if generic() {
+		return acp.UnstableSetSessionModelResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetModel)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s := a.sessions[string(p.SessionId)]; s != nil && a.flags.model == "" {
@@ -213,6 +225,9 @@ func (a *acpAgent) UnstableSetSessionModel(_ context.Context, p acp.UnstableSetS
 
 func (a *acpAgent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.client = p.ClientCapabilities
+	if generic() {
+		return a.genericInitialize(), nil
+	}
 	title := "Kiro CLI Agent"
 	resp := acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
@@ -238,9 +253,12 @@ func loggedOut() bool { return os.Getenv("FAKEQ_LOGGED_OUT") != "" }
 
 // waitsForLogin: logged out with no headless credential, kiro waits for a device login nobody
 // can give.
-func waitsForLogin() bool { return loggedOut() && os.Getenv("KIRO_API_KEY") == "" }
+func waitsForLogin() bool { return !generic() && loggedOut() && os.Getenv("KIRO_API_KEY") == "" }
 
 func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if generic() {
+		return a.genericNewSession(p)
+	}
 	switch how := os.Getenv("FAKEQ_ACP_LOGIN"); {
 	case loggedOut() && how == "error":
 		return acp.NewSessionResponse{}, acp.NewAuthRequired(map[string]any{"details": "not logged in: run 'kiro-cli login'"})
@@ -252,6 +270,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
+	recordSession("new", s.id) // replies.go
 	if err := os.MkdirAll(sessionDir(), 0o700); err == nil {
 		_ = os.WriteFile(sessionFile(s.id), nil, 0o600)
 	}
@@ -320,6 +339,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (a
 	a.mu.Lock()
 	a.sessions[id] = s
 	a.mu.Unlock()
+	recordSession("load", id) // replies.go
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var turn struct{ Role, Text string }
 		if json.Unmarshal([]byte(line), &turn) != nil {
@@ -366,6 +386,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 		}
 	}
 	a.remember(s.id, "user", text.String())
+	recordSession("prompt", s.id) // replies.go
 	start := time.Now()
 	t := &acpTurn{a: a, s: s, ctx: ctx}
 	if waitsForLogin() {
@@ -375,8 +396,17 @@ func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptR
 	if msg := os.Getenv("FAKEQ_ACP_MODEL_ERROR"); msg != "" {
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"details": msg})
 	}
+	if generic() && os.Getenv("FAKEQ_ACP_SAY_SETTINGS") != "" {
+		a.mu.Lock()
+		settings := s.genericSettings()
+		a.mu.Unlock()
+		t.chunk(settings)
+	}
 	reason := t.run(text.String())
 	a.remember(s.id, "agent", t.reply.String())
+	if generic() {
+		return acp.PromptResponse{StopReason: reason}, nil // no kiro metadata
+	}
 	_ = a.conn.NotifyExtension(context.Background(), "_kiro.dev/metadata", map[string]any{
 		"sessionId": s.id, "contextUsagePercentage": 12.5, "turnDurationMs": time.Since(start).Milliseconds(),
 		"meteringUsage": []map[string]any{{"value": 0.05, "unit": "credit", "unitPlural": "credits"}},
@@ -436,6 +466,11 @@ func (t *acpTurn) run(prompt string) acp.StopReason {
 	}
 	if os.Getenv("FAKEQ_ACP_SUBAGENT") != "" {
 		t.subagent()
+	}
+	if c, err := strconv.ParseFloat(os.Getenv("FAKEQ_ACP_CREDITS"), 64); err == nil { // replies.go
+		_ = t.a.conn.NotifyExtension(context.Background(), "_kiro.dev/metadata", map[string]any{
+			"sessionId": t.s.id, "meteringUsage": []map[string]any{{"value": c, "unit": "credit", "unitPlural": "credits"}},
+		})
 	}
 	if !t.answer(prompt) {
 		return acp.StopReasonCancelled
@@ -527,14 +562,20 @@ func (t *acpTurn) answer(prompt string) bool {
 // ignores that context).
 func (a *acpAgent) Cancel(context.Context, acp.CancelNotification) error { return nil }
 
-func (a *acpAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+func (a *acpAgent) SetSessionMode(_ context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	if generic() {
+		return a.genericSetMode(p)
+	}
 	return acp.SetSessionModeResponse{}, nil
 }
 
 // HandleExtensionMethod answers kiro's _kiro.dev/session/terminate: the session leaves the
 // process (a prompt to it fails until it is loaded again); its file stays. Other extension
 // methods are unknown.
-func (a *acpAgent) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+func (a *acpAgent) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if generic() {
+		return a.genericExtension(ctx, method, params)
+	}
 	if method != "_kiro.dev/session/terminate" {
 		return nil, acp.NewMethodNotFound(method)
 	}
@@ -558,7 +599,10 @@ func (a *acpAgent) HandleExtensionMethod(_ context.Context, method string, param
 
 // The methods kiro's v2 engine leaves unhandled answer -32601.
 
-func (a *acpAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+func (a *acpAgent) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	if generic() {
+		return a.genericAuthenticate(p)
+	}
 	return acp.AuthenticateResponse{}, acp.NewMethodNotFound(acp.AgentMethodAuthenticate)
 }
 
@@ -574,7 +618,10 @@ func (a *acpAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp
 	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 }
 
-func (a *acpAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+func (a *acpAgent) SetSessionConfigOption(_ context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	if generic() {
+		return a.genericSetConfig(p)
+	}
 	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
 }
 

@@ -40,6 +40,9 @@
 //     sees text like `Command execute_bash is rejected because it matches one or more rules on the
 //     denied list: - non-interactive mode (no user to approve)`": printed in the tool's block, and
 //     the reply goes on.
+//   - "One rare spinner ("Dividing up the work...") writes to stdout on a stream timeout":
+//     FAKEQ_STREAM_TIMEOUT=1, drawn as q's spinner library draws it (frames without a line break,
+//     the retried response's "> " after the last).
 //   - "q: not logged in → `error: You are not logged in, please log in with q login`, exit 1. Bad
 //     flag → exit 2": FAKEQ_LOGGED_OUT=1; an unknown flag.
 //   - "Token expired mid-run → "Authentication Error" on stderr, empty stdout, **exit 0**. Other API
@@ -90,6 +93,9 @@
 //	FAKEQ_FAIL=kind        after the reply: auth (expired login), api (a service error), stream
 //	                       (q: "having trouble responding"; after a trusted tool, q's false
 //	                       approval error)
+//	FAKEQ_STREAM_TIMEOUT=1 the stream times out after the reply's first line: q's spinner on stdout
+//	                       ("\r⠋ Dividing up the work..." frames, no line break), then the rest of
+//	                       the reply as the retried response, its "> " on the spinner's line
 //	FAKEQ_MODELS=a,b       the models the agent knows (default: the flavour's)
 //	FAKEQ_AGENTS=a,b       the agents the agent knows (default: any name)
 //	FAKEQ_WHOAMI=idc       whoami reports IAM Identity Center instead of Builder ID

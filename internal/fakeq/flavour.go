@@ -201,6 +201,24 @@ func (o *out) line(s string) {
 
 func (o *out) raw(s string) { o.w.WriteString(s) }
 
+// spinnerFrames are the "dots" spinner's first frames.
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼"}
+
+// streamTimeout is q's answer to a stream timeout: its spinner on stdout, each frame "\r", the
+// glyph, a space and "Dividing up the work..." with no line break (the last frame is drawn
+// again when the spinner is dropped), the cursor hidden and then cleared on stderr, and the
+// retried response's "> " on the spinner's line.
+func (o *out) streamTimeout() {
+	o.w.Flush()
+	fmt.Fprint(os.Stderr, "\x1b[?25l")
+	for _, f := range append(spinnerFrames, spinnerFrames[len(spinnerFrames)-1]) {
+		o.w.WriteString("\r" + f + " Dividing up the work...")
+	}
+	o.w.Flush()
+	fmt.Fprint(os.Stderr, "\x1b[0m\x1b[1G\x1b[?25h\x1b[2K")
+	o.prefix()
+}
+
 // tool is one tool of FAKEQ_TOOLS.
 type tool struct{ name, server string }
 
@@ -371,7 +389,14 @@ func flavourChat(flavour string, args []string) int {
 	if os.Getenv("FAKEQ_ECHO_PROMPT") != "" {
 		o.line(prompt + "\n")
 	}
-	emitKnobs(1, func(s string) bool { o.line(s); return true })
+	lines := 0
+	emitKnobs(1, func(s string) bool {
+		o.line(s)
+		if lines++; lines == 1 && os.Getenv("FAKEQ_STREAM_TIMEOUT") != "" {
+			o.streamTimeout()
+		}
+		return true
+	})
 	o.w.Flush()
 	if s := os.Getenv("FAKEQ_STDERR"); s != "" {
 		fmt.Fprint(os.Stderr, unescape(s))
@@ -414,6 +439,13 @@ func flavourChat(flavour string, args []string) int {
 // FAKEQ_BYTES (as 84-byte lines, perChunk of them to an emit), until emit returns false; it
 // reports whether everything went out.
 func emitKnobs(perChunk int, emit func(string) bool) bool {
+	if s := nextReply(); s != "" { // replies.go
+		for _, line := range strings.SplitAfter(s, "\n") {
+			if line != "" && !emit(line) {
+				return false
+			}
+		}
+	}
 	if s := os.Getenv("FAKEQ_OUTPUT"); s != "" {
 		for _, line := range strings.SplitAfter(unescape(s), "\n") {
 			if line != "" && !emit(line) {

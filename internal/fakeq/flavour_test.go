@@ -38,6 +38,17 @@ func TestFlavourReply(t *testing.T) {
 	}
 }
 
+// TestFlavourStreamTimeout: q's spinner on a stream timeout, as its library draws it on stdout
+// (frames without a line break), and the retried response's "> " on the spinner's line.
+func TestFlavourStreamTimeout(t *testing.T) {
+	out, _, code := runFake(t, flavoured("q", `FAKEQ_OUTPUT=part one\npart two\n`, "FAKEQ_STREAM_TIMEOUT=1", "NO_COLOR=1"), "chat", "--no-interactive", "hi")
+	want := "> part one\n\r⠋ Dividing up the work...\r⠙ Dividing up the work...\r⠹ Dividing up the work...\r⠸ Dividing up the work..." +
+		"\r⠼ Dividing up the work...\r⠼ Dividing up the work...> part two\n"
+	if code != 0 || out != want {
+		t.Fatalf("code %d stdout %q, want %q", code, out, want)
+	}
+}
+
 func TestFlavourTools(t *testing.T) {
 	env := []string{"FAKEQ_TOOLS=fs_read,@git/status", "FAKEQ_OUTPUT=done", "NO_COLOR=1"}
 	out, _, code := runFake(t, flavoured("q", env...), "chat", "--no-interactive", "--trust-tools=fs_read,@git/status", "hi")

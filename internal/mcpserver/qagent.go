@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,8 +14,13 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/sessions"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // qAgentName is the tool's name, as MCP clients already configure it.
@@ -29,6 +35,8 @@ type qAgentInput struct {
 	YoloMode      bool   `json:"yolo-mode,omitempty" jsonschema:"Trust every tool Q wants to use without asking (--trust-all-tools). Without it, or trust-tools, a run that needs a tool fails."`
 	TrustTools    string `json:"trust-tools,omitempty" jsonschema:"Comma-separated list of specific tools to trust (--trust-tools), e.g. fs_read,fs_write. MCP tools need their @server/ prefix."`
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
+	// OutputSchema makes the call structured (issue 21), as qkit ask --schema.
+	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names 4, 6, 7 or 2019-09; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
 
 const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text
@@ -40,7 +48,18 @@ break with a notice; a run is stopped after AGENT_TIMEOUT seconds (default 180) 
 so far. Call qkit_help with tool_name "q-developer-agent" for examples and troubleshooting.`
 
 const qAgentHelp = `Runs: <agent.command> chat --no-interactive [--resume] [--agent A] [--model M] [--trust-all-tools]
-[--trust-tools=a,b] [--verbose] <prompt>, in the MCP server's working directory.
+[--trust-tools=a,b] [--verbose] <prompt>, in the MCP server's working directory. With agent.backend
+set to acp (not auto: the tool stays on chat then) it runs <agent.command> acp instead, as qkit ask
+does: yolo-mode and trust-tools allow, any other tool the agent asks for fails the call naming the
+trust-tools value that allows it, and its file and terminal requests stay inside the working directory.
+
+With output_schema (a JSON Schema object) the prompt goes with an instruction to answer with one JSON
+document valid against it, and the schema itself (as qkit ask --schema sends it: qkit help structured-output).
+qkit takes the JSON from the reply (the whole reply, or its one fenced block) and validates it; when it is not
+valid it asks again in the same session (chat: --resume; acp: the same ACP session) with the errors, at most
+twice. The result then carries the valid document as structuredContent (and as JSON text); when no answer was
+valid, isError with the last answer's errors and the last reply. A schema that does not compile, or that
+refers to a file or URL ($ref outside itself), fails the call before the agent runs.
 
 Examples:
   Review code:
@@ -52,6 +71,10 @@ Examples:
     {"prompt": "Explain this repository's layout", "override-model": "claude-3.7-sonnet", "agent": "reviewer"}
   Let Q use every tool without asking:
     {"prompt": "Run the tests and fix what fails", "yolo-mode": true}
+  Get data back, checked against a schema:
+    {"prompt": "List the TODO comments in cmd/", "output_schema": {"type": "object", "required": ["todos"],
+     "properties": {"todos": {"type": "array", "items": {"type": "string"}}}}}
+    -> structuredContent {"todos": [...]}, valid against output_schema.
 
 Common patterns:
   - Ask for a review or an explanation first (no tools trusted), then resume with trust-tools to apply changes.
@@ -80,6 +103,8 @@ Troubleshooting:
   - "[RESPONSE TRUNCATED: ...]": the reply exceeded AGENT_MAX_RESPONSE_SIZE (bytes, default 2MB); raise it or
     ask for a shorter answer.
   - "[TIMED OUT: ...]": the run exceeded AGENT_TIMEOUT (seconds, default 180); the partial reply is returned.
+  - "no answer held JSON valid against output_schema": the agent answered in prose or with JSON that does not
+    fit; the errors and the last reply follow. Make the prompt say which fields it wants, or loosen the schema.
   - "unknown model" or "Model 'X' does not exist": use a model the agent lists (qkit ask --list-models), or one of
     override-model's list when the agent.models setting gives one.`
 
@@ -133,9 +158,6 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		Prompt: in.Prompt, Resume: in.Resume, Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.OverrideModel),
 		TrustAll: in.YoloMode, TrustTools: []string{in.TrustTools}, Verbose: in.Verbose,
 	}
-	if err := agent.Validate(l, r); err != nil {
-		return ErrorResult(err.Error())
-	}
 	var received atomic.Int64
 	var mu sync.Mutex
 	var tools []string // the tools the agent announced, for the heartbeats
@@ -149,26 +171,109 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		}
 		return msg
 	})
-	res, err := agent.Stream(ctx, l, r, func(e agent.Event) {
-		switch e.Type {
-		case agent.EventMessage:
-			received.Add(int64(len(e.Text)))
-			if line := firstLine(e.Text); line != "" {
-				p.Update(name + ": " + line)
-			}
-		case agent.EventToolCall:
-			mu.Lock()
-			tools = append(tools, e.Tool.TrustName())
-			mu.Unlock()
-			p.Update(toolProgress(name, *e.Tool))
-		}
-	})
-	p.Stop()
-	recordQAgent(ctx, d, in, r, res) // qkit sessions (origin mcp)
+	dir, _ := d.App.WorkingDir()
+	r.Dir = dir
+	sch, err := qAgentOutputSchema(in.OutputSchema, p)
 	if err != nil {
-		return ErrorResult(qAgentError(err, res))
+		p.Stop()
+		return ErrorResult(err.Error())
 	}
-	return TextResult(res.Output)
+	run, err := askrun.Execute(ctx, askrun.Options{
+		Structured: sch,
+		Limits:     l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
+		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail},
+		OnWarning: func(w string) { l.Logger.Warn(w) },
+		// qkit sessions: each call is recorded (origin mcp); resume goes on with the tool's latest.
+		Sessions: &askrun.Sessions{Path: sessions.Path(d.App.Config.Paths.Data), Origin: sessions.OriginMCP, Prompt: in.Prompt,
+			Continue: in.Resume, Chat: true, Now: d.App.Now},
+		OnEvent: func(e agent.Event) {
+			switch e.Type {
+			case agent.EventMessage:
+				received.Add(int64(len(e.Text)))
+				if line := firstLine(e.Text); line != "" {
+					p.Update(name + ": " + line)
+				}
+			case agent.EventToolCall:
+				mu.Lock()
+				tools = append(tools, e.Tool.TrustName())
+				mu.Unlock()
+				p.Update(toolProgress(name, *e.Tool))
+			}
+		}})
+	p.Stop()
+	if err != nil { // nothing ran: a bad request, an unknown session
+		return ErrorResult(err.Error())
+	}
+	if run.Err != nil {
+		return ErrorResult(qAgentError(run.Err, run.Agent))
+	}
+	run.TrustFlags = mcpTrustFlags
+	if _, exitErr := askrun.Report(run); exitErr != nil && !run.Agent.TimedOut {
+		if run.StructuredErr != nil && errors.Is(exitErr, run.StructuredErr) {
+			return qAgentNoValidAnswer(run)
+		}
+		// A refusal the run ended with, or a path outside the folder (ACP): the reply follows.
+		msg := exitErr.Error()
+		if body := strings.TrimSpace(run.Agent.Body()); body != "" {
+			msg += "\n\nOutput:\n" + run.Agent.Body()
+		}
+		return ErrorResult(msg)
+	}
+	if sch != nil {
+		if run.Agent.TimedOut {
+			return ErrorResult("q Developer run timed out before a valid answer; the partial reply follows\n\n" + run.Agent.Output)
+		}
+		res := TextResult(string(run.Structured.Output))
+		res.StructuredContent = run.Structured.Output
+		return res
+	}
+	return TextResult(run.Agent.Output)
+}
+
+// qAgentOutputSchema compiles the call's output_schema (nil: none); each answer that is not
+// valid is said in a progress notification.
+func qAgentOutputSchema(schema map[string]any, p *Progress) (*askrun.Structured, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("output_schema: %v", err)
+	}
+	sch, err := structured.Compile(data, "output_schema")
+	if err != nil {
+		return nil, fmt.Errorf("invalid %v", err)
+	}
+	return &askrun.Structured{Schema: sch, Retries: structured.DefaultRetries, OnAttempt: func(a structured.Attempt) {
+		if !a.Valid {
+			p.Update(fmt.Sprintf("answer %d is not valid against output_schema: %s; asking again", a.Attempt, strings.Join(a.Problems, "; ")))
+		}
+	}}, nil
+}
+
+// qAgentNoValidAnswer is the error result of a structured call whose answers were never valid:
+// the last one's errors, then the last reply.
+func qAgentNoValidAnswer(run askrun.Run) *mcp.CallToolResult {
+	msg := run.StructuredErr.Error()
+	var nv *structured.NoValidAnswerError
+	if errors.As(run.StructuredErr, &nv) {
+		msg = fmt.Sprintf("no answer held JSON valid against output_schema after %d answers; the last one's errors:\n- %s",
+			nv.Attempts, strings.Join(nv.Problems, "\n- "))
+	}
+	if reply := strings.TrimSpace(run.Structured.Reply); reply != "" {
+		msg += "\n\nThe last reply:\n" + run.Structured.Reply
+	}
+	return ErrorResult(msg)
+}
+
+// qAgentBackend is the tool's backend: chat (q chat --no-interactive, whose text the tool returns),
+// unless agent.backend is acp. auto stays on chat here: the tool predates the ACP backend and its
+// clients expect the chat runner's behaviour; acp serve and ask are where auto probes.
+func qAgentBackend(c *config.Config) string {
+	if config.AgentBackend.Get(c) == acpclient.BackendACP {
+		return acpclient.BackendACP
+	}
+	return acpclient.BackendChat
 }
 
 // firstLine is the first non-blank line of text, cut to a length a progress message can carry.
@@ -203,11 +308,15 @@ var mcpTrustFlags = agent.TrustFlags{ByName: "trust-tools", All: "yolo-mode true
 func qAgentError(err error, res agent.Result) string {
 	msg := "q Developer command failed: " + err.Error()
 	var ut *agent.UntrustedToolError
+	var needs *approval.NeedsPermissionError
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
 	case errors.As(err, &ut):
 		msg += "; " + ut.Hint(mcpTrustFlags)
+	case errors.As(err, &needs): // the ACP backend: the same hint, in the tool's parameters
+		msg = "q Developer command failed: the agent asked to run " + approval.Label(needs.Tool) + ", which is not trusted; " +
+			agent.TrustHint(needs.Trusted, []string{approval.TrustName(needs.Tool)}, mcpTrustFlags)
 	}
 	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
 		msg += "\n\nOutput before the failure:\n" + res.Body()

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -190,3 +191,97 @@ func TestEndOfInputAnswersCallsWithinGrace(t *testing.T) {
 	}
 	waitServed(t, served)
 }
+
+// TestCancelledCallGetsNoResponse: the SDK's client cancels a q-developer-agent call (its context
+// ends: notifications/cancelled goes out); the agent's process group is stopped, and, as MCP says
+// of a cancelled request, no response for that call's id ever reaches the client (read on the
+// wire, under the SDK), while the session goes on.
+func TestCancelledCallGetsNoResponse(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKEQ_AS_Q", "1")
+	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
+	t.Setenv("FAKEQ_SLEEP", "60s")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, &mcpserver.Stdio{In: inR, Out: outW, EOFGrace: time.Minute})
+		outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	var sent, received syncBuffer // the wire, both ways
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.IOTransport{Reader: io.NopCloser(io.TeeReader(outR, &received)), Writer: teeWriteCloser{inW, &sent}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	call := askAsync(ctx, cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
+	waitPID(t, pidFile)
+	cancel()
+	if r := <-call; r.err == nil {
+		t.Fatalf("the cancelled call returned a result: %+v", r.res)
+	}
+	waitGone(t, pidFile) // the server cancelled the run
+	if err := cs.Ping(t.Context(), nil); err != nil {
+		t.Fatalf("the session did not go on: %v", err)
+	}
+	inW.Close()
+	waitServed(t, served) // every request counts as answered, the withdrawn one too
+
+	var callID, cancelledID json.RawMessage
+	for _, line := range strings.Split(strings.TrimSpace(sent.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("sent %q: %v", line, err)
+		}
+		switch m.Method {
+		case "tools/call":
+			callID = m.ID
+		case "notifications/cancelled":
+			cancelledID = m.Params.RequestID
+		}
+	}
+	if callID == nil || string(cancelledID) != string(callID) {
+		t.Fatalf("the client sent tools/call %s and cancelled %s:\n%s", callID, cancelledID, sent.String())
+	}
+	answered := 0
+	for _, line := range strings.Split(strings.TrimSpace(received.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("received %q: %v", line, err)
+		}
+		if m.Method == "" && m.ID != nil {
+			answered++
+			if string(m.ID) == string(callID) {
+				t.Errorf("the cancelled call %s was answered: %s", callID, line)
+			}
+		}
+	}
+	if answered != 2 { // initialize and ping
+		t.Errorf("%d responses, want initialize's and ping's:\n%s", answered, received.String())
+	}
+}
+
+// teeWriteCloser copies what is written to a pipe into a record.
+type teeWriteCloser struct {
+	w   io.WriteCloser
+	rec io.Writer
+}
+
+func (t teeWriteCloser) Write(p []byte) (int, error) {
+	_, _ = t.rec.Write(p)
+	return t.w.Write(p)
+}
+
+func (t teeWriteCloser) Close() error { return t.w.Close() }

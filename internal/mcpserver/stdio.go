@@ -30,7 +30,8 @@ const DefaultEOFGrace = 10 * time.Second
 //     JSON-RPC error (-32700 parse error, -32600 invalid request) and skipped; the SDK alone would
 //     end the session;
 //   - at the end of input, requests already read get EOFGrace to be answered; then the calls still
-//     running are cancelled and the session ends.
+//     running are cancelled and the session ends;
+//   - a request the client cancelled (notifications/cancelled) while it ran gets no response.
 type Stdio struct {
 	In  io.Reader
 	Out io.Writer
@@ -48,6 +49,9 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 		EOFGrace: t.EOFGrace,
 		Check:    checkMCP,
 		Logger:   t.Logger,
+		// The SDK cancels the handler of a call the client cancelled but still sends its
+		// result; MCP says a cancelled request gets no response.
+		CancelMethod: "notifications/cancelled",
 	})
 	inner := &mcp.IOTransport{Reader: io.NopCloser(p), Writer: p, MaxLineLength: -1} // p bounds lines
 	return inner.Connect(ctx)

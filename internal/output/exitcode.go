@@ -15,6 +15,8 @@ const (
 	ExitUsage       = 2
 	ExitRejected    = 3
 	ExitNotFound    = 4
+	ExitInvalid     = 5 // no answer valid against --schema after the retries
+	ExitBudget      = 6 // --max-turns or --max-credits was hit
 	ExitTimeout     = 124
 	ExitInterrupted = 130 // 128 + SIGINT
 	ExitHangup      = 129 // 128 + SIGHUP
@@ -36,6 +38,8 @@ var ExitCodes = []struct {
 	{ExitUsage, "usage error: unknown command or flag, bad value, or an answer is needed and no TTY or --no-input (the message names the flag to pass)"},
 	{ExitRejected, "rejected or declined by the user"},
 	{ExitNotFound, "not found: no such profile, session, question set or setting target"},
+	{ExitInvalid, "no valid answer: with --schema (or the MCP tool's output_schema), no reply held JSON valid against the schema after the retries (the last reply and its errors are kept)"},
+	{ExitBudget, "budget exceeded: --max-turns or --max-credits was hit; the turn was stopped and what arrived was kept"},
 	{ExitTimeout, "timed out (partial output, if any, was still printed)"},
 	{ExitHangup, "stopped by SIGHUP (the terminal closed); whatever qkit started was stopped"},
 	{ExitInterrupted, "interrupted (Ctrl-C, SIGINT); whatever qkit started was stopped"},

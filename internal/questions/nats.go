@@ -155,7 +155,7 @@ func NewNATSStore(cfg NATSConfig, opts Options) (*NATSStore, error) {
 	}
 	nc, err := nats.Connect(cfg.URL, nopts...)
 	if err != nil {
-		return nil, &UnreachableError{URL: cfg.URL, Err: fmt.Errorf("cannot connect (questions.store is nats; nothing falls back to files): %w", err)}
+		return nil, &UnreachableError{URL: cfg.URL, Err: fmt.Errorf("cannot connect (questions.store is nats; nothing falls back to files): %w%s", err, authHint(err, cfg))}
 	}
 	s.nc = nc
 	js, err := jetstream.New(nc)
@@ -330,4 +330,28 @@ func lastChange(sess *Session) time.Time {
 		last = sess.Status.CreatedAt
 	}
 	return last
+}
+
+// authHint names the settings that carry the credentials when the server refused them, and which
+// of them were given: the server's "authorization violation" says nothing of where they come from.
+func authHint(err error, cfg NATSConfig) string {
+	if !errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrAuthExpired) && !errors.Is(err, nats.ErrAuthRevoked) {
+		return ""
+	}
+	var given []string
+	if cfg.Token != "" {
+		given = append(given, config.QuestionsNATSToken.Name)
+	}
+	if cfg.Creds != "" {
+		given = append(given, config.QuestionsNATSCreds.Name)
+	}
+	if cfg.TLSCert != "" {
+		given = append(given, config.QuestionsNATSTLSCert.Name)
+	}
+	if len(given) == 0 {
+		return fmt.Sprintf("; the server wants credentials and none were given: set %s or %s "+
+			"(qkit settings set, or QKIT_QUESTIONS_NATS_TOKEN / QKIT_QUESTIONS_NATS_CREDS)", config.QuestionsNATSToken.Name, config.QuestionsNATSCreds.Name)
+	}
+	return fmt.Sprintf("; the server refused %s: check its value (qkit settings get), or set %s or %s to what the server expects",
+		strings.Join(given, " and "), config.QuestionsNATSToken.Name, config.QuestionsNATSCreds.Name)
 }

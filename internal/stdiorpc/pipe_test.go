@@ -317,3 +317,101 @@ func FuzzPipe(f *testing.F) {
 		}
 	})
 }
+
+// TestCancelledRequestIsNotAnswered: with CancelMethod (MCP's notifications/cancelled), the
+// answer to a request withdrawn while open is not written, and the request counts as answered
+// (the end of input does not wait for it); a withdrawal of an answered or unknown request, or
+// one on a pipe without CancelMethod, changes nothing.
+func TestCancelledRequestIsNotAnswered(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.0,"reason":"gave up"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`,
+	}, "\n") + "\n"
+	for _, mcp := range []bool{true, false} {
+		var out syncBuffer
+		o := Options{MaxLine: 1 << 20, EOFGrace: time.Hour}
+		if mcp {
+			o.CancelMethod = "notifications/cancelled"
+		}
+		p := New(t.Context(), strings.NewReader(in), &out, o)
+		buf := make([]byte, 1<<16)
+		for range 6 { // the SDK reads every line, the withdrawals too (it cancels the handlers)
+			if _, err := p.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan struct{})
+		go func() { _, _ = io.Copy(io.Discard, p); close(done) }()
+		for _, id := range []string{"1", `"b"`, "3"} {
+			if _, err := p.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[]}}` + "\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		<-done // every request counts as answered
+		want := []string{`{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`}
+		if !mcp {
+			want = []string{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, `{"jsonrpc":"2.0","id":"b","result":{"content":[]}}`, want[0]}
+		}
+		if got := out.lines(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("CancelMethod %v: written %q, want %q", mcp, got, want)
+		}
+		if len(p.dropped) != 0 {
+			t.Errorf("CancelMethod %v: withdrawals left over: %v", mcp, p.dropped)
+		}
+	}
+	// A request answered before its withdrawal is read: the id is free again, and a later
+	// request that reuses it is answered.
+	pr, pw := io.Pipe()
+	var out syncBuffer
+	p := New(t.Context(), pr, &out, Options{MaxLine: 1 << 20, CancelMethod: "notifications/cancelled"})
+	go func() {
+		_, _ = pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	}()
+	buf := make([]byte, 1<<16)
+	if _, err := p.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"))
+	go func() {
+		_, _ = pw.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` + "\n" +
+			`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	}()
+	for range 2 {
+		if _, err := p.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"again":true}}` + "\n"))
+	pw.Close()
+	if got := out.lines(); len(got) != 2 {
+		t.Errorf("written %q, want both answers", got)
+	}
+}
+
+// TestAwaiting: a request of a method awaits its answer from when the pipe reads it until the
+// answer is written; a notification of the same method never does.
+func TestAwaiting(t *testing.T) {
+	p := acpLike(strings.NewReader(`{"jsonrpc":"2.0","method":"_x/note","params":{}}`+"\n"+
+		`{"jsonrpc":"2.0","id":4,"method":"_x/ask","params":{}}`+"\n"), io.Discard, time.Hour)
+	buf := make([]byte, 4096)
+	if _, err := p.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if p.Awaiting("_x/note") {
+		t.Error("a notification awaits an answer")
+	}
+	if _, err := p.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Awaiting("_x/ask") || p.Awaiting("_x/note") {
+		t.Error("the request read does not await its answer")
+	}
+	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
+	if p.Awaiting("_x/ask") {
+		t.Error("an answered request still awaits")
+	}
+}

@@ -55,6 +55,7 @@ func (p *Pipe) Read(b []byte) (int, error) {
 			continue
 		}
 		p.opened(msg)
+		p.withdrawn(msg)
 		p.pending = append(line, '\n')
 	}
 	n := copy(b, p.pending)
@@ -109,6 +110,7 @@ type message struct {
 	Method  json.RawMessage `json:"method"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
+	Params  json.RawMessage `json:"params"`
 	method  string
 }
 
@@ -206,6 +208,30 @@ func (p *Pipe) opened(m message) {
 	r := p.open[key]
 	r.method, r.n = m.method, r.n+1
 	p.open[key] = r
+	p.mu.Unlock()
+}
+
+// withdrawn marks the request a CancelMethod notification names, while it is open, so that its
+// answer is not written.
+func (p *Pipe) withdrawn(m message) {
+	if p.opts.CancelMethod == "" || m.method != p.opts.CancelMethod || len(m.ID) > 0 {
+		return
+	}
+	var params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &params) != nil {
+		return
+	}
+	v, ok := idValue(params.RequestID)
+	if !ok {
+		return
+	}
+	key := idKey(v)
+	p.mu.Lock()
+	if r, ok := p.open[key]; ok && p.dropped[key] < r.n {
+		p.dropped[key]++
+	}
 	p.mu.Unlock()
 }
 

@@ -46,6 +46,12 @@ type Options struct {
 	Check func(line []byte) string
 	// Logger receives a warning when the grace ends with requests unanswered; nil discards it.
 	Logger *slog.Logger
+	// CancelMethod, when set, is the notification by which the client withdraws one of its
+	// requests, naming it in params.requestId (MCP's notifications/cancelled). The answer to a
+	// request withdrawn while it was still open is not written (MCP: the receiver does not
+	// respond to a cancelled request); the request counts as answered all the same. Empty: every
+	// answer is written (ACP's $/cancel_request still gets one).
+	CancelMethod string
 }
 
 // Pipe is one connection's plumbing: an io.Reader for the SDK (checked lines from the input) and
@@ -59,6 +65,7 @@ type Pipe struct {
 
 	mu      sync.Mutex
 	open    map[string]openRequest // requests read and not answered, by canonical id
+	dropped map[string]int         // open requests the client withdrew (CancelMethod): their answers are not written
 	changed chan struct{}          // closed and replaced whenever open shrinks
 	hooks   map[string]func()      // run once a successful response containing the key is out
 	running int                    // hooks fired and not yet returned: the end of input waits for them
@@ -83,7 +90,7 @@ func New(ctx context.Context, in io.Reader, out io.Writer, opts Options) *Pipe {
 	}
 	return &Pipe{
 		ctx: ctx, opts: opts, in: bufio.NewReaderSize(in, 64<<10), out: out,
-		open: map[string]openRequest{}, changed: make(chan struct{}), hooks: map[string]func(){},
+		open: map[string]openRequest{}, dropped: map[string]int{}, changed: make(chan struct{}), hooks: map[string]func(){},
 	}
 }
 
@@ -115,6 +122,22 @@ func (p *Pipe) Settled(ctx context.Context, method string) {
 			return
 		}
 	}
+}
+
+// Awaiting reports whether a request of method read so far (one the end of input waits for:
+// Options.WaitFor) is still unanswered. An SDK that hands requests and notifications of a method
+// to the same handler does not say which one it got; while the handler of a request runs, its
+// request is awaiting an answer, and a notification's is not (unless a request of the same
+// method is open at the same moment).
+func (p *Pipe) Awaiting(method string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.open {
+		if r.method == method {
+			return true
+		}
+	}
+	return false
 }
 
 // unanswered is how many counted requests wait for an answer, and how many hooks fired by an

@@ -7,28 +7,44 @@ import (
 )
 
 // Write writes one message of the SDK (each SDK writes a message in one call). A response settles
-// the request it answers, and runs the hooks waiting for it.
+// the request it answers, and runs the hooks waiting for it; the answer to a request the client
+// withdrew (Options.CancelMethod) settles it without being written.
 func (p *Pipe) Write(b []byte) (int, error) {
-	p.lock.lock(0)
-	n, err := p.out.Write(b)
-	p.lock.unlock()
 	id, response, ok := head(b)
-	if !ok || !response {
+	key := ""
+	if ok && response {
+		key = idKey(id)
+	}
+	drop := p.takeDropped(key)
+	n, err := len(b), error(nil)
+	if drop {
+		p.opts.Logger.Debug("not answering a request the client cancelled", "id", id)
+	} else {
+		p.lock.lock(0)
+		n, err = p.out.Write(b)
+		p.lock.unlock()
+	}
+	if key == "" {
 		return n, err
 	}
 	p.mu.Lock()
-	if key := idKey(id); key != "" {
-		if r, ok := p.open[key]; ok {
-			if r.n--; r.n == 0 {
-				delete(p.open, key)
-			} else {
-				p.open[key] = r
-			}
-			close(p.changed)
-			p.changed = make(chan struct{})
+	if r, ok := p.open[key]; ok {
+		if r.n--; r.n == 0 {
+			delete(p.open, key)
+		} else {
+			p.open[key] = r
 		}
+		// A withdrawal read while this answer was on its way out withdrew nothing.
+		if p.dropped[key] > r.n {
+			p.dropped[key] = r.n
+		}
+		if p.dropped[key] == 0 {
+			delete(p.dropped, key)
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
 	}
-	if len(p.hooks) == 0 {
+	if len(p.hooks) == 0 || drop {
 		p.mu.Unlock()
 		return n, err
 	}
@@ -49,6 +65,21 @@ func (p *Pipe) Write(b []byte) (int, error) {
 		}()
 	}
 	return n, err
+}
+
+// takeDropped reports whether the answer to request key is one not to write (its request was
+// withdrawn), and counts it as taken.
+func (p *Pipe) takeDropped(key string) bool {
+	if key == "" {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped[key] == 0 {
+		return false
+	}
+	p.dropped[key]--
+	return true
 }
 
 // hookDone counts a fired hook as returned and wakes the end-of-input drain.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/structured"
 )
 
 // Schema is the JSON Schema (2020-12) of every line (stream-json.schema.json beside this file).
@@ -61,6 +62,9 @@ type Result struct {
 	Denied          []string      `json:"denied,omitempty"`
 	RefusedPaths    []string      `json:"refused_paths,omitempty"`
 	RefusedRequests []string      `json:"refused_requests,omitempty"`
+	// StructuredOutput is the answer validated against --schema; Attempts each answer checked.
+	StructuredOutput json.RawMessage      `json:"structured_output,omitempty"`
+	Attempts         []structured.Attempt `json:"attempts,omitempty"`
 }
 
 // ToolSummary is one tool call of the run, as it ended: the fields of `ask --json`'s "tools"

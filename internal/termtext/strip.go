@@ -17,6 +17,10 @@ import "unicode/utf8"
 // still handled whole: stripping a stream in pieces gives what stripping it at once gives. Its
 // zero value is ready to use; use one Stripper per stream.
 type Stripper struct {
+	// KeepCR lets carriage returns through, for a reader that needs them to find what an agent
+	// drew over a line (q's spinner) and removes the rest itself (agent's chat text parser).
+	KeepCR bool
+
 	state uint8
 	n     int               // bytes of the current string sequence (OSC, DCS, ...)
 	held  [utf8.UTFMax]byte // the start of a UTF-8 character the next chunk completes
@@ -121,7 +125,7 @@ func (s *Stripper) put(dst []byte, r rune, enc []byte) []byte {
 				s.state = stripCSI
 			case r == 0x9d || r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f:
 				s.state, s.n = stripString, 0
-			case stripDropped(r):
+			case stripDropped(r) && !(r == '\r' && s.KeepCR):
 			case r == utf8.RuneError && len(enc) == 1:
 				dst = utf8.AppendRune(dst, utf8.RuneError)
 			default:
