@@ -41,7 +41,7 @@ type Sessions struct {
 
 // resolveSession looks o.SessionID up in the store: a stored session (an id or unambiguous prefix
 // of any front end) goes on in its agent session or, when it has none (an import, acp serve's text
-// path), in a new one with its transcript before the prompt. A session whose folder is gone is
+// path) or when the backend is chat, in a new one with its transcript before the prompt. A session whose folder is gone is
 // refused (exit 4). It returns the stored session's id ("" when the store does not know the id).
 func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	s := o.Sessions
@@ -68,6 +68,13 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 		return "", err
 	}
 	o.SessionID = c.AgentSession
+	if o.SessionID != "" && o.Backend == acpclient.BackendChat {
+		// chat cannot load an agent session: the transcript goes before the prompt instead.
+		if c.History, err = st.Messages(ctx, c.Session.ID); err != nil {
+			return "", err
+		}
+		o.SessionID = ""
+	}
 	if s.Prompt == "" {
 		s.Prompt = o.Request.Prompt
 	}
