@@ -398,7 +398,11 @@ func readPrompt(a *app.App, args []string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the prompt from stdin: %w", err)
 	}
-	return strings.TrimRight(string(data), "\r\n"), nil // as q does with a prompt on stdin
+	prompt := strings.TrimRight(string(data), "\r\n") // as q does with a prompt on stdin
+	if strings.TrimSpace(prompt) == "" {
+		return "", output.UsageErrorf("%v: stdin was empty (the prompt was to be read from it); pipe the prompt in, or give it as an argument", agent.ErrEmptyPrompt)
+	}
+	return prompt, nil
 }
 
 // printDryRun prints what the run would start: the command line and the full prompt (on ACP it

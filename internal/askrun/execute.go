@@ -51,6 +51,8 @@ type Options struct {
 	// Sessions resolves SessionID against qkit's session store and records the run's turn there
 	// (sessions.go); nil: SessionID is the agent's, and nothing is recorded.
 	Sessions *Sessions
+
+	choice acpclient.BackendChoice // what chooseBackend took, with how it knew
 }
 
 // SessionsFile is the file in stateDir where each folder's last ACP session is remembered, for
@@ -120,6 +122,7 @@ func (o *Options) chooseBackend(ctx context.Context, probe bool) (string, error)
 		return acpclient.BackendChat, nil // what a run that is not probed would do
 	}
 	choice, err := acpclient.ChooseBackend(ctx, setting, o.Limits.Command, file, o.RefreshBackend, o.Limits.Logger)
+	o.choice = choice
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", Interrupted()
@@ -127,7 +130,8 @@ func (o *Options) chooseBackend(ctx context.Context, probe bool) (string, error)
 		return "", err
 	}
 	if o.SessionID != "" && choice.Backend != acpclient.BackendACP {
-		return "", output.Errorf(output.ExitFailure, "--session needs an agent that speaks ACP, and %s does not (%s)", o.Limits.Command, choice.Reason)
+		return "", output.Errorf(output.ExitFailure, "--session needs an agent that speaks ACP, and %s does not (%s); "+
+			"if it does now, qkit ask --refresh-backend probes it again, or set agent.backend acp", o.Limits.Command, choice.Reason)
 	}
 	return choice.Backend, nil
 }
@@ -206,6 +210,23 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 	m := o.newMeter()
 	if backend == acpclient.BackendACP {
 		err = o.runACP(ctx, p, m, &run)
+		if err == nil && o.choice.Stale(run.Err) && o.SessionID == "" && !o.Request.Resume {
+			// What auto learned is out of date: the agent binary no longer answers initialize (it
+			// started and nothing ran; the run forgot what was learned). Probe it again and run on
+			// what fits it now, instead of failing once for the user to retry.
+			o.warn("%s no longer speaks ACP as learned: probing it again (agent.backend auto)", o.Limits.Command)
+			o.RefreshBackend = true
+			if backend, err = o.chooseBackend(ctx, true); err != nil {
+				return Run{}, err
+			}
+			run = Run{Backend: backend, Timeout: o.Limits.Timeout, Started: time.Now(), Trusted: p.Trust}
+			m = o.newMeter()
+			if backend == acpclient.BackendACP {
+				err = o.runACP(ctx, p, m, &run)
+			} else {
+				err = o.runChat(ctx, p, m, &run)
+			}
+		}
 	} else {
 		err = o.runChat(ctx, p, m, &run)
 	}
