@@ -78,6 +78,7 @@ func suites() []suite {
 		{"questions-web", questionsWebSuite},
 		{"acp", acpSuite},
 		{"proxy", proxySuite},
+		{"sessions", sessionsSuite},
 	}
 }
 

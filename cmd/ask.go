@@ -22,6 +22,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // askOptions are the flags of `qkit ask`.
@@ -358,6 +359,10 @@ func askRunOptions(a *app.App, opts *askOptions, prompt string) (askrun.Options,
 		SessionID: opts.events.session, CheckModel: true, ClientVersion: a.Version.Version, OnWarning: func(w string) { a.Warnf("%s", w) },
 		Policy: &approval.Policy{TrustAll: opts.trustAll, Trust: opts.trustTools, Deny: opts.events.denyTools, OnPermission: opts.events.onPermission},
 		OnACP:  func(p *approval.Policy) error { return askAsker(a, p) },
+		// qkit sessions: --session may name a stored session (its folder checked, its history
+		// replayed when the agent has none); the turn is recorded under origin ask.
+		Sessions: &askrun.Sessions{Path: sessionsPath(a), Origin: sessions.OriginAsk, Prompt: prompt, Name: "--session",
+			HistoryBytes: max(int(config.ContextMaxTokens.Get(a.Config)), 1) * 4 / 2, Now: a.Now},
 	}, nil
 }
 

@@ -322,6 +322,7 @@ func topCommands() []topCommand {
 		{"mcp", newMCPCmd},
 		{"ask", newAskCmd},
 		{"questions", newQuestionsCmd},
+		{"sessions", newSessionsCmd},
 		{"acp", newACPCmd},
 		{"doctor", newDoctorCmd},
 		{"version", newVersionCmd},

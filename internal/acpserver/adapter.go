@@ -204,7 +204,7 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, invalidParams("mcpServers: %v", err)
 	}
 	now := a.opts.Now()
-	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, Backend: sessions.BackendText, CreatedAt: now, UpdatedAt: now}
+	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, Backend: sessions.BackendText, Origin: sessions.OriginACPServe, CreatedAt: now, UpdatedAt: now}
 	var ps *proxySession
 	if a.proxy != nil && a.proxy.available(ctx) {
 		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {

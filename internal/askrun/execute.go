@@ -48,6 +48,9 @@ type Options struct {
 	// Structured asks for JSON valid against a schema (retried in the same session) and bounds
 	// the run (structured.go); nil: the prompt is sent once, unbounded.
 	Structured *Structured
+	// Sessions resolves SessionID against qkit's session store and records the run's turn there
+	// (sessions.go); nil: SessionID is the agent's, and nothing is recorded.
+	Sessions *Sessions
 
 	choice acpclient.BackendChoice // what chooseBackend took, with how it knew
 }
@@ -192,6 +195,10 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 			return Run{}, err
 		}
 	}
+	stored, err := o.resolveSession(ctx)
+	if err != nil {
+		return Run{}, err
+	}
 	backend, err := o.chooseBackend(ctx, true)
 	if err != nil {
 		return Run{}, err
@@ -232,6 +239,7 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 	}
 	run.Denied = append(run.Denied, p.Denied()...)
 	run.Unasked, run.UnaskedErr = p.Refused(), p.Err()
+	run.StoredSession = o.recordSession(ctx, stored, run)
 	return run, nil
 }
 

@@ -27,9 +27,11 @@ type Run struct {
 	Trusted     []string            // what the run trusted (--trust-tools), for the hint of a refusal
 	TrustFlags  agent.TrustFlags    // how the front end names its trust flags; zero: ask's
 	SessionID   string              // the ACP session
-	StopReason  string              // the agent's (ACP); "end_turn" on chat
-	Usage       agent.Usage         // kiro's, on ACP, summed over the run's prompts
-	Started     time.Time
+	// StoredSession is the session of qkit's store the turn was recorded in (Options.Sessions).
+	StoredSession string
+	StopReason    string      // the agent's (ACP); "end_turn" on chat
+	Usage         agent.Usage // kiro's, on ACP, summed over the run's prompts
+	Started       time.Time
 	// Structured is what Options.Structured produced: the validated JSON, each answer checked,
 	// the last reply. StructuredErr is what it ended the run with when the agent did not fail:
 	// a *structured.NoValidAnswerError (exit 5) or a *structured.BudgetError (exit 6).

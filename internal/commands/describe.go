@@ -29,6 +29,12 @@ var examples = []Example{
 	{"Put the agent timeout back to its default", Request{Command: "settings", Subcommand: "reset", Args: []string{"agent.timeout"}}},
 	{"Are there questions waiting for me?", Request{Command: "questions", Subcommand: "list"}},
 	{"Show me the questions I have to answer", Request{Command: "questions", Subcommand: "show"}},
+	{"Which conversations with the agent do I have?", Request{Command: "sessions", Subcommand: "list"}},
+	{"Show me the conversation 3f2a", Request{Command: "sessions", Subcommand: "show", Args: []string{"3f2a"}}},
+	{"Save the conversation 3f2a as Markdown", Request{Command: "sessions", Subcommand: "export", Args: []string{"3f2a"}, Flags: map[string]string{"format": "md", "output": "3f2a.md"}}},
+	{"Import the conversation in fix-login.json", Request{Command: "sessions", Subcommand: "import", Args: []string{"fix-login.json"}}},
+	{"Delete the conversation 3f2a", Request{Command: "sessions", Subcommand: "rm", Args: []string{"3f2a"}}},
+	{"Remove the conversations not used for a month", Request{Command: "sessions", Subcommand: "prune", Flags: map[string]string{"older-than": "30d"}}},
 	{"Which MCP tools does qkit serve?", Request{Command: "mcp", Subcommand: "tools"}},
 	{"How do I use the ask_user_questions tool?", Request{Command: "mcp", Subcommand: "tools", Args: []string{"help", "ask_user_questions"}}},
 	{"Which qkit version is this?", Request{Command: "version"}},
@@ -102,7 +108,7 @@ func (r *Registry) Describe() string {
 	var b strings.Builder
 	b.WriteString(Summary + `
 
-Use it when the user asks for something a command below does (manage the context files sent with every prompt, read or change qkit's settings, look at pending questions, and more), instead of telling them which command to type.
+Use it when the user asks for something a command below does (manage the context files sent with every prompt, read or change qkit's settings, look at pending questions, list, show, export or remove conversations with the agent, and more), instead of telling them which command to type.
 
 Commands that only read run at once. Commands marked "change" need the user's confirmation: the user is asked when the client supports it; otherwise the call fails and says so (the user can list a command in the setting internal.trusted to allow it without asking). Arguments are passed as they are, never through a shell. A flag with an empty value is given bare: flags={"global": ""} means --global. For a command of three words such as "mcp tools help", put the third word first in args: command="mcp", subcommand="tools", args=["help", "internal_command"].
 

@@ -168,6 +168,12 @@ func TestInternalCommandRunsEveryCommand(t *testing.T) {
 		if call.Entry.Name == "questions show" { // a fresh home has no question set
 			wantCode, want = 4, "exited 4:\nqkit: no question set is pending"
 		}
+		switch call.Entry.Name { // a fresh home has no session 3f2a, and the folder no fix-login.json
+		case "sessions show", "sessions export", "sessions rm":
+			wantCode, want = 4, "exited 4:\nqkit: session 3f2a: session not found"
+		case "sessions import":
+			wantCode, want = 4, "no such file"
+		}
 		if call.Entry.Name == "doctor" { // an earlier example set agent.command to kiro-cli, not on PATH here
 			wantCode, want = 1, "fail  agent"
 		}

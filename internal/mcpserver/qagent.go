@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/structured"
 )
 
@@ -34,6 +35,7 @@ type qAgentInput struct {
 	YoloMode      bool   `json:"yolo-mode,omitempty" jsonschema:"Trust every tool Q wants to use without asking (--trust-all-tools). Without it, or trust-tools, a run that needs a tool fails."`
 	TrustTools    string `json:"trust-tools,omitempty" jsonschema:"Comma-separated list of specific tools to trust (--trust-tools), e.g. fs_read,fs_write. MCP tools need their @server/ prefix."`
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
+	SessionID     string `json:"session_id,omitempty" jsonschema:"Continue this qkit session: the session id an earlier call returned in its result's _meta (qkit/session_id), or any id (or unambiguous prefix) qkit sessions list shows. Not with resume."`
 	// OutputSchema makes the call structured (issue 21), as qkit ask --schema.
 	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names 4, 6, 7 or 2019-09; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
@@ -60,12 +62,22 @@ twice. The result then carries the valid document as structuredContent (and as J
 valid, isError with the last answer's errors and the last reply. A schema that does not compile, or that
 refers to a file or URL ($ref outside itself), fails the call before the agent runs.
 
+Each call is kept in qkit's session store (qkit sessions list shows it, origin mcp), and its result carries
+that session's id in _meta as "qkit/session_id" (on an error result too, once the agent replied). Pass it back as
+session_id to continue that conversation: on the chat backend the earlier turns go before the prompt (within
+context.max_tokens), on acp the agent's own session is loaded. session_id also takes any id, or unambiguous
+prefix, of qkit sessions list (an editor's session, an import); an id the store does not know, or a session
+whose folder is gone, fails the call before the agent runs. resume instead goes on with the latest call's
+session in this folder.
+
 Examples:
   Review code:
     {"prompt": "Review internal/agent/run.go for error handling problems and list them"}
     -> Q's review as plain text.
   Continue the last conversation in this directory:
     {"prompt": "Now apply the first fix", "resume": true, "trust-tools": "fs_read,fs_write"}
+  Continue the conversation of an earlier call (its _meta "qkit/session_id"):
+    {"prompt": "And what about the tests?", "session_id": "3f2a9c1e-..."}
   Pick a model and a profile:
     {"prompt": "Explain this repository's layout", "override-model": "claude-3.7-sonnet", "agent": "reviewer"}
   Let Q use every tool without asking:
@@ -104,6 +116,8 @@ Troubleshooting:
   - "[TIMED OUT: ...]": the run exceeded AGENT_TIMEOUT (seconds, default 180); the partial reply is returned.
   - "no answer held JSON valid against output_schema": the agent answered in prose or with JSON that does not
     fit; the errors and the last reply follow. Make the prompt say which fields it wants, or loosen the schema.
+  - "session_id X: no such session: see qkit sessions list": the id is not in this machine's store (qkit
+    sessions import brings one from elsewhere); internal_command (command sessions, subcommand list) shows the ids.
   - "unknown model" or "Model 'X' does not exist": use a model the agent lists (qkit ask --list-models), or one of
     override-model's list when the agent.models setting gives one.`
 
@@ -173,6 +187,9 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	dir, _ := d.App.WorkingDir()
 	r.Dir = dir
 	sch, err := qAgentOutputSchema(in.OutputSchema, p)
+	if err == nil && in.Resume && in.SessionID != "" {
+		err = errors.New("resume and session_id contradict each other: session_id continues the session it names, resume the latest one of this folder; give one")
+	}
 	if err != nil {
 		p.Stop()
 		return ErrorResult(err.Error())
@@ -182,6 +199,12 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		Limits:     l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
 		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail},
 		OnWarning: func(w string) { l.Logger.Warn(w) },
+		// qkit sessions: each call is recorded (origin mcp); resume goes on with the tool's latest,
+		// session_id with the stored session it names (an unknown one is an error).
+		SessionID: strings.TrimSpace(in.SessionID),
+		Sessions: &askrun.Sessions{Path: sessions.Path(d.App.Config.Paths.Data), Origin: sessions.OriginMCP, Prompt: in.Prompt,
+			Continue: in.Resume, Chat: true, KnownOnly: true, Name: "session_id", Now: d.App.Now,
+			HistoryBytes: max(int(config.ContextMaxTokens.Get(d.App.Config)), 1) * 4 / 2},
 		OnEvent: func(e agent.Event) {
 			switch e.Type {
 			case agent.EventMessage:
@@ -200,6 +223,19 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	if err != nil { // nothing ran: a bad request, an unknown session
 		return ErrorResult(err.Error())
 	}
+	res := qAgentResult(run, sch)
+	if run.StoredSession != "" {
+		res.Meta = mcp.Meta{qAgentSessionMeta: run.StoredSession}
+	}
+	return res
+}
+
+// qAgentSessionMeta is the key of the result's _meta that carries the qkit session the call was
+// recorded in (what session_id takes to continue it).
+const qAgentSessionMeta = "qkit/session_id"
+
+// qAgentResult is the tool's result for a run that happened.
+func qAgentResult(run askrun.Run, sch *askrun.Structured) *mcp.CallToolResult {
 	if run.Err != nil {
 		return ErrorResult(qAgentError(run.Err, run.Agent))
 	}

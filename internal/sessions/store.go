@@ -39,6 +39,33 @@ type Message struct {
 	// Blocks are a prompt's content blocks as the client sent them, a JSON array, so session/load
 	// replays them as they were; nil for replies and for prompts stored before migration 2.
 	Blocks json.RawMessage
+	// Tools are the tool calls of a reply, when the front end reported them (ask, the MCP tool).
+	Tools []ToolCall
+	// Usage is what a reply cost, when the agent said.
+	Usage *Usage
+	// At is when the message was stored.
+	At time.Time
+}
+
+// ToolCall is one tool call of a reply and how it ended.
+type ToolCall struct {
+	Name   string `json:"name"`
+	Server string `json:"server,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	// Status is how the call ended: completed, failed, or empty when the front end does not know.
+	Status string `json:"status,omitempty"`
+	Denied bool   `json:"denied,omitempty"`
+}
+
+// Usage is what one reply cost, as far as the agent tells (kiro: credits and a share of the
+// context window; no tokens).
+type Usage struct {
+	Credits        float64 `json:"credits,omitempty"`
+	ContextPercent float64 `json:"context_percent,omitempty"`
+	TurnDurationMs int64   `json:"turn_duration_ms,omitempty"`
+	InputTokens    int64   `json:"input_tokens,omitempty"`
+	OutputTokens   int64   `json:"output_tokens,omitempty"`
 }
 
 // Turn is one prompt and its reply, as AppendTurn stores them.
@@ -46,6 +73,8 @@ type Turn struct {
 	Prompt string
 	Blocks json.RawMessage // the prompt's content blocks (a JSON array); nil: Prompt alone
 	Reply  string
+	Tools  []ToolCall // the reply's tool calls, when known
+	Usage  *Usage     // the reply's usage, when known
 }
 
 // SessionRecord is a session as the database keeps it.
@@ -62,9 +91,21 @@ type SessionRecord struct {
 	Backend string
 	// AgentSession is the agent's own id of the session (ACP backend).
 	AgentSession string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Origin is the front end that started the session (OriginACPServe, OriginAsk, ...).
+	Origin string
+	// Mode is the agent mode the session runs in (kiro's agent), when one was chosen.
+	Mode      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// The front ends a session can come from (SessionRecord.Origin).
+const (
+	OriginACPServe = "acp-serve"
+	OriginAsk      = "ask"
+	OriginMCP      = "mcp"
+	OriginImport   = "import"
+)
 
 // The backends a session can have.
 const (
@@ -121,6 +162,17 @@ var migrations = []string{
 	`ALTER TABLE messages ADD COLUMN blocks TEXT;`,
 	`ALTER TABLE sessions ADD COLUMN backend TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN agent_session TEXT NOT NULL DEFAULT '';`,
+	// 4: where a session came from (every session before was acp serve's), its mode, the count of
+	// its turns (kept by the writers, so a list of 10,000 sessions counts nothing), and each
+	// reply's tool calls and usage as JSON.
+	`ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+	UPDATE sessions SET origin = 'acp-serve';
+	ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+	UPDATE sessions SET turns = (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id AND m.role = 'user');
+	ALTER TABLE messages ADD COLUMN tools TEXT;
+	ALTER TABLE messages ADD COLUMN usage TEXT;
+	CREATE INDEX sessions_updated ON sessions(updated_at, id);`,
 }
 
 // Open opens (creating it and its folder when needed) the database at path and brings its
@@ -185,16 +237,8 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Create inserts a new session.
 func (s *Store) Create(ctx context.Context, r SessionRecord) error {
-	tools, _ := json.Marshal(nonNil(r.TrustedTools))
-	mcp := r.MCPServers
-	if len(mcp) == 0 {
-		mcp = json.RawMessage("[]")
-	}
 	err := s.write(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title, r.Backend, r.AgentSession,
-			r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
-		return err
+		return insertSession(ctx, s.db, r)
 	})
 	if err != nil {
 		return fmt.Errorf("session %s: %w", r.ID, err)
@@ -202,7 +246,24 @@ func (s *Store) Create(ctx context.Context, r SessionRecord) error {
 	return nil
 }
 
-const sessionColumns = `id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, created_at, updated_at`
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertSession(ctx context.Context, db execer, r SessionRecord) error {
+	tools, _ := json.Marshal(nonNil(r.TrustedTools))
+	mcp := r.MCPServers
+	if len(mcp) == 0 {
+		mcp = json.RawMessage("[]")
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, origin, mode, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Cwd, string(mcp), r.Model, string(tools), r.Title, r.Backend, r.AgentSession,
+		r.Origin, r.Mode, r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+	return err
+}
+
+const sessionColumns = `id, cwd, mcp_servers, model, trusted_tools, title, backend, agent_session, origin, mode, created_at, updated_at`
 
 type scanner interface{ Scan(...any) error }
 
@@ -210,7 +271,7 @@ func scanSession(row scanner) (SessionRecord, error) {
 	var r SessionRecord
 	var mcp, tools string
 	var created, updated int64
-	if err := row.Scan(&r.ID, &r.Cwd, &mcp, &r.Model, &tools, &r.Title, &r.Backend, &r.AgentSession, &created, &updated); err != nil {
+	if err := row.Scan(&r.ID, &r.Cwd, &mcp, &r.Model, &tools, &r.Title, &r.Backend, &r.AgentSession, &r.Origin, &r.Mode, &created, &updated); err != nil {
 		return r, err
 	}
 	r.MCPServers = json.RawMessage(mcp)
@@ -322,25 +383,25 @@ func (s *Store) appendTurn(ctx context.Context, id string, t Turn, now time.Time
 		return fmt.Errorf("session %s: %w", id, err)
 	}
 	defer tx.Rollback()
+	if err := appendTurnTx(ctx, tx, id, t, now); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// appendTurnTx is AppendTurn inside transaction tx.
+func appendTurnTx(ctx context.Context, tx *sql.Tx, id string, t Turn, now time.Time) error {
 	var next int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, id).Scan(&next); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	var blocks any // NULL unless there are blocks
-	if len(t.Blocks) > 0 {
-		blocks = string(t.Blocks)
-	}
-	for i, m := range []struct {
-		role   Role
-		text   string
-		blocks any
-	}{{RoleUser, t.Prompt, blocks}, {RoleAgent, t.Reply, nil}} {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, blocks, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, next+int64(i), string(m.role), m.text, m.blocks, now.UnixNano()); err != nil {
+	for i, m := range []Message{{Role: RoleUser, Text: t.Prompt, Blocks: t.Blocks}, {Role: RoleAgent, Text: t.Reply, Tools: t.Tools, Usage: t.Usage}} {
+		m.At = now
+		if err := insertMessage(ctx, tx, id, next+int64(i), m); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`,
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ?, turns = turns + 1, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?`,
 		now.UnixNano(), Title(t.Prompt), id)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
@@ -348,12 +409,31 @@ func (s *Store) appendTurn(ctx context.Context, id string, t Turn, now time.Time
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
 	}
-	return tx.Commit()
+	return nil
+}
+
+// insertMessage stores message m of session id at position seq (NULL columns for what m lacks).
+func insertMessage(ctx context.Context, db execer, id string, seq int64, m Message) error {
+	var blocks, tools, usage any
+	if len(m.Blocks) > 0 {
+		blocks = string(m.Blocks)
+	}
+	if len(m.Tools) > 0 {
+		b, _ := json.Marshal(m.Tools)
+		tools = string(b)
+	}
+	if m.Usage != nil {
+		b, _ := json.Marshal(m.Usage)
+		usage = string(b)
+	}
+	_, err := db.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, blocks, tools, usage, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, seq, string(m.Role), m.Text, blocks, tools, usage, m.At.UnixNano())
+	return err
 }
 
 // Messages returns the session's transcript in order.
 func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT role, text, blocks FROM messages WHERE session_id = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT role, text, blocks, tools, usage, created_at FROM messages WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -361,13 +441,22 @@ func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
 	var out []Message
 	for rows.Next() {
 		var m Message
-		var blocks sql.NullString
-		if err := rows.Scan(&m.Role, &m.Text, &blocks); err != nil {
+		var blocks, tools, usage sql.NullString
+		var at int64
+		if err := rows.Scan(&m.Role, &m.Text, &blocks, &tools, &usage, &at); err != nil {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 		if blocks.Valid {
 			m.Blocks = json.RawMessage(blocks.String)
 		}
+		if tools.Valid {
+			_ = json.Unmarshal([]byte(tools.String), &m.Tools) // written by insertMessage
+		}
+		if usage.Valid {
+			m.Usage = &Usage{}
+			_ = json.Unmarshal([]byte(usage.String), m.Usage)
+		}
+		m.At = time.Unix(0, at).UTC()
 		out = append(out, m)
 	}
 	return out, rows.Err()

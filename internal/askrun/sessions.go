@@ -1,0 +1,133 @@
+package askrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessions"
+	"github.com/qkit-cli/qkit/internal/termtext"
+)
+
+// Sessions ties a run to qkit's session store (`qkit sessions`): Options.SessionID is first looked
+// up there, and the run's turn is recorded there afterwards.
+type Sessions struct {
+	// Path is the store (sessions.Path of the data folder).
+	Path string
+	// Origin is the front end the turn is recorded under (sessions.OriginAsk, sessions.OriginMCP).
+	Origin string
+	// Prompt is the prompt as recorded: the user's, without the context files (empty: the request's).
+	Prompt string
+	// Continue appends a run that names no session to the latest session of Origin in the folder
+	// (the MCP tool's resume, which q continues the same way).
+	Continue bool
+	// Chat records runs on the chat backend too (they have no agent session: continuing one
+	// replays its history); otherwise only ACP runs, which leave an agent session, are recorded.
+	Chat bool
+	// KnownOnly refuses a SessionID the store does not know (exit 4) instead of passing it on to
+	// the agent as its own session id.
+	KnownOnly bool
+	// Name is how the front end calls SessionID in its messages ("--session", "session_id").
+	Name string
+	// HistoryBytes bounds the transcript put before the prompt when the stored session has no agent
+	// session to load.
+	HistoryBytes int
+	// Now is the clock of the recorded times (nil: time.Now).
+	Now func() time.Time
+}
+
+// resolveSession looks o.SessionID up in the store: a stored session (an id or unambiguous prefix
+// of any front end) goes on in its agent session or, when it has none (an import, acp serve's text
+// path) or when the backend is chat, in a new one with its transcript before the prompt. A session whose folder is gone is
+// refused (exit 4). It returns the stored session's id ("" when the store does not know the id).
+func (o *Options) resolveSession(ctx context.Context) (string, error) {
+	s := o.Sessions
+	if s == nil || o.SessionID == "" {
+		return "", nil
+	}
+	st, err := sessions.Open(ctx, s.Path)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	id := termtext.VisibleLine(o.SessionID)
+	c, err := st.Continue(ctx, o.SessionID)
+	switch {
+	case errors.Is(err, sessions.ErrSessionNotFound) && !s.KnownOnly:
+		return "", nil // the agent's own session id, passed on as it was
+	case errors.Is(err, sessions.ErrSessionNotFound):
+		return "", output.NotFoundf("%s %s: no such session: see qkit sessions list", s.Name, id)
+	case errors.Is(err, sessions.ErrAmbiguous):
+		return "", output.UsageErrorf("%s %s: %s", s.Name, id, termtext.VisibleLine(err.Error()))
+	case errors.Is(err, sessions.ErrFolderGone):
+		return "", output.NotFoundf("%s %s: %s; qkit sessions show %s has its transcript", s.Name, id, termtext.VisibleLine(err.Error()), id)
+	case err != nil:
+		return "", err
+	}
+	o.SessionID = c.AgentSession
+	if o.SessionID != "" && o.Backend == acpclient.BackendChat {
+		// chat cannot load an agent session: the transcript goes before the prompt instead.
+		if c.History, err = st.Messages(ctx, c.Session.ID); err != nil {
+			return "", err
+		}
+		o.SessionID = ""
+	}
+	if s.Prompt == "" {
+		s.Prompt = o.Request.Prompt
+	}
+	if len(c.History) > 0 {
+		o.Request.Prompt, _ = sessions.WithHistory(c.History, o.Request.Prompt, max(s.HistoryBytes, 1))
+	}
+	return c.Session.ID, nil
+}
+
+// recordSession stores the run's turn under the session it continued (stored), the agent session
+// it ran in, or a new one, and returns the stored session's id. A run that left nothing is not
+// recorded; a store that cannot be written costs a warning, never the run.
+func (o *Options) recordSession(ctx context.Context, stored string, run Run) string {
+	s := o.Sessions
+	if s == nil {
+		return ""
+	}
+	acp := run.Backend == acpclient.BackendACP
+	if acp && run.SessionID == "" || !acp && (!s.Chat || strings.TrimSpace(run.Agent.Body()) == "") {
+		return ""
+	}
+	prompt := s.Prompt
+	if prompt == "" {
+		prompt = o.Request.Prompt
+	}
+	backend := sessions.BackendText
+	if acp {
+		backend = sessions.BackendACP
+	}
+	var trusted []string
+	for _, list := range o.Request.TrustTools {
+		for _, t := range strings.Split(list, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				trusted = append(trusted, t)
+			}
+		}
+	}
+	if o.Request.TrustAll {
+		trusted = append(trusted, "*")
+	}
+	dir, _ := o.dir()
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	ex := sessions.Exchange{
+		ID: stored, AgentSession: run.SessionID, Continue: s.Continue && stored == "", Origin: s.Origin, Cwd: dir, Backend: backend,
+		Model: o.Request.Model, TrustedTools: trusted,
+		Turn: sessions.Turn{Prompt: prompt, Reply: run.Agent.Body(), Tools: sessions.ToolCallsOf(run.Agent.Tools), Usage: sessions.UsageOf(run.Usage)},
+	}
+	id, err := sessions.Record(context.WithoutCancel(ctx), s.Path, ex, now())
+	if err != nil {
+		o.warn("the session was not recorded in qkit sessions: %v", err)
+	}
+	return id
+}

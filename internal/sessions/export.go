@@ -1,0 +1,211 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ExportKind and ExportVersion mark a session export file. A change that an older qkit would
+// misread takes a new version; ParseExport refuses versions it does not know.
+const (
+	ExportKind    = "qkit-session"
+	ExportVersion = 1
+)
+
+// MaxExportSize bounds what ParseExport reads: far above any transcript the store keeps (a reply is
+// cut at agent.max_response_size), far below what would hurt to hold in memory.
+const MaxExportSize = 256 << 20
+
+// ErrBadExport is wrapped by every error of ParseExport: the file is not a session export this
+// qkit reads.
+var ErrBadExport = errors.New("not a qkit session export")
+
+// Export is a session as a portable document: `sessions export --format json` writes it,
+// `sessions show --json` prints it, `sessions import` reads it. The agent's own session id and
+// the MCP servers are left out: the first means nothing on another machine, the second can carry
+// tokens (headers, environment).
+type Export struct {
+	Kind       string            `json:"kind"`
+	Version    int               `json:"version"`
+	Session    ExportedSession   `json:"session"`
+	Transcript []ExportedMessage `json:"transcript"`
+}
+
+// ExportedSession is a session's settings in an Export.
+type ExportedSession struct {
+	ID           string    `json:"id"`
+	Title        string    `json:"title"`
+	Cwd          string    `json:"cwd"`
+	Backend      string    `json:"backend"`
+	Model        string    `json:"model"`
+	Mode         string    `json:"mode"`
+	TrustedTools []string  `json:"trusted_tools"`
+	Origin       string    `json:"origin"`
+	Turns        int       `json:"turns"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// ExportedMessage is one transcript entry in an Export.
+type ExportedMessage struct {
+	Role   Role            `json:"role"`
+	Text   string          `json:"text"`
+	Blocks json.RawMessage `json:"blocks,omitempty"`
+	Tools  []ToolCall      `json:"tools,omitempty"`
+	Usage  *Usage          `json:"usage,omitempty"`
+	At     time.Time       `json:"at"`
+}
+
+// Export reads session id (an unambiguous prefix will do) as an Export.
+func (s *Store) Export(ctx context.Context, id string) (Export, error) {
+	r, err := s.Find(ctx, id)
+	if err != nil {
+		return Export{}, err
+	}
+	msgs, err := s.Messages(ctx, r.ID)
+	if err != nil {
+		return Export{}, err
+	}
+	e := Export{Kind: ExportKind, Version: ExportVersion, Session: ExportedSession{
+		ID: r.ID, Title: r.Title, Cwd: r.Cwd, Backend: r.Backend, Model: r.Model, Mode: r.Mode,
+		TrustedTools: nonNil(r.TrustedTools), Origin: r.Origin, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}, Transcript: make([]ExportedMessage, 0, len(msgs))}
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			e.Session.Turns++
+		}
+		e.Transcript = append(e.Transcript, ExportedMessage{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: m.At})
+	}
+	return e, nil
+}
+
+// ParseExport reads an export file's content. Anything else (not JSON, cut short, another kind,
+// another version, a transcript the store could not hold) is an error wrapping ErrBadExport that
+// says what is wrong.
+func ParseExport(data []byte) (Export, error) {
+	bad := func(format string, args ...any) (Export, error) {
+		return Export{}, fmt.Errorf("%w: %s", ErrBadExport, fmt.Sprintf(format, args...))
+	}
+	if len(data) > MaxExportSize {
+		return bad("%d bytes, more than the %d MiB an export can have", len(data), MaxExportSize>>20)
+	}
+	// The kind and version first, so a file of a later version is named as such rather than
+	// failing on a field that changed.
+	var head struct {
+		Kind    *string `json:"kind"`
+		Version *int    `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return bad("%v", jsonProblem(err))
+	}
+	if head.Kind == nil || *head.Kind != ExportKind {
+		return bad(`no "kind": %q field`, ExportKind)
+	}
+	if head.Version == nil {
+		return bad(`no "version" field`)
+	}
+	if *head.Version != ExportVersion {
+		return bad("version %d; this qkit reads version %d (a newer qkit wrote it?)", *head.Version, ExportVersion)
+	}
+	var e Export
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return bad("%v", jsonProblem(err))
+	}
+	if e.Session.Cwd == "" || !filepath.IsAbs(e.Session.Cwd) {
+		return bad("session.cwd %q is not an absolute path", e.Session.Cwd)
+	}
+	switch e.Session.Backend {
+	case "", BackendText, BackendACP:
+	default:
+		return bad("session.backend %q: expected %s or %s", e.Session.Backend, BackendText, BackendACP)
+	}
+	for i, m := range e.Transcript {
+		if m.Role != RoleUser && m.Role != RoleAgent {
+			return bad("transcript[%d].role %q: expected user or agent", i, m.Role)
+		}
+		if len(m.Blocks) > 0 {
+			var blocks []json.RawMessage
+			if err := json.Unmarshal(m.Blocks, &blocks); err != nil {
+				return bad("transcript[%d].blocks is not a JSON array", i)
+			}
+		}
+	}
+	return e, nil
+}
+
+// jsonProblem words a decoding error for a person: encoding/json's "unexpected end of JSON input"
+// (Unmarshal) and io.ErrUnexpectedEOF (Decoder) mean the file was cut short.
+func jsonProblem(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &syn) && strings.Contains(syn.Error(), "unexpected end of JSON input"):
+		return errors.New("the JSON ends early (a truncated file?)")
+	case errors.As(err, &syn):
+		return fmt.Errorf("not valid JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		return fmt.Errorf("field %s: expected %s, found JSON %s", typ.Field, typ.Type, typ.Value)
+	}
+	return err
+}
+
+// Import stores e as a new session id (origin import), its transcript and settings in one
+// transaction: a crash or a kill leaves the whole session or nothing. Its history is e's
+// transcript, so acp serve's session/load replays it and the next prompt carries it; it has no
+// agent session yet (the agent's ids do not travel), so on the ACP backend the next load opens a
+// new one with that history.
+func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) (SessionRecord, error) {
+	r := SessionRecord{
+		ID: id, Cwd: e.Session.Cwd, Model: e.Session.Model, Mode: e.Session.Mode, TrustedTools: e.Session.TrustedTools,
+		Title: e.Session.Title, Backend: e.Session.Backend, Origin: OriginImport, CreatedAt: now, UpdatedAt: now,
+	}
+	if r.Backend == "" {
+		r.Backend = BackendText
+	}
+	turns := 0
+	for _, m := range e.Transcript {
+		if m.Role == RoleUser {
+			if r.Title == "" {
+				r.Title = Title(m.Text)
+			}
+			turns++
+		}
+	}
+	err := s.write(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := insertSession(ctx, tx, r); err != nil {
+			return err
+		}
+		for i, m := range e.Transcript {
+			at := m.At
+			if at.IsZero() {
+				at = now
+			}
+			msg := Message{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: at}
+			if err := insertMessage(ctx, tx, id, int64(i+1), msg); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET turns = ? WHERE id = ?`, turns, id); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return SessionRecord{}, fmt.Errorf("importing session %s: %w", id, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,131 @@
+package sessions
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Exchange is one prompt and its reply run by a front end other than acp serve (ask on the ACP
+// backend, the q-developer-agent MCP tool), for Record.
+type Exchange struct {
+	// ID is the session to append to. Empty: the session whose agent session is AgentSession, else
+	// (Continue) the latest session of Origin in Cwd, else a new session (named AgentSession when
+	// there is one, so `ask --session` finds it under the id ask printed).
+	ID           string
+	AgentSession string
+	Continue     bool
+	Origin       string
+	Cwd          string
+	Backend      string
+	Model        string
+	TrustedTools []string
+	Turn         Turn
+}
+
+// Record stores ex's turn in one transaction, creating its session first when needed, and returns
+// the session's id.
+func (s *Store) Record(ctx context.Context, ex Exchange, now time.Time) (string, error) {
+	var id string
+	err := s.write(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		id = ex.ID
+		if id == "" && ex.AgentSession != "" {
+			id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE agent_session = ? ORDER BY updated_at DESC LIMIT 1`, ex.AgentSession)
+		} else if id == "" && ex.Continue {
+			id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE origin = ? AND cwd = ? ORDER BY updated_at DESC LIMIT 1`, ex.Origin, ex.Cwd)
+		}
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			if id = ex.AgentSession; id == "" {
+				id = uuid.NewString()
+			}
+		}
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&exists); err != nil {
+			return err
+		}
+		if exists == 0 {
+			backend := ex.Backend
+			if backend == "" {
+				backend = BackendText
+			}
+			r := SessionRecord{ID: id, Cwd: ex.Cwd, Model: ex.Model, TrustedTools: ex.TrustedTools, Backend: backend,
+				AgentSession: ex.AgentSession, Origin: ex.Origin, CreatedAt: now, UpdatedAt: now}
+			if err := insertSession(ctx, tx, r); err != nil {
+				return err
+			}
+		} else if ex.AgentSession != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_session = ? WHERE id = ?`, ex.AgentSession, id); err != nil {
+				return err
+			}
+		}
+		if err := appendTurnTx(ctx, tx, id, ex.Turn, now); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return "", fmt.Errorf("recording the session: %w", err)
+	}
+	return id, nil
+}
+
+// Record opens the store at path, records ex (see Store.Record) and closes it: for front ends that
+// write one turn per process.
+func Record(ctx context.Context, path string, ex Exchange, now time.Time) (string, error) {
+	s, err := Open(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	return s.Record(ctx, ex, now)
+}
+
+func lookup(ctx context.Context, tx *sql.Tx, query string, args ...any) (string, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// Continuation is what a front end needs to go on with a stored session: the session, the agent's
+// own session to load (empty: open a new one), and, when there is none, the transcript to put
+// before the next prompt.
+type Continuation struct {
+	Session      SessionRecord
+	AgentSession string
+	History      []Message
+}
+
+// Continue finds session id (an unambiguous prefix will do) for a front end that goes on with it.
+// A session whose folder no longer exists is an error wrapping ErrFolderGone. A session with no
+// agent session (an import, a text-path session) comes with its transcript as History.
+func (s *Store) Continue(ctx context.Context, id string) (Continuation, error) {
+	r, err := s.Find(ctx, id)
+	if err != nil {
+		return Continuation{}, err
+	}
+	if FolderGone(r.Cwd) {
+		return Continuation{}, fmt.Errorf("session %s: its folder %s: %w", r.ID, r.Cwd, ErrFolderGone)
+	}
+	c := Continuation{Session: r, AgentSession: r.AgentSession}
+	if c.AgentSession == "" {
+		if c.History, err = s.Messages(ctx, r.ID); err != nil {
+			return Continuation{}, err
+		}
+	}
+	return c, nil
+}
