@@ -1,6 +1,6 @@
 package cmd
 
-// `qkit ask --schema`, --max-turns, --max-credits and -o (issue 21): the flags and the thin
+// `qkit ask --schema`, --max-turns, --max-credits and -o: the flags and the thin
 // layer between runAskEvents and internal/structured, which holds the behaviour.
 
 import (

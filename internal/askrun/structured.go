@@ -1,6 +1,6 @@
 package askrun
 
-// Structured answers and budgets (issue 21): Execute sends the prompt through structured.Ask,
+// Structured answers and budgets: Execute sends the prompt through structured.Ask,
 // whose Send runs one prompt on the chosen backend (ACP: the same session; chat: --resume from
 // the second on), so ask, the MCP tool and acp serve get the retries and budgets from here.
 

@@ -39,7 +39,7 @@ func BenchmarkExtract100KB(b *testing.B) {
 }
 
 // BenchmarkExtractValidate100KB is the cost --schema adds to a run with a 100 KB reply:
-// extraction and validation (issue 21's target: at most 1 ms).
+// extraction and validation (the target: at most 1 ms).
 func BenchmarkExtractValidate100KB(b *testing.B) {
 	sch := mustCompile(b, findingsSchema)
 	reply := reply100KB()
