@@ -219,15 +219,24 @@ serve keeps the text). The agent's text is printed with control characters escap
 	return exposeRead(c)
 }
 
-func runSessionsShow(ctx context.Context, a *app.App, id string, opts *sessionsShowOptions) error {
+// exportSession reads session id (or an unambiguous prefix of it) as show and export give it.
+func exportSession(ctx context.Context, a *app.App, id string) (sessions.Export, error) {
 	st, err := openSessions(ctx, a)
 	if err != nil {
-		return err
+		return sessions.Export{}, err
 	}
 	defer st.Close()
 	e, err := st.Export(ctx, id)
 	if err != nil {
-		return sessionError(err)
+		return sessions.Export{}, sessionError(err)
+	}
+	return e, nil
+}
+
+func runSessionsShow(ctx context.Context, a *app.App, id string, opts *sessionsShowOptions) error {
+	e, err := exportSession(ctx, a, id)
+	if err != nil {
+		return err
 	}
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, e)
@@ -266,14 +275,9 @@ func runSessionsExport(ctx context.Context, a *app.App, id string, opts *session
 	if opts.format != "json" && opts.format != "md" {
 		return output.UsageErrorf("invalid --format %q: expected json or md", opts.format)
 	}
-	st, err := openSessions(ctx, a)
+	e, err := exportSession(ctx, a, id)
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	e, err := st.Export(ctx, id)
-	if err != nil {
-		return sessionError(err)
 	}
 	var buf strings.Builder
 	if opts.format == "md" {
