@@ -5,7 +5,6 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE        ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS     := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT) -X $(PKG)/cmd.date=$(DATE)
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
@@ -58,8 +57,10 @@ race:
 vet:
 	$(GO) vet ./...
 
+# staticcheck is a tool dependency in go.mod (the tool directive, pinned by go.sum), so `go tool`
+# builds it once into the build cache instead of `go run pkg@version` compiling it on every run.
 lint: vet tidy gofmt
-	$(GO) run $(STATICCHECK) ./...
+	$(GO) tool staticcheck ./...
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
