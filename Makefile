@@ -46,13 +46,19 @@ interop/node_modules/.package-lock.json: interop/package-lock.json interop/packa
 unit:
 	$(GO) test -count=1 ./...
 
-# The core packages (actors, runners, stores, servers) under the race detector. The end-to-end
-# testscripts are left out: under -race they take minutes and add no concurrency of qkit's own.
+# The race pass: the packages under internal/ whose own (non-test) code is concurrent (it starts a
+# goroutine, has a channel, or uses sync or sync/atomic): the actors, agent runners, stores, servers
+# and stdio plumbing. The rest (parsers, config, rendering, the test helpers without goroutines) has no
+# concurrency of qkit's own for the detector to see, and their tests already ran in unit.
+# TestRacePackages keeps this list to that rule. The end-to-end testscripts are left out: under -race
+# they take minutes and add no concurrency of qkit's own.
 # A race-built program sleeps a second as it exits (GORACE atexit_sleep_ms) to catch late races;
 # the tests start the race-built test binary as the fake agent hundreds of times, so that second
 # was most of this target's time (acpserver: 129 s, 16 s of CPU).
+RACE_PKGS := acpclient acpserver agent approval fakeq mcpbridge mcpserver mcpserver/mcptest natstest output \
+	prompt questions questionsweb sessions stdiorpc streamjson streamjson/streamjsontest
 race:
-	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 ./internal/...
+	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 $(addprefix ./internal/,$(RACE_PKGS))
 
 vet:
 	$(GO) vet ./...
