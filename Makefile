@@ -8,12 +8,27 @@ LDFLAGS     := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COM
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit race lint vet tidy gofmt interop nodedeps bench docs clean fuzz fakeq browser
+# Go commands build as the release binary does (cgo off, -trimpath), so vet, staticcheck, the unit
+# tests, the binary and the fake share one compile of each package in the build cache; before, the
+# release build's settings differed from the tests' and a clean build compiled everything twice. The
+# race pass needs cgo and compiles its own. A CGO_ENABLED in the environment wins.
+export CGO_ENABLED ?= 0
+export GOFLAGS += -trimpath
+
+# make test TESTFLAGS=-count=1 reruns every Go test; by default go test's cache skips the packages
+# whose test binary and inputs did not change (CI sets -count=1 in .ci/run).
+TESTFLAGS ?=
+
+# make test PHASE_TIMES=FILE appends one line per phase to FILE: its name, wall seconds, user and
+# system CPU seconds, and the peak resident set of its largest process in KiB (make test-times).
+timed = $(if $(PHASE_TIMES),/usr/bin/time -a -o $(PHASE_TIMES) -f "$(1) %e %U %S %M" )
+
+.PHONY: all build install test unit race race-deps lint vet staticcheck tidy gofmt interop nodedeps bench test-times docs clean fuzz fakeq browser
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(call timed,build)env CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 # make install [PREFIX=~/.local] [DESTDIR=staging/]: the binary, man pages (dated SOURCE_DATE_EPOCH or
 # the commit's date) and completions under $(DESTDIR)$(PREFIX); PREFIX=~/.local needs no root.
@@ -27,24 +42,35 @@ install: build
 	install -m 0644 bin/docs/completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
 	install -m 0644 bin/docs/completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
-# Everything CI runs: vet, go.mod tidy and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
-# the core packages again under the race detector, and the Node interop suites. interop's packages come
-# first: Go tests run the TypeScript stand-in agent with them, and under make test they fail rather
-# than skip when it cannot run (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run
-# too: make browser installs Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
+# Everything CI runs: vet, go.mod tidy, gofmt and staticcheck, unit tests, testscripts, the docs drift
+# check (a Go test), the concurrent packages again under the race detector, and the Node interop
+# suites with the browser test. interop's packages come first: Go tests run the TypeScript stand-in
+# agent with them, and under make test they fail rather than skip when it cannot run
+# (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run too: make browser installs
+# Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
+#
+# Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: vet
+# (which compiles every package and its tests), staticcheck, and the race build of the concurrent
+# packages. Compiling modernc.org/sqlite alone takes 0.8-1 GB, and staticcheck analysing the
+# dependencies for the first time about 1.6 GB, so these must not overlap; with warm caches this
+# stage takes seconds. Then the phases that mostly wait on the processes their tests start (unit,
+# race, interop: about 40 % CPU on two cores) run side by side, TEST_JOBS at once.
+TEST_JOBS ?= 3
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
-test: lint nodedeps unit race interop
+test:
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt vet staticcheck race-deps
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target unit race interop
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
 # pins them; again only when the lock file changed.
 nodedeps: interop/node_modules/.package-lock.json
 interop/node_modules/.package-lock.json: interop/package-lock.json interop/package.json
-	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(call timed,nodedeps)npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 unit:
-	$(GO) test -count=1 ./...
+	$(call timed,unit)$(GO) test $(TESTFLAGS) ./...
 
 # The race pass: the packages under internal/ whose own (non-test) code is concurrent (it starts a
 # goroutine, has a channel, or uses sync or sync/atomic): the actors, agent runners, stores, servers
@@ -58,15 +84,21 @@ unit:
 RACE_PKGS := acpclient acpserver agent approval fakeq mcpbridge mcpserver mcpserver/mcptest natstest output \
 	prompt questions questionsweb sessions stdiorpc streamjson streamjson/streamjsontest
 race:
-	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 $(addprefix ./internal/,$(RACE_PKGS))
+	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
+
+# The race build of those packages (their test-only dependencies are left to race), without linking
+# or running anything: make test's first stage.
+race-deps:
+	$(call timed,race-deps)env CGO_ENABLED=1 $(GO) build -race $(addprefix ./internal/,$(RACE_PKGS))
 
 vet:
-	$(GO) vet ./...
+	$(call timed,vet)$(GO) vet ./...
 
 # staticcheck is a tool dependency in go.mod (the tool directive, pinned by go.sum), so `go tool`
 # builds it once into the build cache instead of `go run pkg@version` compiling it on every run.
-lint: vet tidy gofmt
-	$(GO) tool staticcheck ./...
+lint: vet tidy gofmt staticcheck
+staticcheck:
+	$(call timed,staticcheck)$(GO) tool staticcheck ./...
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
@@ -74,19 +106,19 @@ gofmt:
 
 # go.mod and go.sum must be what `go mod tidy` makes of them (it prints the difference otherwise).
 tidy:
-	$(GO) mod tidy -diff
+	$(call timed,tidy)$(GO) mod tidy -diff
 
 # The stand-in agent as bin/fakeq/q (and bin/fakeq/kiro-cli, the same fake): put bin/fakeq first
 # on PATH to try qkit without q (README); FAKEQ_FLAVOUR=q or kiro makes it act as q 1.19.7 or kiro-cli 2.x.
 fakeq:
-	$(GO) build -o bin/fakeq/q ./internal/fakeq/q
+	$(call timed,fakeq)$(GO) build -o bin/fakeq/q ./internal/fakeq/q
 	cp bin/fakeq/q bin/fakeq/kiro-cli
 
 # The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR).
 interop: build fakeq browser nodedeps
 	cd interop && for flavour in q kiro; do \
 			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
-			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) npm test || exit 1; \
+			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) $(call timed,interop-$$flavour)npm test || exit 1; \
 		done
 
 # The browser test of `qkit questions serve` (interop/questions-web.test.js) drives Debian's
@@ -114,8 +146,19 @@ fuzz:
 		done; \
 	done
 
+# make bench ends with the last figures make test-times wrote (bin/test-times.txt), or says how to get
+# them: measuring make test takes minutes, more than bench should.
 bench:
 	$(GO) run ./bench
+	@if [ -f bin/test-times.txt ]; then echo; echo "make test (from bin/test-times.txt, by make test-times):"; cat bin/test-times.txt; \
+	else echo; echo "make test's phase times: run make test-times (it clones HEAD and runs make test twice; minutes)"; fi
+
+# make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test run),
+# then after a change to one package (internal/contextfiles; -change DIR), with each phase's time and
+# memory against issue 20's targets; the table goes to bin/test-times.txt. -fresh starts the clean
+# clone with an empty build cache and staticcheck cache; by default they are this machine's.
+test-times:
+	$(GO) run ./bench/testtimes $(TEST_TIMES_FLAGS)
 
 docs:
 	$(GO) run ./internal/docgen/gendocs -dir .

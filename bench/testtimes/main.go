@@ -1,0 +1,357 @@
+//go:build linux
+
+// Command testtimes measures `make test` the way issue 20 states its targets: on a clean clone of
+// HEAD (the module cache as it is; the build cache as it is, or a fresh one with -fresh), every Go
+// test run (TESTFLAGS=-count=1), then again after one package changed, go test's cache in use. It prints each phase's wall and CPU time and peak memory, and writes
+// the table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
+//
+//	go run ./bench/testtimes [-fresh] [-change internal/contextfiles] [-out bin/test-times.txt]
+//
+// The phases overlap (make test runs them side by side), so their times do not add up to the total.
+// Peak memory is the largest summed proportional set size (PSS, shared pages counted once) of
+// make test's whole process tree, sampled every half second; the per-phase figure is the largest
+// single process's peak resident set, as /usr/bin/time -v gives it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets from issue 20, for a quiet 2-core machine.
+const (
+	cleanTarget   = 5 * time.Minute
+	changedTarget = 2 * time.Minute
+	memTargetMiB  = 1024
+)
+
+func main() {
+	fresh := flag.Bool("fresh", false, "use a fresh build cache (GOCACHE) and staticcheck cache for the clean clone")
+	change := flag.String("change", "internal/contextfiles", "the package `dir` to change for the second run")
+	out := flag.String("out", filepath.Join("bin", "test-times.txt"), "write the table to `file` too")
+	flag.Parse()
+	if err := run(*fresh, *change, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "testtimes:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one `make test`.
+type result struct {
+	wall, user, sys time.Duration
+	peakPSS         int64 // bytes, summed over the process tree
+	phases          []phase
+	err             error
+}
+
+// phase is one line that make test PHASE_TIMES=FILE appended.
+type phase struct {
+	name            string
+	wall, user, sys float64 // seconds
+	maxRSS          int64   // KiB
+}
+
+func run(fresh bool, change, out string) error {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		return fmt.Errorf("make test's phase times need GNU time at /usr/bin/time (apt-get install time): %w", err)
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	head, err := output(root, "git", "rev-parse", "--short", "HEAD")
+	if err != nil {
+		return err
+	}
+	if dirty, _ := output(root, "git", "status", "--porcelain", "--untracked-files=no"); dirty != "" {
+		fmt.Fprintln(os.Stderr, "testtimes: measuring the commit HEAD; changes not committed are not in it")
+	}
+	tmp, err := os.MkdirTemp("", "qkit-test-times-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	clone := filepath.Join(tmp, "qkit")
+	if _, err := output(root, "git", "clone", "--quiet", "--no-hardlinks", root, clone); err != nil {
+		return err
+	}
+	env := cleanEnv()
+	cache := "build cache warm"
+	if fresh {
+		cache = "build cache fresh"
+		env = append(env, "GOCACHE="+filepath.Join(tmp, "gocache"), "XDG_CACHE_HOME="+filepath.Join(tmp, "cache"))
+	}
+	loadBefore := loadavg()
+
+	fmt.Fprintf(os.Stderr, "testtimes: make test in a clean clone of %s (%s)\n", head, cache)
+	// Every Go test runs in the clean clone, as in CI: test results cached by earlier runs elsewhere
+	// (the test binaries do not depend on the folder, being built with -trimpath) are not used.
+	clean := makeTest(clone, env, filepath.Join(tmp, "clean.phases"), "TESTFLAGS=-count=1")
+	var changed result
+	if clean.err == nil {
+		if err := touchPackage(filepath.Join(clone, change)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "testtimes: make test after changing %s\n", change)
+		changed = makeTest(clone, env, filepath.Join(tmp, "changed.phases"))
+	}
+
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "make test, measured %s on %d CPUs (load %s before, %s after), commit %s, module cache warm, %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadBefore, loadavg(), head, cache)
+	table(&buf, clean, changed, change)
+	os.Stdout.Write(buf.Bytes())
+	if out != "" {
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if clean.err != nil {
+		return fmt.Errorf("make test in the clean clone: %w", clean.err)
+	}
+	if changed.err != nil {
+		return fmt.Errorf("make test after changing %s: %w", change, changed.err)
+	}
+	return nil
+}
+
+// cleanEnv is this process's environment without the outer make's variables, so the clone's make
+// is a make of its own, not a sub-make.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// makeTest runs make test in dir, its output to stderr, and measures it.
+func makeTest(dir string, env []string, phases string, args ...string) result {
+	c := exec.Command("make", append([]string{"test", "PHASE_TIMES=" + phases}, args...)...)
+	c.Dir, c.Env = dir, env
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	start := time.Now()
+	if err := c.Start(); err != nil {
+		return result{err: err}
+	}
+	stop := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var max int64
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			max = maxOf(max, treePSS(c.Process.Pid))
+			select {
+			case <-stop:
+				peak <- max
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := c.Wait()
+	close(stop)
+	r := result{wall: time.Since(start), peakPSS: <-peak, err: err}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.user = time.Duration(ru.Utime.Nano())
+		r.sys = time.Duration(ru.Stime.Nano())
+	}
+	r.phases, _ = readPhases(phases)
+	return r
+}
+
+func maxOf(a, b int64) int64 {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+// treePSS sums the proportional set size of pid and its descendants, in bytes.
+func treePSS(pid int) int64 {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(fields[1]); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var sum int64
+	for todo := []int{pid}; len(todo) > 0; {
+		p := todo[len(todo)-1]
+		todo = append(todo[:len(todo)-1], children[p]...)
+		sum += pss(p)
+	}
+	return sum
+}
+
+// pss reads Pss from /proc/pid/smaps_rollup, in bytes; 0 when the process is gone.
+func pss(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// readPhases reads the lines make test PHASE_TIMES=file appended: name wall user sys maxrss.
+func readPhases(file string) ([]phase, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var ps []phase
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 {
+			continue // GNU time's "Command exited with non-zero status" lines
+		}
+		p := phase{name: f[0]}
+		p.wall, _ = strconv.ParseFloat(f[1], 64)
+		p.user, _ = strconv.ParseFloat(f[2], 64)
+		p.sys, _ = strconv.ParseFloat(f[3], 64)
+		p.maxRSS, _ = strconv.ParseInt(f[4], 10, 64)
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// touchPackage adds a comment line to the first non-test Go file of dir, which changes the package
+// as an edit would: it is compiled, vetted, checked and tested again, and so is every package that
+// imports it.
+func touchPackage(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(fh, "\n// Changed by make test-times.\n")
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return fmt.Errorf("%s has no Go file to change", dir)
+}
+
+func table(w io.Writer, clean, changed result, change string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "PHASE\tCLEAN CLONE\t\t\tONE PACKAGE CHANGED (%s)\t\t\n", change)
+	fmt.Fprintf(tw, "\twall s\tcpu s\tmax RSS MiB\twall s\tcpu s\tmax RSS MiB\n")
+	byName := map[string]phase{}
+	for _, p := range changed.phases {
+		byName[p.name] = p
+	}
+	cell := func(p phase, ok bool) string {
+		if !ok {
+			return "-\t-\t-"
+		}
+		return fmt.Sprintf("%.1f\t%.1f\t%d", p.wall, p.user+p.sys, p.maxRSS/1024)
+	}
+	seen := map[string]bool{}
+	for _, p := range clean.phases {
+		q, ok := byName[p.name]
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.name, cell(p, true), cell(q, ok))
+		seen[p.name] = true
+	}
+	for _, q := range changed.phases {
+		if !seen[q.name] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", q.name, cell(phase{}, false), cell(q, true))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHOLE make test\tWALL s\tCPU s\tPEAK PSS MiB\tTARGET\tRESULT")
+	row := func(name string, r result, target time.Duration) {
+		if r.wall == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t\tnot run\n", name)
+			return
+		}
+		mib := r.peakPSS >> 20
+		verdict := "ok"
+		switch {
+		case r.err != nil:
+			verdict = "FAILED: " + r.err.Error()
+		case r.wall > target || mib >= memTargetMiB:
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t<= %.0f s, < %d MiB\t%s\n", name, r.wall.Seconds(), (r.user + r.sys).Seconds(), mib, target.Seconds(), memTargetMiB, verdict)
+	}
+	row("clean clone", clean, cleanTarget)
+	row("one package changed", changed, changedTarget)
+	tw.Flush()
+}
+
+// output runs argv in dir and returns its trimmed stdout.
+func output(dir string, argv ...string) (string, error) {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = dir
+	var errb strings.Builder
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// loadavg is the 1-minute load average, as /proc/loadavg gives it.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
