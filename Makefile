@@ -23,7 +23,7 @@ TESTFLAGS ?=
 # system CPU seconds, and the peak resident set of its largest process in KiB (make test-times).
 timed = $(if $(PHASE_TIMES),/usr/bin/time -a -o $(PHASE_TIMES) -f "$(1) %e %U %S %M" )
 
-.PHONY: all build install test unit race race-deps lint vet staticcheck tidy gofmt interop nodedeps bench test-times docs clean fuzz fakeq browser
+.PHONY: all build install test unit race compile race-deps lint vet staticcheck tidy gofmt interop nodedeps bench test-times docs clean fuzz fakeq browser
 
 all: build
 
@@ -49,17 +49,18 @@ install: build
 # (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run too: make browser installs
 # Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
 #
-# Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: vet
-# (which compiles every package and its tests), staticcheck, and the race build of the concurrent
-# packages. Compiling modernc.org/sqlite alone takes 0.8-1 GB, and staticcheck analysing the
-# dependencies for the first time about 1.6 GB, so these must not overlap; with warm caches this
-# stage takes seconds. Then the phases that mostly wait on the processes their tests start (unit,
-# race, interop: about 40 % CPU on two cores) run side by side, TEST_JOBS at once.
+# Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: the
+# compile of every package the checks and tests import (one compile at a time: modernc.org/sqlite's
+# alone takes 0.8-1 GB, two at once went past 1.2 GB), vet, staticcheck (analysing the dependencies
+# for the first time took it 1.6 GB; GOMEMLIMIT holds it under 1 GB for some more CPU), and the
+# same compile for the race build. With warm caches this stage takes seconds. Then the phases that
+# mostly wait on the processes their tests start (unit, race, interop: about 40 % CPU on two cores)
+# run side by side, TEST_JOBS at once.
 TEST_JOBS ?= 3
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
-	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt vet staticcheck race-deps
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-deps
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target unit race interop
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
@@ -86,10 +87,13 @@ RACE_PKGS := acpclient acpserver agent approval fakeq mcpbridge mcpserver mcpser
 race:
 	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
 
-# The race build of those packages (their test-only dependencies are left to race), without linking
-# or running anything: make test's first stage.
+# compile and race-deps build every package that the Go tests (all of them; the race pass's) import,
+# with one compiler at a time, and link nothing (main packages are left out): make test's first stage.
+test_deps = $$($(GO) list -test -deps -f '{{if and (eq .ForTest "") (ne .Name "main")}}{{.ImportPath}}{{end}}' $(1))
+compile:
+	$(call timed,compile)$(GO) build -p 1 $(call test_deps,./...)
 race-deps:
-	$(call timed,race-deps)env CGO_ENABLED=1 $(GO) build -race $(addprefix ./internal/,$(RACE_PKGS))
+	$(call timed,race-deps)env CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
 
 vet:
 	$(call timed,vet)$(GO) vet ./...
@@ -97,8 +101,9 @@ vet:
 # staticcheck is a tool dependency in go.mod (the tool directive, pinned by go.sum), so `go tool`
 # builds it once into the build cache instead of `go run pkg@version` compiling it on every run.
 lint: vet tidy gofmt staticcheck
+STATICCHECK_GOMEMLIMIT ?= 600MiB
 staticcheck:
-	$(call timed,staticcheck)$(GO) tool staticcheck ./...
+	$(call timed,staticcheck)env GOMEMLIMIT=$(STATICCHECK_GOMEMLIMIT) $(GO) tool staticcheck ./...
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
