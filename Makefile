@@ -18,6 +18,12 @@ export GOFLAGS += -trimpath
 # make test TESTFLAGS=-count=1 reruns every Go test; by default go test's cache skips the packages
 # whose test binary and inputs did not change (CI sets -count=1 in .ci/run).
 TESTFLAGS ?=
+# go test runs a few vet checks first, and computes their facts for every dependency in each build
+# configuration (the race build's too: 1.6 GB for modernc.org/sqlite on a cold cache). make test
+# ran the whole of go vet before, so its unit and race passes leave them out (TESTVET=-vet=off).
+TESTVET ?=
+# The test binaries are linked without DWARF (-ldflags=-w; stack traces and race reports do not use
+# it): measured, a race test binary linked in 2.5 s and 510 MB instead of 8.5 s and 630 MB.
 
 # make test PHASE_TIMES=FILE appends one line per phase to FILE: its name, wall seconds, user and
 # system CPU seconds, and the peak resident set of its largest process in KiB (make test-times).
@@ -54,14 +60,16 @@ install: build
 # alone takes 0.8-1 GB, two at once went past 1.2 GB), vet, staticcheck (analysing the dependencies
 # for the first time took it 1.6 GB, with GOMEMLIMIT=700MiB 0.95 GB for some more CPU), and the
 # same compile for the race build. With warm caches this stage takes seconds. Then the phases that
-# mostly wait on the processes their tests start (unit, race, interop: about 40 % CPU on two cores)
-# run side by side, TEST_JOBS at once.
-TEST_JOBS ?= 3
+# mostly wait on the processes their tests start (interop, unit, race: 40 % CPU over two cores) run
+# side by side, TEST_JOBS at once, the race pass one package at a time (RACE_JOBS). Measured on two
+# cores: all three at once took as long as two at once and peaked at 1.1 GB of PSS (test links of
+# 450-500 MB each, Chromium, race test binaries), two at once at 0.73 GB.
+TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
 	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-deps
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target unit race interop
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop unit race TESTVET=-vet=off
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
 # pins them; again only when the lock file changed.
@@ -71,7 +79,7 @@ interop/node_modules/.package-lock.json: interop/package-lock.json interop/packa
 	@touch $@
 
 unit:
-	$(call timed,unit)$(GO) test $(TESTFLAGS) ./...
+	$(call timed,unit)$(GO) test -ldflags=-w $(TESTVET) $(TESTFLAGS) ./...
 
 # The race pass: the packages under internal/ whose own (non-test) code is concurrent (it starts a
 # goroutine, has a channel, or uses sync or sync/atomic): the actors, agent runners, stores, servers
@@ -82,10 +90,11 @@ unit:
 # A race-built program sleeps a second as it exits (GORACE atexit_sleep_ms) to catch late races;
 # the tests start the race-built test binary as the fake agent hundreds of times, so that second
 # was most of this target's time (acpserver: 129 s, 16 s of CPU).
+RACE_JOBS ?= 1
 RACE_PKGS := acpclient acpserver agent approval fakeq mcpbridge mcpserver mcpserver/mcptest natstest output \
 	prompt questions questionsweb sessions stdiorpc streamjson streamjson/streamjsontest
 race:
-	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
+	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -p $(RACE_JOBS) -ldflags=-w $(TESTVET) $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
 
 # compile and race-deps build every package that the Go tests (all of them; the race pass's) import,
 # with one compiler at a time, and link nothing (main packages are left out): make test's first stage.
@@ -119,7 +128,8 @@ fakeq:
 	$(call timed,fakeq)$(GO) build -o bin/fakeq/q ./internal/fakeq/q
 	cp bin/fakeq/q bin/fakeq/kiro-cli
 
-# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR).
+# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR). One
+# after the other: side by side, two browser tests at once took make test past 1.2 GB.
 interop: build fakeq browser nodedeps
 	cd interop && for flavour in q kiro; do \
 			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
@@ -160,7 +170,7 @@ bench:
 
 # make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test run),
 # then after a change to one package (internal/contextfiles; -change DIR), with each phase's time and
-# memory against issue 20's targets; the table goes to bin/test-times.txt. -fresh starts the clean
+# memory against the project's targets (5 min, 2 min, 1 GB); the table goes to bin/test-times.txt. -fresh starts the clean
 # clone with an empty build cache and staticcheck cache; by default they are this machine's.
 test-times:
 	$(GO) run ./bench/testtimes $(TEST_TIMES_FLAGS)

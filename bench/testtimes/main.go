@@ -1,9 +1,10 @@
 //go:build linux
 
-// Command testtimes measures `make test` the way issue 20 states its targets: on a clean clone of
+// Command testtimes measures `make test` against the project's targets for it: on a clean clone of
 // HEAD (the module cache as it is; the build cache as it is, or a fresh one with -fresh), every Go
-// test run (TESTFLAGS=-count=1), then again after one package changed, go test's cache in use. It prints each phase's wall and CPU time and peak memory, and writes
-// the table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
+// test run (TESTFLAGS=-count=1), then again after one package changed, go test's cache in use. It
+// prints each phase's wall and CPU time and peak memory, and writes the table to
+// bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
 //
 //	go run ./bench/testtimes [-fresh] [-change internal/contextfiles] [-out bin/test-times.txt]
 //
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +32,7 @@ import (
 	"time"
 )
 
-// Targets from issue 20, for a quiet 2-core machine.
+// The targets, for a quiet 2-core machine: a clean clone, a run after one package changed, memory.
 const (
 	cleanTarget   = 5 * time.Minute
 	changedTarget = 2 * time.Minute
@@ -51,7 +53,8 @@ func main() {
 // result is one `make test`.
 type result struct {
 	wall, user, sys time.Duration
-	peakPSS         int64 // bytes, summed over the process tree
+	peakPSS         int64  // bytes, summed over the process tree
+	peakAt          string // when the peak came, and the largest processes then
 	phases          []phase
 	err             error
 }
@@ -154,16 +157,22 @@ func makeTest(dir string, env []string, phases string, args ...string) result {
 		return result{err: err}
 	}
 	stop := make(chan struct{})
-	peak := make(chan int64, 1)
+	type peak struct {
+		pss int64
+		at  string
+	}
+	peaks := make(chan peak, 1)
 	go func() {
-		var max int64
+		var max peak
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
 		for {
-			max = maxOf(max, treePSS(c.Process.Pid))
+			if sum, top := treePSS(c.Process.Pid); sum > max.pss {
+				max = peak{sum, fmt.Sprintf("%.0f s in: %s", time.Since(start).Seconds(), top)}
+			}
 			select {
 			case <-stop:
-				peak <- max
+				peaks <- max
 				return
 			case <-t.C:
 			}
@@ -171,7 +180,8 @@ func makeTest(dir string, env []string, phases string, args ...string) result {
 	}()
 	err := c.Wait()
 	close(stop)
-	r := result{wall: time.Since(start), peakPSS: <-peak, err: err}
+	p := <-peaks
+	r := result{wall: time.Since(start), peakPSS: p.pss, peakAt: p.at, err: err}
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.user = time.Duration(ru.Utime.Nano())
 		r.sys = time.Duration(ru.Stime.Nano())
@@ -180,15 +190,9 @@ func makeTest(dir string, env []string, phases string, args ...string) result {
 	return r
 }
 
-func maxOf(a, b int64) int64 {
-	if b > a {
-		return b
-	}
-	return a
-}
-
-// treePSS sums the proportional set size of pid and its descendants, in bytes.
-func treePSS(pid int) int64 {
+// treePSS sums the proportional set size of pid and its descendants, in bytes, and names the
+// largest of them.
+func treePSS(pid int) (int64, string) {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -208,13 +212,26 @@ func treePSS(pid int) int64 {
 			children[pp] = append(children[pp], p)
 		}
 	}
+	type proc struct {
+		name string
+		pss  int64
+	}
 	var sum int64
+	var procs []proc
 	for todo := []int{pid}; len(todo) > 0; {
 		p := todo[len(todo)-1]
 		todo = append(todo[:len(todo)-1], children[p]...)
-		sum += pss(p)
+		n := pss(p)
+		sum += n
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		procs = append(procs, proc{strings.TrimSpace(string(comm)), n})
 	}
-	return sum
+	sort.Slice(procs, func(i, j int) bool { return procs[i].pss > procs[j].pss })
+	var top []string
+	for _, p := range procs[:min(len(procs), 5)] {
+		top = append(top, fmt.Sprintf("%s %d MiB", p.name, p.pss>>20))
+	}
+	return sum, strings.Join(top, ", ")
 }
 
 // pss reads Pss from /proc/pid/smaps_rollup, in bytes; 0 when the process is gone.
@@ -328,6 +345,14 @@ func table(w io.Writer, clean, changed result, change string) {
 	row("clean clone", clean, cleanTarget)
 	row("one package changed", changed, changedTarget)
 	tw.Flush()
+	for _, r := range []struct {
+		name string
+		res  result
+	}{{"clean clone", clean}, {"one package changed", changed}} {
+		if r.res.peakAt != "" {
+			fmt.Fprintf(w, "peak PSS of the %s run %s\n", r.name, r.res.peakAt)
+		}
+	}
 }
 
 // output runs argv in dir and returns its trimmed stdout.
