@@ -22,8 +22,8 @@ TESTFLAGS ?=
 # configuration (the race build's too: 1.6 GB for modernc.org/sqlite on a cold cache). make test
 # ran the whole of go vet before, so its unit and race passes leave them out (TESTVET=-vet=off).
 TESTVET ?=
-# The test binaries are linked without DWARF (-ldflags=-w; stack traces and race reports do not use
-# it): measured, a race test binary linked in 2.5 s and 510 MB instead of 8.5 s and 630 MB.
+# unit and race link the test binaries without DWARF (-ldflags=-w; stack traces and race reports do
+# not use it): measured, a race test binary linked in 2.5 s and 510 MB instead of 8.5 s and 630 MB.
 
 # make test PHASE_TIMES=FILE appends one line per phase to FILE: its name, wall seconds, user and
 # system CPU seconds, and the peak resident set of its largest process in KiB (make test-times).
@@ -107,8 +107,8 @@ race-deps:
 vet:
 	$(call timed,vet)$(GO) vet ./...
 
-# staticcheck is a tool dependency in go.mod (the tool directive, pinned by go.sum), so `go tool`
-# builds it once into the build cache instead of `go run pkg@version` compiling it on every run.
+# staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
+# `go tool` builds once into the build cache like any package.
 lint: vet tidy gofmt staticcheck
 STATICCHECK_GOMEMLIMIT ?= 700MiB
 staticcheck:
@@ -169,9 +169,10 @@ bench:
 	else echo; echo "make test's phase times: run make test-times (it clones HEAD and runs make test twice; minutes)"; fi
 
 # make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test run),
-# then after a change to one package (internal/contextfiles; -change DIR), with each phase's time and
-# memory against the project's targets (5 min, 2 min, 1 GB); the table goes to bin/test-times.txt. -fresh starts the clean
-# clone with an empty build cache and staticcheck cache; by default they are this machine's.
+# then after a change to one package (internal/contextfiles; -change DIR), with each phase's time
+# and memory against the project's targets (5 min, 2 min, 1 GB); the table goes to
+# bin/test-times.txt. -fresh starts the clean clone with an empty build cache and staticcheck cache;
+# by default they are this machine's.
 test-times:
 	$(GO) run ./bench/testtimes $(TEST_TIMES_FLAGS)
 
