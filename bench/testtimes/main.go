@@ -2,9 +2,9 @@
 
 // Command testtimes measures `make test` against the project's targets for it: on a clean clone of
 // HEAD (the module cache as it is; the build cache as it is, or a fresh one with -fresh), every Go
-// test run (TESTFLAGS=-count=1), then again after one package changed, go test's cache in use. It
-// prints each phase's wall and CPU time and peak memory, and writes the table to
-// bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
+// test run (TESTFLAGS=-count=1); again with nothing changed; then after one package changed, go
+// test's cache in use. It prints each phase's wall and CPU time and peak memory, and writes the
+// table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
 //
 //	go run ./bench/testtimes [-fresh] [-change internal/contextfiles] [-out bin/test-times.txt]
 //
@@ -32,7 +32,8 @@ import (
 	"time"
 )
 
-// The targets, for a quiet 2-core machine: a clean clone, a run after one package changed, memory.
+// The targets, for a quiet 2-core machine: a clean clone, a run after one package changed (a rerun
+// with nothing changed is held to the same), memory.
 const (
 	cleanTarget   = 5 * time.Minute
 	changedTarget = 2 * time.Minute
@@ -98,23 +99,36 @@ func run(fresh bool, change, out string) error {
 	}
 	loadBefore := loadavg()
 
-	fmt.Fprintf(os.Stderr, "testtimes: make test in a clean clone of %s (%s)\n", head, cache)
 	// Every Go test runs in the clean clone, as in CI: test results cached by earlier runs elsewhere
-	// (the test binaries do not depend on the folder, being built with -trimpath) are not used.
-	clean := makeTest(clone, env, filepath.Join(tmp, "clean.phases"), "TESTFLAGS=-count=1")
-	var changed result
-	if clean.err == nil {
-		if err := touchPackage(filepath.Join(clone, change)); err != nil {
-			return err
+	// (the test binaries do not depend on the folder, being built with -trimpath) are not used. A
+	// result of -count=1 is not cached either, so a second run, as a developer's make test would,
+	// fills go test's cache before the package changes.
+	runs := []*measuredRun{
+		{name: "clean clone", args: []string{"TESTFLAGS=-count=1"}, target: cleanTarget},
+		{name: "again, nothing changed", target: changedTarget},
+		{name: "one package changed", target: changedTarget, before: func() error {
+			return touchPackage(filepath.Join(clone, change))
+		}},
+	}
+	var failed error
+	for i, r := range runs {
+		if r.before != nil {
+			if err := r.before(); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(os.Stderr, "testtimes: make test after changing %s\n", change)
-		changed = makeTest(clone, env, filepath.Join(tmp, "changed.phases"))
+		fmt.Fprintf(os.Stderr, "testtimes: make test, %s (%s, commit %s)\n", r.name, cache, head)
+		r.res = makeTest(clone, env, filepath.Join(tmp, fmt.Sprintf("%d.phases", i)), r.args...)
+		if r.res.err != nil {
+			failed = fmt.Errorf("make test, %s: %w", r.name, r.res.err)
+			break
+		}
 	}
 
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "make test, measured %s on %d CPUs (load %s before, %s after), commit %s, module cache warm, %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadBefore, loadavg(), head, cache)
-	table(&buf, clean, changed, change)
+	fmt.Fprintf(&buf, "make test, measured %s on %d CPUs (load %s before, %s after), commit %s, module cache warm, %s; the package changed: %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadBefore, loadavg(), head, cache, change)
+	table(&buf, runs)
 	os.Stdout.Write(buf.Bytes())
 	if out != "" {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
@@ -124,13 +138,16 @@ func run(fresh bool, change, out string) error {
 			return err
 		}
 	}
-	if clean.err != nil {
-		return fmt.Errorf("make test in the clean clone: %w", clean.err)
-	}
-	if changed.err != nil {
-		return fmt.Errorf("make test after changing %s: %w", change, changed.err)
-	}
-	return nil
+	return failed
+}
+
+// measuredRun is one make test of the measurement.
+type measuredRun struct {
+	name   string
+	args   []string      // for make
+	target time.Duration // the wall time it should take at most
+	before func() error  // what to do to the clone first
+	res    result
 }
 
 // cleanEnv is this process's environment without the outer make's variables, so the clone's make
@@ -298,59 +315,58 @@ func touchPackage(dir string) error {
 	return fmt.Errorf("%s has no Go file to change", dir)
 }
 
-func table(w io.Writer, clean, changed result, change string) {
+func table(w io.Writer, runs []*measuredRun) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "PHASE\tCLEAN CLONE\t\t\tONE PACKAGE CHANGED (%s)\t\t\n", change)
-	fmt.Fprintf(tw, "\twall s\tcpu s\tmax RSS MiB\twall s\tcpu s\tmax RSS MiB\n")
-	byName := map[string]phase{}
-	for _, p := range changed.phases {
-		byName[p.name] = p
+	fmt.Fprint(tw, "PHASE (wall s, cpu s, max RSS MiB)")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(r.name))
 	}
-	cell := func(p phase, ok bool) string {
-		if !ok {
-			return "-\t-\t-"
-		}
-		return fmt.Sprintf("%.1f\t%.1f\t%d", p.wall, p.user+p.sys, p.maxRSS/1024)
-	}
+	fmt.Fprintln(tw)
+	var names []string
 	seen := map[string]bool{}
-	for _, p := range clean.phases {
-		q, ok := byName[p.name]
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.name, cell(p, true), cell(q, ok))
-		seen[p.name] = true
-	}
-	for _, q := range changed.phases {
-		if !seen[q.name] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", q.name, cell(phase{}, false), cell(q, true))
+	for _, r := range runs {
+		for _, p := range r.res.phases {
+			if !seen[p.name] {
+				names, seen[p.name] = append(names, p.name), true
+			}
 		}
+	}
+	for _, name := range names {
+		fmt.Fprint(tw, name)
+		for _, r := range runs {
+			cell := "-"
+			for _, p := range r.res.phases {
+				if p.name == name {
+					cell = fmt.Sprintf("%.1f, %.1f, %d", p.wall, p.user+p.sys, p.maxRSS/1024)
+				}
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHOLE make test\tWALL s\tCPU s\tPEAK PSS MiB\tTARGET\tRESULT")
-	row := func(name string, r result, target time.Duration) {
-		if r.wall == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t\tnot run\n", name)
-			return
+	for _, r := range runs {
+		if r.res.wall == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t\tnot run\n", r.name)
+			continue
 		}
-		mib := r.peakPSS >> 20
+		mib := r.res.peakPSS >> 20
 		verdict := "ok"
 		switch {
-		case r.err != nil:
-			verdict = "FAILED: " + r.err.Error()
-		case r.wall > target || mib >= memTargetMiB:
+		case r.res.err != nil:
+			verdict = "FAILED: " + r.res.err.Error()
+		case r.res.wall > r.target || mib >= memTargetMiB:
 			verdict = "MISSED"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t<= %.0f s, < %d MiB\t%s\n", name, r.wall.Seconds(), (r.user + r.sys).Seconds(), mib, target.Seconds(), memTargetMiB, verdict)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%d\t<= %.0f s, < %d MiB\t%s\n", r.name, r.res.wall.Seconds(), (r.res.user + r.res.sys).Seconds(), mib, r.target.Seconds(), memTargetMiB, verdict)
 	}
-	row("clean clone", clean, cleanTarget)
-	row("one package changed", changed, changedTarget)
 	tw.Flush()
-	for _, r := range []struct {
-		name string
-		res  result
-	}{{"clean clone", clean}, {"one package changed", changed}} {
+	for _, r := range runs {
 		if r.res.peakAt != "" {
-			fmt.Fprintf(w, "peak PSS of the %s run %s\n", r.name, r.res.peakAt)
+			fmt.Fprintf(w, "peak PSS, %s: %s\n", r.name, r.res.peakAt)
 		}
 	}
 }
