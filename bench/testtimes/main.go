@@ -2,8 +2,8 @@
 
 // Command testtimes measures `make test` against the project's targets for it: on a clean clone of
 // HEAD (the module cache as it is; the build cache as it is, or a fresh one with -fresh), every Go
-// test run (TESTFLAGS=-count=1); again with nothing changed; then after one package changed, go
-// test's cache in use. It prints each phase's wall and CPU time and peak memory, and writes the
+// test run (TESTFLAGS=-count=1); again, which fills go test's cache; then after one package
+// changed, that cache in use. It prints each phase's wall and CPU time and peak memory, and writes the
 // table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
 //
 //	go run ./bench/testtimes [-fresh] [-change internal/contextfiles] [-out bin/test-times.txt]
@@ -32,8 +32,8 @@ import (
 	"time"
 )
 
-// The targets, for a quiet 2-core machine: a clean clone, a run after one package changed (a rerun
-// with nothing changed is held to the same), memory.
+// The targets, for a quiet 2-core machine: a clean clone (and the rerun that fills go test's
+// cache), a run after one package changed, memory.
 const (
 	cleanTarget   = 5 * time.Minute
 	changedTarget = 2 * time.Minute
@@ -105,7 +105,7 @@ func run(fresh bool, change, out string) error {
 	// fills go test's cache before the package changes.
 	runs := []*measuredRun{
 		{name: "clean clone", args: []string{"TESTFLAGS=-count=1"}, target: cleanTarget},
-		{name: "again, nothing changed", target: changedTarget},
+		{name: "again, filling the test cache", target: cleanTarget},
 		{name: "one package changed", target: changedTarget, before: func() error {
 			return touchPackage(filepath.Join(clone, change))
 		}},
