@@ -168,11 +168,11 @@ bench:
 	@if [ -f bin/test-times.txt ]; then echo; echo "make test (from bin/test-times.txt, by make test-times):"; cat bin/test-times.txt; \
 	else echo; echo "make test's phase times: run make test-times (it clones HEAD and runs make test three times; minutes)"; fi
 
-# make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test run),
-# again (filling go test's cache), then after a change to one package (internal/contextfiles; -change
-# DIR), with each phase's time and memory against the project's targets (5 min, 2 min, 1 GB); the
-# table goes to bin/test-times.txt. -fresh starts the clean clone with an empty build cache and staticcheck cache;
-# by default they are this machine's.
+# make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test
+# run), again (filling go test's cache), then after a change to one package (internal/contextfiles;
+# -change DIR), with each phase's time and memory against the project's targets (5 min, 2 min,
+# 1 GB); the table goes to bin/test-times.txt. -fresh starts the clean clone with an empty build
+# cache and staticcheck cache; by default they are this machine's.
 test-times:
 	$(GO) run ./bench/testtimes $(TEST_TIMES_FLAGS)
 

@@ -3,8 +3,8 @@
 // Command testtimes measures `make test` against the project's targets for it: on a clean clone of
 // HEAD (the module cache as it is; the build cache as it is, or a fresh one with -fresh), every Go
 // test run (TESTFLAGS=-count=1); again, which fills go test's cache; then after one package
-// changed, that cache in use. It prints each phase's wall and CPU time and peak memory, and writes the
-// table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
+// changed, that cache in use. It prints each phase's wall and CPU time and peak memory, and writes
+// the table to bin/test-times.txt, which `make bench` prints. Run it with `make test-times`.
 //
 //	go run ./bench/testtimes [-fresh] [-change internal/contextfiles] [-out bin/test-times.txt]
 //
