@@ -5,16 +5,36 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE        ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS     := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT) -X $(PKG)/cmd.date=$(DATE)
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/qkit
 PREFIX      ?= /usr/local
 
-.PHONY: all build install test unit race lint vet tidy gofmt interop nodedeps bench docs clean fuzz fakeq browser
+# Go commands build as the release binary does (cgo off, -trimpath), so vet, staticcheck, the unit
+# tests, the binary and the fake share one compile of each package in the build cache; before, the
+# release build's settings differed from the tests' and a clean build compiled everything twice. The
+# race pass needs cgo and compiles its own. A CGO_ENABLED in the environment wins.
+export CGO_ENABLED ?= 0
+export GOFLAGS += -trimpath
+
+# make test TESTFLAGS=-count=1 reruns every Go test; by default go test's cache skips the packages
+# whose test binary and inputs did not change (CI sets -count=1 in .ci/run).
+TESTFLAGS ?=
+# go test runs a few vet checks first, and computes their facts for every dependency in each build
+# configuration (the race build's too: 1.6 GB for modernc.org/sqlite on a cold cache). make test
+# ran the whole of go vet before, so its unit and race passes leave them out (TESTVET=-vet=off).
+TESTVET ?=
+# unit and race link the test binaries without DWARF (-ldflags=-w; stack traces and race reports do
+# not use it): measured, a race test binary linked in 2.5 s and 510 MB instead of 8.5 s and 630 MB.
+
+# make test PHASE_TIMES=FILE appends one line per phase to FILE: its name, wall seconds, user and
+# system CPU seconds, and the peak resident set of its largest process in KiB (make test-times).
+timed = $(if $(PHASE_TIMES),/usr/bin/time -a -o $(PHASE_TIMES) -f "$(1) %e %U %S %M" )
+
+.PHONY: fuzz-ci all build install test unit race compile race-deps lint vet staticcheck tidy gofmt interop nodedeps bench test-times docs clean fuzz fakeq browser
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(call timed,build)env CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 # make install [PREFIX=~/.local] [DESTDIR=staging/]: the binary, man pages (dated SOURCE_DATE_EPOCH or
 # the commit's date) and completions under $(DESTDIR)$(PREFIX); PREFIX=~/.local needs no root.
@@ -28,38 +48,71 @@ install: build
 	install -m 0644 bin/docs/completions/qkit.zsh $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_qkit
 	install -m 0644 bin/docs/completions/qkit.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/qkit.fish
 
-# Everything CI runs: vet, go.mod tidy and staticcheck, unit tests, testscripts, the docs drift check (a Go test),
-# the core packages again under the race detector, and the Node interop suites. interop's packages come
-# first: Go tests run the TypeScript stand-in agent with them, and under make test they fail rather
-# than skip when it cannot run (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run
-# too: make browser installs Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
+# Everything CI runs: vet, go.mod tidy, gofmt and staticcheck, unit tests, testscripts, the docs drift
+# check (a Go test), the concurrent packages again under the race detector, and the Node interop
+# suites with the browser test. interop's packages come first: Go tests run the TypeScript stand-in
+# agent with them, and under make test they fail rather than skip when it cannot run
+# (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run too: make browser installs
+# Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
+#
+# Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: the
+# compile of every package the checks and tests import (one compile at a time: modernc.org/sqlite's
+# alone takes 0.8-1 GB, two at once went past 1.2 GB), vet, staticcheck (analysing the dependencies
+# for the first time took it 1.6 GB, with GOMEMLIMIT=700MiB 0.95 GB for some more CPU), and the
+# same compile for the race build. With warm caches this stage takes seconds. Then the phases that
+# mostly wait on the processes their tests start (interop, unit, race: 40 % CPU over two cores) run
+# side by side, TEST_JOBS at once, the race pass one package at a time (RACE_JOBS). Measured on two
+# cores: all three at once took as long as two at once and peaked at 1.1 GB of PSS (test links of
+# 450-500 MB each, Chromium, race test binaries), two at once at 0.73 GB.
+TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
-test: lint nodedeps unit race interop
+test:
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-deps fuzz-ci
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop unit race TESTVET=-vet=off
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
 # pins them; again only when the lock file changed.
 nodedeps: interop/node_modules/.package-lock.json
 interop/node_modules/.package-lock.json: interop/package-lock.json interop/package.json
-	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	cd interop && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(call timed,nodedeps)npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 unit:
-	$(GO) test -count=1 ./...
+	$(call timed,unit)$(GO) test -ldflags=-w $(TESTVET) $(TESTFLAGS) ./...
 
-# The core packages (actors, runners, stores, servers) under the race detector. The end-to-end
-# testscripts are left out: under -race they take minutes and add no concurrency of qkit's own.
+# The race pass: the packages under internal/ whose own (non-test) code is concurrent (it starts a
+# goroutine, has a channel, or uses sync or sync/atomic): the actors, agent runners, stores, servers
+# and stdio plumbing. The rest (parsers, config, rendering, the test helpers without goroutines) has no
+# concurrency of qkit's own for the detector to see, and their tests already ran in unit.
+# TestRacePackages keeps this list to that rule. The end-to-end testscripts are left out: under -race
+# they take minutes and add no concurrency of qkit's own.
 # A race-built program sleeps a second as it exits (GORACE atexit_sleep_ms) to catch late races;
 # the tests start the race-built test binary as the fake agent hundreds of times, so that second
 # was most of this target's time (acpserver: 129 s, 16 s of CPU).
+RACE_JOBS ?= 1
+RACE_PKGS := acpclient acpserver agent approval fakeq mcpbridge mcpserver mcpserver/mcptest natstest output \
+	prompt questions questionsweb sessions stdiorpc streamjson streamjson/streamjsontest
 race:
-	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 ./internal/...
+	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -p $(RACE_JOBS) -ldflags=-w $(TESTVET) $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
+
+# compile and race-deps build every package that the Go tests (all of them; the race pass's) import,
+# with one compiler at a time, and link nothing (main packages are left out): make test's first stage.
+test_deps = $$($(GO) list -test -deps -f '{{if and (eq .ForTest "") (ne .Name "main")}}{{.ImportPath}}{{end}}' $(1))
+compile:
+	$(call timed,compile)$(GO) build -p 1 $(call test_deps,./...)
+race-deps:
+	$(call timed,race-deps)env CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
 
 vet:
-	$(GO) vet ./...
+	$(call timed,vet)$(GO) vet ./...
 
-lint: vet tidy gofmt
-	$(GO) run $(STATICCHECK) ./...
+# staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
+# `go tool` builds once into the build cache like any package.
+lint: vet tidy gofmt staticcheck
+STATICCHECK_GOMEMLIMIT ?= 700MiB
+staticcheck:
+	$(call timed,staticcheck)env GOMEMLIMIT=$(STATICCHECK_GOMEMLIMIT) $(GO) tool staticcheck ./...
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
@@ -67,19 +120,20 @@ gofmt:
 
 # go.mod and go.sum must be what `go mod tidy` makes of them (it prints the difference otherwise).
 tidy:
-	$(GO) mod tidy -diff
+	$(call timed,tidy)$(GO) mod tidy -diff
 
 # The stand-in agent as bin/fakeq/q (and bin/fakeq/kiro-cli, the same fake): put bin/fakeq first
 # on PATH to try qkit without q (README); FAKEQ_FLAVOUR=q or kiro makes it act as q 1.19.7 or kiro-cli 2.x.
 fakeq:
-	$(GO) build -o bin/fakeq/q ./internal/fakeq/q
+	$(call timed,fakeq)$(GO) build -o bin/fakeq/q ./internal/fakeq/q
 	cp bin/fakeq/q bin/fakeq/kiro-cli
 
-# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR).
+# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR). One
+# after the other: side by side, two browser tests at once took make test past 1.2 GB.
 interop: build fakeq browser nodedeps
 	cd interop && for flavour in q kiro; do \
 			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
-			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) npm test || exit 1; \
+			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) $(call timed,interop-$$flavour)npm test || exit 1; \
 		done
 
 # The browser test of `qkit questions serve` (interop/questions-web.test.js) drives Debian's
@@ -107,8 +161,34 @@ fuzz:
 		done; \
 	done
 
+# The fuzz targets of the parsers that read a repository's or an assistant's input (context rules and
+# configs, question sets, answers, the questions store's files) fuzz for FUZZCI_TIME each in make test,
+# besides their seed corpora in the unit pass. A failure leaves its input in testdata/fuzz.
+FUZZCI_TIME ?= 3s
+FUZZCI := ./internal/contextfiles:FuzzGlobPattern ./internal/contextfiles:FuzzContextConfig \
+	./internal/contextfiles:FuzzRelativeRuleStaysInside ./internal/questions:FuzzParseQuestionSet \
+	./internal/questions:FuzzAnswerSpecs ./internal/questions:FuzzAnswersFile ./internal/questions:FuzzSessionFiles
+fuzz-ci:
+	@for t in $(FUZZCI); do \
+		pkg=$${t%%:*}; f=$${t#*:}; echo "fuzz $$pkg $$f"; \
+		$(call timed,fuzz-ci)$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZCI_TIME) -parallel 2 $$pkg >/dev/null || \
+			{ $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZCI_TIME) $$pkg; exit 1; }; \
+	done
+
+# make bench ends with the last figures make test-times wrote (bin/test-times.txt), or says how to get
+# them: measuring make test takes minutes, more than bench should.
 bench:
 	$(GO) run ./bench
+	@if [ -f bin/test-times.txt ]; then echo; echo "make test (from bin/test-times.txt, by make test-times):"; cat bin/test-times.txt; \
+	else echo; echo "make test's phase times: run make test-times (it clones HEAD and runs make test three times; minutes)"; fi
+
+# make test-times [TEST_TIMES_FLAGS=-fresh]: make test on a clean clone of HEAD (every Go test
+# run), again (filling go test's cache), then after a change to one package (internal/contextfiles;
+# -change DIR), with each phase's time and memory against the project's targets (5 min, 2 min,
+# 1 GB); the table goes to bin/test-times.txt. -fresh starts the clean clone with an empty build
+# cache and staticcheck cache; by default they are this machine's.
+test-times:
+	$(GO) run ./bench/testtimes $(TEST_TIMES_FLAGS)
 
 docs:
 	$(GO) run ./internal/docgen/gendocs -dir .
