@@ -183,7 +183,7 @@ func TestLearnedBackend(t *testing.T) {
 	if _, err := acpclient.ChooseBackend(t.Context(), acpclient.BackendAuto, cmd, cache, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(cache)
+	var before []byte
 	want(t, e.run()[CheckBackend], OK, "acp (auto: learned about this ", "")
 	t.Setenv("FAKEQ_ACP_BAD", "exit")
 	want(t, e.run()[CheckBackend], Fail, "but "+filepath.Base(cmd)+" acp now says chat fits", refreshFix)

@@ -81,7 +81,7 @@ func (s *Store) Export(ctx context.Context, id string) (Export, error) {
 		if m.Role == RoleUser {
 			e.Session.Turns++
 		}
-		e.Transcript = append(e.Transcript, ExportedMessage{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: m.At})
+		e.Transcript = append(e.Transcript, ExportedMessage(m))
 	}
 	return e, nil
 }
