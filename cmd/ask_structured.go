@@ -30,7 +30,7 @@ const askStructuredHelp = `
 
 Structured answers: --schema FILE (or - for stdin, or the schema itself as JSON) sends the prompt
 with an instruction to answer with one JSON document valid against that JSON Schema (draft 2020-12
-unless its $schema names draft 4, 6, 7 or 2019-09; $ref only inside the schema). qkit takes the JSON
+unless its $schema names draft-07; $ref only inside the schema). qkit takes the JSON
 from the reply (the whole reply, or the one fenced block of it), validates it, and when it is not
 valid asks again in the same session (acp: the same ACP session; chat: --resume) with the errors,
 up to --schema-retries times (default 2). Text output is then the validated JSON only; --json and

@@ -37,7 +37,7 @@ type qAgentInput struct {
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
 	SessionID     string `json:"session_id,omitempty" jsonschema:"Continue this qkit session: the session id an earlier call returned in its result's _meta (qkit/session_id), or any id (or unambiguous prefix) qkit sessions list shows. Not with resume."`
 	// OutputSchema makes the call structured, as qkit ask --schema.
-	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names 4, 6, 7 or 2019-09; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
+	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names draft-07; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
 
 const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text

@@ -11,17 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Schema is a compiled JSON Schema and the text it came from.
 type Schema struct {
 	// Text is the schema as compact JSON: what the instruction shows the agent.
 	Text     string
-	compiled *jsonschema.Schema
+	compiled *jsonschema.Resolved
 }
 
 // SchemaError is a schema that could not be read or compiled: the caller's mistake (exit 2),
@@ -84,13 +85,14 @@ func compileSized(data []byte, source string) (*Schema, error) {
 // schemaURL is where the compiler files the schema; nothing is ever fetched from it.
 const schemaURL = "qkit:///output-schema.json"
 
-// Compile compiles data as a JSON Schema: draft 2020-12 unless its $schema names another draft
-// the validator reads (4, 6, 7, 2019-09). A $ref may point only inside the schema: no file and no
-// URL is ever loaded (a schema from an MCP client must not read this machine's files). source names
-// the schema in errors.
+// Compile compiles data as a JSON Schema: draft 2020-12 unless its $schema names draft-07, the
+// other draft the validator reads (google/jsonschema-go, which the MCP SDK links already: a
+// validator whose package init compiles every draft's meta-schema cost every qkit command 6 ms).
+// A $ref may point only inside the schema: no file and no URL is ever loaded (a schema from an MCP
+// client must not read this machine's files). source names the schema in errors.
 func Compile(data []byte, source string) (*Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not JSON: %v", err)}
 	}
 	if _, ok := doc.(map[string]any); !ok {
@@ -98,13 +100,16 @@ func Compile(data []byte, source string) (*Schema, error) {
 			return nil, &SchemaError{Source: source, Err: errors.New("not a JSON Schema: a schema is a JSON object (or true/false)")}
 		}
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema: %v", err)}
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(data, &sch); err != nil {
+		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema: %s", compileMessage(err))}
 	}
-	compiled, err := c.Compile(schemaURL)
+	switch sch.Schema {
+	case "", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema":
+	default:
+		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema qkit reads: $schema %q (draft 2020-12 and draft-07 are read)", sch.Schema)}
+	}
+	compiled, err := sch.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: refuseLoad})
 	if err != nil {
 		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema: %s", compileMessage(err))}
 	}
@@ -121,9 +126,7 @@ func compileMessage(err error) string {
 	return strings.ReplaceAll(msg, "\n", "; ")
 }
 
-// noLoader refuses every external reference.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s: the schema may refer only to itself ($ref to #/$defs/...), never to a file or URL", url)
+// refuseLoad refuses every external reference.
+func refuseLoad(u *url.URL) (*jsonschema.Schema, error) {
+	return nil, fmt.Errorf("%s: the schema may refer only to itself ($ref to #/$defs/...), never to a file or URL", u)
 }

@@ -129,16 +129,20 @@ func TestValidate(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("invalid: %v", err)
 	}
-	all := strings.Join(ve.Problems, "\n")
-	for _, want := range []string{`at "/name": got number, want string`, `at "/age": minimum: got -1, want 0`, `at "/": additional properties 'x' not allowed`} {
-		if !strings.Contains(all, want) {
-			t.Errorf("problems lack %q:\n%s", want, all)
-		}
+	// The validator reports the first problem it meets, with where it is.
+	if all := strings.Join(ve.Problems, "\n"); len(ve.Problems) != 1 || !strings.Contains(all, `/properties/name: type: 7 has type "integer", want "string"`) {
+		t.Errorf("problems: %q", ve.Problems)
 	}
-	if err := sch.Validate([]byte(`{"name":"Ada"}`)); err == nil || !strings.Contains(err.Error(), `at "/": missing property 'age'`) {
+	if err := sch.Validate([]byte(`{"name":"Ada","age":-1}`)); err == nil || !strings.Contains(err.Error(), "/properties/age: minimum") {
+		t.Errorf("minimum: %v", err)
+	}
+	if err := sch.Validate([]byte(`{"name":"Ada","age":3,"x":true}`)); err == nil || !strings.Contains(err.Error(), `"x"`) {
+		t.Errorf("additional property: %v", err)
+	}
+	if err := sch.Validate([]byte(`{"name":"Ada"}`)); err == nil || !strings.Contains(err.Error(), `required: missing properties: ["age"]`) {
 		t.Errorf("missing property: %v", err)
 	}
-	if err := sch.Validate([]byte(`{"name":"Ada","age":1.5}`)); err == nil || !strings.Contains(err.Error(), `at "/age": got number, want integer`) {
+	if err := sch.Validate([]byte(`{"name":"Ada","age":1.5}`)); err == nil || !strings.Contains(err.Error(), `/properties/age: type: 1.5 has type "number", want "integer"`) {
 		t.Errorf("number for integer: %v", err)
 	}
 }
@@ -185,7 +189,7 @@ func TestAsk(t *testing.T) {
 		if err != nil || string(res.Output) != `{"name":"Ada","age":36}` || len(res.Attempts) != 3 {
 			t.Fatalf("res %+v err %v", res, err)
 		}
-		want := "Your previous reply was not the JSON asked for:\n- at \"/\": missing property 'age'\nAnswer again with one JSON document"
+		want := "Your previous reply was not the JSON asked for:\n- validating root: required: missing properties: [\"age\"]\nAnswer again with one JSON document"
 		if !strings.HasPrefix(s.prompts[1], want) {
 			t.Errorf("retry prompt %q, want prefix %q", s.prompts[1], want)
 		}
@@ -201,7 +205,7 @@ func TestAsk(t *testing.T) {
 		if !errors.As(err, &nv) || nv.Attempts != 2 || res.Output != nil || res.Reply != `{"name":1,"age":1}` || len(s.prompts) != 2 {
 			t.Fatalf("res %+v err %v", res, err)
 		}
-		if want := `no valid JSON after 2 answers (--schema-retries): the last one: at "/name": got number, want string`; err.Error() != want {
+		if want := `no valid JSON after 2 answers (--schema-retries): the last one: validating root: validating /properties/name: type: 1 has type "integer", want "string"`; err.Error() != want {
 			t.Errorf("message %q, want %q", err, want)
 		}
 	})

@@ -2,11 +2,10 @@ package structured
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"strings"
 )
 
 // ValidationError lists what is wrong with a JSON document against the schema, one problem per
@@ -34,41 +33,22 @@ func joinProblems(p []string) string {
 	return b.String()
 }
 
-// Validate checks doc (one JSON document) against the schema; a failure is a *ValidationError.
+// Validate checks doc (one JSON document) against the schema; a failure is a *ValidationError
+// with the validator's first problem.
 func (s *Schema) Validate(doc []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
 		return &ValidationError{Problems: []string{"not JSON: " + err.Error()}}
 	}
-	err = s.compiled.Validate(v)
-	if err == nil {
-		return nil
+	if err := s.compiled.Validate(v); err != nil {
+		return &ValidationError{Problems: []string{problem(err)}}
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return &ValidationError{Problems: []string{err.Error()}}
-	}
-	return &ValidationError{Problems: problems(ve.BasicOutput())}
+	return nil
 }
 
-// problems flattens the validator's basic output to its leaf errors (the units that only say
-// "a subschema failed" repeat what their causes say).
-func problems(out *jsonschema.OutputUnit) []string {
-	var leaves []string
-	for _, u := range out.Errors {
-		if u.Error == nil {
-			continue
-		}
-		at := u.InstanceLocation
-		if at == "" {
-			at = "/"
-		}
-		leaves = append(leaves, "at "+strconv.Quote(at)+": "+u.Error.String())
-	}
-	if len(leaves) == 0 && out.Error != nil {
-		leaves = append(leaves, "at \"/\": "+out.Error.String())
-	}
-	return leaves
+// problem is the validator's message without the internal URL it files the schema under.
+func problem(err error) string {
+	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), schemaURL, "schema"), "\n", "; ")
 }
 
 // Problems is what err (from Extract or Validate) says is wrong, as retry lines.
