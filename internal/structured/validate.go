@@ -9,7 +9,7 @@ import (
 )
 
 // ValidationError lists what is wrong with a JSON document against the schema, one problem per
-// entry, each "at PATH: what" (PATH a JSON pointer into the document, "/" for the whole of it):
+// entry, each naming where in the schema it failed ("validating /properties/age: type: ..."):
 // the lines a retry sends back to the agent.
 type ValidationError struct {
 	Problems []string
