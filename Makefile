@@ -56,14 +56,16 @@ install: build
 # Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
 #
 # Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: the
-# compile of every package the checks and tests import (one compile at a time: modernc.org/sqlite's
-# alone takes 0.8-1 GB, two at once went past 1.2 GB), vet, staticcheck (analysing the dependencies
-# for the first time took it 1.6 GB, with GOMEMLIMIT=700MiB 0.95 GB for some more CPU), and the
-# same compile for the race build. With warm caches this stage takes seconds. Then the phases that
-# mostly wait on the processes their tests start (interop, unit, race: 40 % CPU over two cores) run
-# side by side, TEST_JOBS at once, the race pass one package at a time (RACE_JOBS). Measured on two
-# cores: all three at once took as long as two at once and peaked at 1.1 GB of PSS (test links of
-# 450-500 MB each, Chromium, race test binaries), two at once at 0.73 GB.
+# compile of every package the checks and tests import, vet, staticcheck, and the same compile for
+# the race build. With warm caches this stage takes seconds. On a cold one, single processes pass
+# 1 GB: the compile of modernc.org/sqlite/lib (0.76-1.12 GB; 0.62 GB under GOMEMLIMIT=600MiB, for
+# 16 % more CPU), and staticcheck's first analysis of the dependencies (1.6 GB; see STATICCHECK_ENV);
+# so one compile at a time (-p 1), under BUILD_GOMEMLIMIT. Then the phases that mostly wait on
+# the processes their tests start (interop, unit, race: 40 % CPU over two cores) run side by side,
+# TEST_JOBS at once, the race pass one package at a time (RACE_JOBS). Measured on two cores: all
+# three at once took as long as two at once and peaked at 1.1 GB of PSS (test links of 450-500 MB
+# each, Chromium, race test binaries), two at once at 0.73 GB.
+BUILD_GOMEMLIMIT ?= 600MiB
 TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
@@ -100,19 +102,22 @@ race:
 # with one compiler at a time, and link nothing (main packages are left out): make test's first stage.
 test_deps = $$($(GO) list -test -deps -f '{{if and (eq .ForTest "") (ne .Name "main")}}{{.ImportPath}}{{end}}' $(1))
 compile:
-	$(call timed,compile)$(GO) build -p 1 $(call test_deps,./...)
+	$(call timed,compile)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 $(call test_deps,./...)
 race-deps:
-	$(call timed,race-deps)env CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
+	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
 
 vet:
-	$(call timed,vet)$(GO) vet ./...
+	$(call timed,vet)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) vet ./...
 
 # staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
 # `go tool` builds once into the build cache like any package.
 lint: vet tidy gofmt staticcheck
-STATICCHECK_GOMEMLIMIT ?= 700MiB
+# Its first analysis of the dependencies (a cold staticcheck cache) peaked, measured cold on two
+# cores: at 1.59 GB as it is; 0.95-1.07 GB with GOMEMLIMIT=700MiB; 1.38 GB with GOMAXPROCS=1; 0.75 GB
+# with both, taking 326 s instead of 113-290 s. Later runs read its cache and take a second or two.
+STATICCHECK_ENV ?= GOMAXPROCS=1 GOMEMLIMIT=700MiB
 staticcheck:
-	$(call timed,staticcheck)env GOMEMLIMIT=$(STATICCHECK_GOMEMLIMIT) $(GO) tool staticcheck ./...
+	$(call timed,staticcheck)env $(STATICCHECK_ENV) $(GO) tool staticcheck ./...
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
