@@ -311,6 +311,10 @@ func (sc parityScenario) check(t *testing.T, front parityFront, b parityBackend,
 	if o.Tools != nil && strings.Join(o.Tools, "; ") != strings.Join(want, "; ") {
 		t.Errorf("tools %q, want %q", o.Tools, want)
 	}
+	if front == pfAsk && b == pbACP && sc.want == classOK && strings.Join(o.ACPOnly, " ") != "session_id usage" {
+		// help acp-backend lists them: kiro-cli's acp gives both on every turn.
+		t.Errorf("the ACP backend's own fields: %v, want session_id and usage", o.ACPOnly)
+	}
 	if b == pbChat && len(o.ACPOnly) > 0 {
 		t.Errorf("the chat backend gave fields only the ACP backend knows: %v", o.ACPOnly)
 	}
