@@ -89,6 +89,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			shown = run.shown()
 			out.discardRun()
 		} else {
+			run.finish(res.Body())
 			out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
 		}
 		switch {
@@ -171,6 +172,7 @@ type textRun struct {
 	ids    map[string]acp.ToolCallId // the runner's tool ids → the editor's
 	tools  map[string]agent.ToolCall // the runner's tool ids → the call as announced
 	denied bool                      // the agent refused a tool: what it says after is not the answer
+	cut    bool                      // the run ended: its text is what the runner kept (finish)
 }
 
 func (c *toolCalls) newRun(out *reply, before string) *textRun {
@@ -179,6 +181,14 @@ func (c *toolCalls) newRun(out *reply, before string) *textRun {
 	r.chunks.emit = func(s string) {
 		if r.denied {
 			return
+		}
+		if room := r.room(); room >= 0 {
+			// Near the size cap the runner cuts at a line break it knows only later: hold back
+			// what may be cut; finish sends what the runner kept of it.
+			s = s[:min(len(s), max(room-r.seen.Len(), 0))]
+			if s == "" {
+				return
+			}
 		}
 		done := r.seen.Len()
 		r.seen.WriteString(s)
@@ -196,6 +206,30 @@ func (c *toolCalls) newRun(out *reply, before string) *textRun {
 		}
 	}
 	return r
+}
+
+// capHoldBack is what a run holds back of its stream near the size cap: the 100-byte window of
+// the runner's cut (output.CutPoint), a "\r\n" and a UTF-8 character (ask's streamOut holds back
+// as much).
+const capHoldBack = 128
+
+// room is how much of a run's text may go to the editor as it arrives (-1: all of it).
+func (r *textRun) room() int {
+	limit := r.out.limit
+	if limit <= 0 || r.cut {
+		return -1
+	}
+	return int(max(limit-capHoldBack, 0))
+}
+
+// finish sends what the runner kept of the run's text beyond what went out as it arrived: the
+// editor ends with the same reply as the transcript, cut where the runner cut it.
+func (r *textRun) finish(body string) {
+	r.chunks.flush()
+	if n := r.seen.Len(); n < len(body) && strings.HasPrefix(body, r.seen.String()) {
+		r.cut = true // the cut is made: the rest of the kept text goes out whole
+		r.chunks.emit(body[n:])
+	}
 }
 
 // shown is what the editor has been sent of the turn's text after this run: the earlier runs'

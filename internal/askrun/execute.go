@@ -307,7 +307,18 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 		run.SessionID, run.StopReason, run.Usage = res.SessionID, res.StopReason, m.attemptUsage(res.Usage)
 		// A tool is named and trusted as on the chat backend: by the name the agent trusts it under
 		// (ACP carries a title and a kind), trusted when the policy trusted it (it ran without asking).
+		// The one nothing allowed (--on-permission fail) did not run, for want of trust: denied
+		// and failed, as chat reports the tool kiro-cli refused because it was not trusted.
+		var needs *approval.NeedsPermissionError
+		errors.As(err, &needs)
 		for i, t := range run.Agent.Tools {
+			if needs != nil && t.ID == needs.Tool.ID {
+				t.Denied = true
+				if t.Status != agent.ToolCompleted {
+					t.Status = agent.ToolFailed
+				}
+				run.Agent.Tools[i] = t
+			}
 			if _, _, mcp := t.MCP(); t.Name == "" && !mcp {
 				if name := approval.KindName(t.Kind); name != "" {
 					run.Agent.Tools[i].Name = name

@@ -30,7 +30,8 @@ const (
 // StopReason is a Result's stop_reason: timed_out for a run that hit its timeout, cancelled for
 // one that was interrupted; otherwise the agent's own reason, except that a failed run gets error
 // when the agent gave none, or on the chat backend (whose end_turn is only what qkit assumes of a
-// text run); a run with no reason at all gets error too.
+// text run), or when its turn was cancelled by qkit for the failure; a run with no reason at all
+// gets error too.
 func StopReason(backend, agentReason string, timedOut, cancelled, failed bool) string {
 	switch {
 	case timedOut:
@@ -38,6 +39,10 @@ func StopReason(backend, agentReason string, timedOut, cancelled, failed bool) s
 	case cancelled:
 		return "cancelled"
 	case failed && backend == "chat", agentReason == "":
+		return StopError
+	case failed && agentReason == "cancelled":
+		// Nobody cancelled the run: qkit ended the agent's turn itself, because the run failed
+		// (a tool nothing allowed under --on-permission fail): error, as on the chat backend.
 		return StopError
 	}
 	return agentReason

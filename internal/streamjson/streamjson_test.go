@@ -83,6 +83,7 @@ func TestStopReason(t *testing.T) {
 		{"acp", "", false, false, false, streamjson.StopError},
 		{"acp", "end_turn", true, false, false, streamjson.StopTimedOut},
 		{"acp", "end_turn", false, true, true, "cancelled"},
+		{"acp", "cancelled", false, false, true, streamjson.StopError}, // qkit ended the turn for its failure
 		{"chat", "end_turn", false, false, false, "end_turn"},
 		{"chat", "end_turn", false, false, true, streamjson.StopError}, // chat's end_turn is only assumed
 		{"chat", "end_turn", true, false, true, streamjson.StopTimedOut},

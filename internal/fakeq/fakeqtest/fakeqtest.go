@@ -69,15 +69,26 @@ func Knobs(t testing.TB, flavour string, env ...string) {
 const requireInterop = "QKIT_REQUIRE_INTEROP"
 
 // TypeScriptAgent is the path of interop/stand-in-agent.js, the second stand-in agent (written on
-// the official TypeScript ACP SDK), for a test in a package two levels below the repository root.
-// Without node or interop's node_modules the test is skipped, or fails when QKIT_REQUIRE_INTEROP
-// is set.
+// the official TypeScript ACP SDK), for a test in any package of the repository (the root is the
+// nearest folder above the test's with go.mod). Without node or interop's node_modules the test is
+// skipped, or fails when QKIT_REQUIRE_INTEROP is set.
 func TypeScriptAgent(t testing.TB) string {
 	t.Helper()
-	script, err := filepath.Abs(filepath.Join("..", "..", "interop", "stand-in-agent.js"))
+	root, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(root)
+		if up == root {
+			t.Fatal("fakeqtest: no go.mod above the test's folder")
+		}
+		root = up
+	}
+	script := filepath.Join(root, "interop", "stand-in-agent.js")
 	missing := func(why string) {
 		if os.Getenv(requireInterop) != "" {
 			t.Fatalf("%s, and %s is set: run `make nodedeps` (npm ci in interop/)", why, requireInterop)
