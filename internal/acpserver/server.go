@@ -12,7 +12,7 @@
 // Nothing mutable is shared between sessions; prompts in different sessions run in parallel.
 // Sessions and their transcripts live in SQLite (internal/sessions), so session/load works after a
 // restart. Prompts that go to the agent run through one of two agentTurns: the text path
-// (text.go) or the proxy path.
+// (text.go) or the proxy path (internal/acpproxy, reached through passthrough.go).
 package acpserver
 
 import (
@@ -129,7 +129,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	cancel() // ends every session; their turns' process groups are stopped
 	srv.shutdown()
 	if a.proxy != nil {
-		a.proxy.shutdown() // the agent's process group and every bridged MCP server
+		a.proxy.Shutdown() // the agent's process group and every bridged MCP server
 	}
 	if a.modelsLoaded != nil {
 		<-a.modelsLoaded // a model list still being fetched is stopped with its process group
