@@ -166,7 +166,7 @@ func (a *adapter) requireAuth() error {
 	if err := a.missing.Load(); err != nil {
 		return err
 	}
-	if !a.srv.authenticated() {
+	if !a.srv.isAuthenticated() {
 		return a.authRequired()
 	}
 	return nil

@@ -62,7 +62,7 @@ func (t proxyTurns) prompt(ctx context.Context, in turnInput, up userPrompt, out
 // without a login, which whoami has already said.
 func (a *adapter) proxyInitialize(ctx context.Context, resp *acp.InitializeResponse) error {
 	d := agent.Describe(a.opts.Limits.Command)
-	if a.proxy == nil || d.Builtin() && !a.srv.authenticated() {
+	if a.proxy == nil || d.Builtin() && !a.srv.isAuthenticated() {
 		return nil
 	}
 	return a.proxy.Advertise(ctx, resp)
