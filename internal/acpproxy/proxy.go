@@ -100,6 +100,8 @@ type Session struct {
 	// history: the agent lost the session and a new one took its place; the next prompt carries
 	// qkit's transcript.
 	history bool
+	// always are the tool kinds the editor allowed always in this session (see access).
+	always []string
 }
 
 // transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
@@ -213,6 +215,7 @@ func (p *Proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 		OnEvent:        p.event,
 		Permission:     p.permission,
 		Files:          proxyFiles{p},
+		Access:         p.access,
 	}
 	if p.o.Editor.Caps().Terminal {
 		copts.Terminals = proxyTerminals{p}
@@ -894,7 +897,61 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	case resp.Outcome.Selected == nil:
 		return acpclient.Decision{Cancelled: true, By: "client"}, nil
 	}
-	return acpclient.Decision{OptionID: string(resp.Outcome.Selected.OptionId), By: "client"}, nil
+	id := string(resp.Outcome.Selected.OptionId)
+	for _, o := range req.Options {
+		if o.ID == id && o.Kind == string(acp.PermissionOptionKindAllowAlways) && req.Tool.Kind != "" {
+			s.mu.Lock()
+			if !slices.Contains(s.always, req.Tool.Kind) {
+				s.always = append(s.always, req.Tool.Kind)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return acpclient.Decision{OptionID: id, By: "client"}, nil
+}
+
+// access decides a write (fs/write_text_file) or a command (terminal/create) the agent sends
+// (acpclient.Options.Access). Whoever serves it decides. The editor, when it serves it (it
+// advertised fs writes; terminals go to the editor always, since qkit offers the agent none of
+// its own): it is the client, and asks or refuses as it sees fit. qkit, when it serves it (a
+// write to disk for an editor without fs): then qkit's rule holds, as on every path where qkit
+// is the client (approval.Policy.Access): the write is served only when it belongs to a tool
+// call whose permission the editor granted in this turn and that still runs (req.Granted), or
+// the editor allowed that kind of tool always in this session. Anything else is refused; the
+// agent gets the error, the log says so, and the turn goes on.
+func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
+	caps := p.o.Editor.Caps()
+	if req.Method == acp.ClientMethodTerminalCreate || caps.Fs.WriteTextFile {
+		return nil
+	}
+	if req.Granted != nil {
+		return nil
+	}
+	s := p.byAgentID(req.SessionID)
+	if s != nil {
+		s.mu.Lock()
+		always := slices.ContainsFunc(acpclient.GrantedKinds(req.Method), func(k string) bool { return slices.Contains(s.always, k) })
+		s.mu.Unlock()
+		if always {
+			return nil
+		}
+	}
+	err := &UnaskedError{Access: req}
+	session := req.SessionID
+	if s != nil {
+		session = s.id
+	}
+	p.o.Logger.Warn("refused a write the agent did not ask the editor's permission for", "session", session, "request", req.String())
+	return err
+}
+
+// UnaskedError is a write qkit would have served itself (the editor does not serve files) that
+// no permission of the editor's covered: it was refused.
+type UnaskedError struct{ Access acpclient.Access }
+
+func (e *UnaskedError) Error() string {
+	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit, which serves the files for this editor, writes only for a tool call the editor allowed",
+		e.Access, e.Access.Method)
 }
 
 // SetAgentModel sets the agent session's model: through its model config option when it offered

@@ -852,3 +852,73 @@ func TestProxyAgentMalformedStopped(t *testing.T) {
 	}
 	waitGone(t, pid) // acp serve still runs
 }
+
+// TestProxyUnaskedWriteRefused: an editor without fs leaves the files to qkit, and then qkit's
+// rule holds (issue 18's hole 4 on the proxy path): a write the agent sends without the editor's
+// permission for its tool call is refused, and nothing is written; one that belongs to a tool
+// call the editor allowed is served while that call runs; after "allow always" for an edit (and
+// not after "allow once"), the session's later writes are served. An editor that serves files
+// itself decides them.
+func TestProxyUnaskedWriteRefused(t *testing.T) {
+	// run serves one prompt to a new agent (the fake reads its environment when it starts) and
+	// returns the folder and what the agent was told of its unasked writes.
+	run := func(t *testing.T, tools, unasked, answer string, caps acp.ClientCapabilities) (string, string) {
+		cwd := t.TempDir()
+		ran := filepath.Join(t.TempDir(), "ran")
+		t.Setenv("FAKEQ_ACP_RAN", ran)
+		t.Setenv("FAKEQ_ACP_TOOLS", tools)
+		t.Setenv("FAKEQ_ACP_UNASKED", unasked)
+		h := startProxy(t, "")
+		defer h.stop()
+		h.tc.setAnswer(selected(answer))
+		h.initializeWith(caps)
+		h.mustPrompt(h.newSession(cwd), "write", acp.StopReasonEndTurn)
+		return cwd, readFile(t, ran)
+	}
+	written := func(cwd, name string) bool {
+		_, err := os.Stat(filepath.Join(cwd, name))
+		return err == nil
+	}
+	noFS := acp.ClientCapabilities{} // qkit serves files from disk
+
+	cwd, told := run(t, "", "write:unasked.txt", "allow_once", noFS)
+	if written(cwd, "unasked.txt") {
+		t.Fatal("a write nobody allowed was served")
+	}
+	if !strings.Contains(told, "unasked write:unasked.txt: refused") || !strings.Contains(told, "did not ask the editor's permission") {
+		t.Fatalf("the agent was told %q, want a refusal saying why", told)
+	}
+
+	// The same write while a tool call the editor allowed once runs is served.
+	cwd, told = run(t, "write:asked.txt", "write:during.txt@1", "allow_once", noFS)
+	if !written(cwd, "during.txt") {
+		t.Fatalf("a write under the editor's permission was not served: %q", told)
+	}
+
+	// Once the allowed call has ended, a write of its own is refused after "allow once", and
+	// served after "allow always" (for edits, in this session).
+	cwd, told = run(t, "write:first.txt", "write:later.txt", "allow_once", noFS)
+	if written(cwd, "later.txt") {
+		t.Fatalf("a write after the allowed call ended was served: %q", told)
+	}
+	cwd, told = run(t, "write:first.txt", "write:later.txt", "allow_always", noFS)
+	if !written(cwd, "later.txt") {
+		t.Fatalf("a write after allow always for edits was refused: %q", told)
+	}
+
+	// An editor that serves files decides: the write goes to it. The test editor answers every
+	// write with its own error, so the agent got the editor's answer, not qkit's refusal.
+	_, told = run(t, "", "write:editor.txt", "allow_once", acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
+	if !strings.Contains(told, "unasked write:editor.txt: refused") || !strings.Contains(told, errNoFS.Error()) {
+		t.Fatalf("the write did not go to the editor: %q", told)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
