@@ -18,7 +18,9 @@ import (
 // other ACP agent than q and kiro-cli) offers its own auth methods and authenticates them itself,
 // and the `_`-prefixed extension methods pass through both ways.
 
-// Advertise completes initialize's answer from the agent, which it starts: its mcpCapabilities
+// Advertise completes initialize's answer from the agent: what the running agent said, else what
+// it said last time (acpclient.LearnedInitialize: the same command line and binary), else what it
+// says when started now: its mcpCapabilities
 // (so an editor that follows the spec sends HTTP or SSE servers only when the agent takes them)
 // and its promptCapabilities (image, audio; embedded context qkit can always take: for an agent
 // without it, qkit passes embedded resources on as text). An agent that checks its own login
@@ -27,17 +29,20 @@ import (
 // no text path to fall back on, fails initialize.
 func (p *Proxy) Advertise(ctx context.Context, resp *acp.InitializeResponse) error {
 	d := agent.Describe(p.o.Limits.Command)
-	c, err := p.current(ctx)
-	switch {
-	case errors.Is(err, errNotACP) && d.Builtin():
-		return nil
-	case err != nil && d.Builtin():
-		p.o.Logger.Info("the agent did not start for initialize; the first session will say why", "err", err)
-		return nil
-	case err != nil:
-		return internalError(fmt.Errorf("%s: %w", d.Name(), err))
+	info, ok := p.learned()
+	if !ok {
+		c, err := p.current(ctx)
+		switch {
+		case errors.Is(err, errNotACP) && d.Builtin():
+			return nil
+		case err != nil && d.Builtin():
+			p.o.Logger.Info("the agent did not start for initialize; the first session will say why", "err", err)
+			return nil
+		case err != nil:
+			return internalError(fmt.Errorf("%s: %w", d.Name(), err))
+		}
+		info = c.Info()
 	}
-	info := c.Info()
 	resp.AgentCapabilities.McpCapabilities = info.AgentCapabilities.McpCapabilities
 	resp.AgentCapabilities.PromptCapabilities.Image = info.AgentCapabilities.PromptCapabilities.Image
 	resp.AgentCapabilities.PromptCapabilities.Audio = info.AgentCapabilities.PromptCapabilities.Audio
@@ -77,17 +82,14 @@ func (p *Proxy) Authenticate(ctx context.Context, req acp.AuthenticateRequest) e
 	return nil
 }
 
-// AuthMethodIDs are the ids of the auth methods the running agent listed (none while no agent
-// runs).
+// AuthMethodIDs are the ids of the auth methods the agent listed (running, or as learned).
 func (p *Proxy) AuthMethodIDs() []string {
-	p.mu.Lock()
-	c := p.conn
-	p.mu.Unlock()
-	if c == nil {
+	info, ok := p.learned()
+	if !ok {
 		return nil
 	}
 	var ids []string
-	for _, m := range c.Info().AuthMethods {
+	for _, m := range info.AuthMethods {
 		switch {
 		case m.Agent != nil:
 			ids = append(ids, m.Agent.Id)

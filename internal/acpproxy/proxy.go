@@ -172,6 +172,7 @@ func (p *Proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 			p.conn = c
 			p.watchers.Add(1)
 			go p.watch(c)
+			p.learn(c)
 		}
 		p.mu.Unlock()
 		if err != nil {
@@ -203,7 +204,7 @@ func (p *Proxy) Available(ctx context.Context) bool {
 func (p *Proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 	o := p.o
 	d := agent.Describe(o.Limits.Command)
-	argv := d.ACPArgv(o.Agent, "", false, nil)
+	argv := p.argv()
 	copts := acpclient.Options{
 		Command:        argv[0],
 		Args:           argv[1:],
@@ -221,6 +222,44 @@ func (p *Proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 		copts.Terminals = proxyTerminals{p}
 	}
 	return acpclient.Start(ctx, copts)
+}
+
+// argv is the agent's command line in ACP mode.
+func (p *Proxy) argv() []string {
+	return agent.Describe(p.o.Limits.Command).ACPArgv(p.o.Agent, "", false, nil)
+}
+
+// cacheFile keeps what agents answered to initialize (acpclient.InitializeCacheFile), "" none.
+func (p *Proxy) cacheFile() string {
+	if p.o.Limits.StateDir == "" {
+		return ""
+	}
+	return acpclient.InitializeCacheFile(p.o.Limits.StateDir)
+}
+
+// learn keeps what the agent c answered to initialize, so that the next `acp serve` answers
+// the editor's initialize without starting it.
+func (p *Proxy) learn(c *acpclient.Conn) {
+	if f := p.cacheFile(); f != "" {
+		if err := acpclient.RememberInitialize(f, p.argv(), c.Info()); err != nil {
+			p.o.Logger.Warn("could not remember the agent's capabilities", "file", f, "err", err)
+		}
+	}
+}
+
+// learned is what the agent answered to initialize: the running agent's answer, else the one
+// kept for this command line and binary; ok is false when neither is known.
+func (p *Proxy) learned() (acp.InitializeResponse, bool) {
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		return c.Info(), true
+	}
+	if f := p.cacheFile(); f != "" {
+		return acpclient.LearnedInitialize(f, p.argv())
+	}
+	return acp.InitializeResponse{}, false
 }
 
 // watch forgets a dead agent; its sessions are loaded into the next one when they are used. A
