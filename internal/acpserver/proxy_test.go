@@ -2,6 +2,7 @@ package acpserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -599,8 +600,8 @@ func TestProxyAgentKiroLogin(t *testing.T) {
 }
 
 // TestProxyTypeScriptStandInBridge: the TypeScript stand-in calls a stdio MCP server of the
-// editor's through the bridge, and its edit arrives with the diff (written inside the folder, the
-// editor having no fs).
+// editor's through the bridge, and its edit arrives with the diff (refused: it never asked
+// permission, and the editor has no fs).
 func TestProxyTypeScriptStandInBridge(t *testing.T) {
 	script := fakeqtest.TypeScriptAgent(t)
 	t.Setenv("KIRO_API_KEY", "test")
@@ -620,8 +621,13 @@ func TestProxyTypeScriptStandInBridge(t *testing.T) {
 	if d := calls[1].Content; len(d) != 1 || d[0].Diff == nil || d[0].Diff.Path != filepath.Join(cwd, "out.txt") {
 		t.Fatalf("edit %+v", calls[1])
 	}
-	if data, _ := os.ReadFile(filepath.Join(cwd, "out.txt")); string(data) != "written by the ts agent\n" {
-		t.Fatalf("out.txt %q", data)
+	// The stand-in writes without asking permission; the editor has no fs, so qkit would serve it,
+	// and qkit's rule refuses it (TestProxyUnaskedWriteRefused).
+	if _, err := os.Stat(filepath.Join(cwd, "out.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an unasked write was served: %v", err)
+	}
+	if out := h.tc.toolOutput(id, calls[1].ToolCallId); !strings.Contains(out, "did not ask the editor's permission") {
+		t.Fatalf("the edit said %q, want qkit's refusal", out)
 	}
 }
 
