@@ -227,7 +227,10 @@ test('TypeScript stand-in: a stdio MCP server reaches it through the bridge; its
     const calls = editor.of(id, 'tool_call');
     assert.equal(editor.toolText(id, calls[0].toolCallId), 'echo from the stdio server: from the ts agent');
     assert.deepEqual(calls[1].content, [{ type: 'diff', path: join(cwd, 'out.txt'), newText: 'written by the ts agent\n' }]);
-    assert.equal(readFileSync(join(cwd, 'out.txt'), 'utf8'), 'written by the ts agent\n', 'written inside the folder (the editor has no fs)');
+    // The stand-in writes without asking permission and the editor has no fs: qkit, serving the
+    // file, refuses it.
+    assert.ok(!existsSync(join(cwd, 'out.txt')), 'an unasked write was served');
+    assert.match(editor.toolText(id, calls[1].toolCallId), /did not ask the editor's permission/);
     const pid = Number(readFileSync(pidFile, 'utf8'));
     await agent.request(m.agent.session.close, { sessionId: id });
     await gone(pid);

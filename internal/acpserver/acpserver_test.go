@@ -1482,7 +1482,6 @@ func TestAgentProfileAndMCPServersStored(t *testing.T) {
 func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := newServer()
-	go srv.loop(ctx)
 	defer func() { cancel(); srv.shutdown() }()
 	if n := cap((&adapter{ctx: ctx}).startSession(sessions.SessionRecord{ID: "x"}).inbox); n != 32 {
 		t.Fatalf("a session's inbox holds %d messages, want 32", n)
@@ -1501,6 +1500,20 @@ func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	close(h.done)
+	// The ended session leaves the table, and shutdown waits for nothing left.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		srv.mu.Lock()
+		n := len(srv.sessions)
+		srv.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an ended session stayed in the table")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // serveProcess starts this test binary as a standalone `acp serve` on db and connects a client.

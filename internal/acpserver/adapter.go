@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
+	"github.com/qkit-cli/qkit/internal/acpproxy"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
@@ -36,7 +37,7 @@ type adapter struct {
 	ctx   context.Context
 	turns atomic.Uint64 // turn ids, unique within the connection
 	// proxy is the proxy path (agent.backend acp or auto); nil: the text path only.
-	proxy *proxy
+	proxy *acpproxy.Proxy
 	// caps are the editor's capabilities from initialize.
 	caps atomic.Pointer[acp.ClientCapabilities]
 	// missing is the error of an agent command that is not installed, when initialize answered
@@ -165,7 +166,7 @@ func (a *adapter) requireAuth() error {
 	if err := a.missing.Load(); err != nil {
 		return err
 	}
-	if !a.srv.authenticated() {
+	if !a.srv.isAuthenticated() {
 		return a.authRequired()
 	}
 	return nil
@@ -205,15 +206,15 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	}
 	now := a.opts.Now()
 	rec := sessions.SessionRecord{ID: uuid.NewString(), Cwd: cwd, MCPServers: mcp, Model: a.opts.Model, Backend: sessions.BackendText, Origin: sessions.OriginACPServe, CreatedAt: now, UpdatedAt: now}
-	var ps *proxySession
-	if a.proxy != nil && a.proxy.available(ctx) {
-		if ps, err = a.proxy.create(ctx, &rec, p.McpServers); err != nil {
+	var ps *acpproxy.Session
+	if a.proxy != nil && a.proxy.Available(ctx) {
+		if ps, err = a.proxy.Create(ctx, &rec, p.McpServers); err != nil {
 			return acp.NewSessionResponse{}, a.agentError("the agent did not open a session", err)
 		}
 	}
 	if err := a.opts.Store.Create(ctx, rec); err != nil {
 		if ps != nil {
-			a.proxy.close(ctx, rec.ID)
+			a.proxy.Close(ctx, rec.ID)
 		}
 		return acp.NewSessionResponse{}, internalError(err)
 	}
@@ -221,7 +222,7 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 	a.announce(rec)
 	resp := acp.NewSessionResponse{SessionId: acp.SessionId(rec.ID), ConfigOptions: a.configOptions(rec)}
 	if ps != nil {
-		resp.Modes = ps.modeState() // the agent's modes (kiro: its agents), set through session/set_mode
+		resp.Modes = ps.ModeState() // the agent's modes (kiro: its agents), set through session/set_mode
 	}
 	return resp, nil
 }
@@ -231,9 +232,9 @@ func (a *adapter) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.
 // commands.
 func (a *adapter) announce(rec sessions.SessionRecord) {
 	if rec.Backend == sessions.BackendACP && a.proxy != nil {
-		if s := a.proxy.session(rec.ID); s != nil {
+		if s := a.proxy.Session(rec.ID); s != nil {
 			key, _ := json.Marshal(rec.ID)
-			a.pipe.AfterResponse(`"sessionId":`+string(key), func() { a.proxy.makeReady(s) })
+			a.pipe.AfterResponse(`"sessionId":`+string(key), func() { a.proxy.MakeReady(s) })
 			return
 		}
 	}
@@ -243,7 +244,7 @@ func (a *adapter) announce(rec sessions.SessionRecord) {
 // onProxy says whether session rec's prompts go through the proxy path in this server: it was
 // opened on it, and the agent speaks ACP. Otherwise the text path serves it, with its transcript.
 func (a *adapter) onProxy(ctx context.Context, rec sessions.SessionRecord) bool {
-	return rec.Backend == sessions.BackendACP && a.proxy != nil && a.proxy.available(ctx)
+	return rec.Backend == sessions.BackendACP && a.proxy != nil && a.proxy.Available(ctx)
 }
 
 // clientCaps are the capabilities the editor gave in initialize.
@@ -289,7 +290,7 @@ func (a *adapter) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (ac
 	}
 	replayed := false
 	if a.onProxy(ctx, rec) {
-		if _, replayed, err = a.proxy.reopen(ctx, rec, p.McpServers, true); err != nil {
+		if _, replayed, err = a.proxy.Reopen(ctx, rec, p.McpServers, true); err != nil {
 			return acp.LoadSessionResponse{}, a.agentError("the agent did not load the session", err)
 		}
 	}
@@ -361,7 +362,7 @@ func (a *adapter) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest)
 		return acp.ResumeSessionResponse{}, err
 	}
 	if a.onProxy(ctx, rec) {
-		if _, _, err = a.proxy.reopen(ctx, rec, p.McpServers, false); err != nil {
+		if _, _, err = a.proxy.Reopen(ctx, rec, p.McpServers, false); err != nil {
 			return acp.ResumeSessionResponse{}, a.agentError("the agent did not load the session", err)
 		}
 	}
@@ -444,7 +445,7 @@ func (a *adapter) Prompt(reqCtx context.Context, p acp.PromptRequest) (acp.Promp
 		return acp.PromptResponse{}, err
 	}
 	var caps acp.PromptCapabilities // what the agent takes beyond text: only on the proxy path
-	if a.proxy != nil && a.proxy.session(string(p.SessionId)) != nil {
+	if a.proxy != nil && a.proxy.Session(string(p.SessionId)) != nil {
 		caps, _ = a.agentPrompt()
 	}
 	prompt, err := newUserPrompt(p.Prompt, caps)
@@ -511,7 +512,7 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 	}
 	<-h.done
 	if a.proxy != nil {
-		a.proxy.close(ctx, id)
+		a.proxy.Close(ctx, id)
 	}
 	return acp.CloseSessionResponse{}, nil
 }
@@ -521,11 +522,11 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 // method-not-found.
 func (a *adapter) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
 	if a.proxy != nil {
-		if s := a.proxy.session(string(p.SessionId)); s != nil {
+		if s := a.proxy.Session(string(p.SessionId)); s != nil {
 			if err := a.requireAuth(); err != nil {
 				return acp.SetSessionModeResponse{}, err
 			}
-			if err := a.proxy.setMode(ctx, s, string(p.ModeId)); err != nil {
+			if err := a.proxy.SetMode(ctx, s, string(p.ModeId)); err != nil {
 				return acp.SetSessionModeResponse{}, err
 			}
 			return acp.SetSessionModeResponse{}, nil
@@ -564,7 +565,7 @@ func (a *adapter) configOptions(rec sessions.SessionRecord) []acp.SessionConfigO
 // not the agent's); the configured ones otherwise.
 func (a *adapter) sessionModels(rec sessions.SessionRecord) []string {
 	if rec.Backend == sessions.BackendACP && a.proxy != nil {
-		if models, _ := a.proxy.models(rec.ID); len(models) > 0 {
+		if models, _ := a.proxy.Models(rec.ID); len(models) > 0 {
 			return models
 		}
 		models := slices.Clone(a.opts.Limits.Models)
@@ -625,7 +626,7 @@ func (a *adapter) SetSessionConfigOption(ctx context.Context, p acp.SetSessionCo
 	case r := <-reply:
 		var refused *agentRefusal
 		if errors.As(r.err, &refused) {
-			return acp.SetSessionConfigOptionResponse{}, agentRequestError(refused.err)
+			return acp.SetSessionConfigOptionResponse{}, acpproxy.RequestError(refused.err)
 		}
 		if r.err != nil {
 			return acp.SetSessionConfigOptionResponse{}, internalError(r.err)

@@ -187,3 +187,66 @@ func TestProxyModelOptionFromTheAgent(t *testing.T) {
 		t.Errorf("reply %q: the agent did not get the model", got)
 	}
 }
+
+// TestInitializeFromWhatWasLearned: what the agent answered to initialize is kept beside the
+// learned backend (keyed by its command line and its binary), so a second `acp serve` answers the
+// editor's initialize with the agent's capabilities without starting it; a changed binary (an
+// upgrade: another size or modification time) is started and learned again.
+func TestInitializeFromWhatWasLearned(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agent")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	starts := filepath.Join(dir, "starts")
+	t.Setenv("FAKEQ_RECORD", starts)
+	state := t.TempDir()
+	initialize := func() acp.AgentCapabilities {
+		h := startGeneric(t, func(o *Options) {
+			o.Limits.Command = bin + " acp"
+			o.Limits.StateDir = state
+		})
+		defer h.stop()
+		return h.initialize().AgentCapabilities
+	}
+	count := func() int {
+		n := 0
+		for _, l := range strings.Split(readFileIfAny(starts), "\n") {
+			if strings.Contains(l, `"acp"`) {
+				n++
+			}
+		}
+		return n
+	}
+	want := func(caps acp.AgentCapabilities, when string) {
+		t.Helper()
+		if !caps.McpCapabilities.Http || !caps.McpCapabilities.Sse || !caps.PromptCapabilities.Image {
+			t.Errorf("%s: initialize advertised %+v, not the agent's capabilities", when, caps)
+		}
+	}
+	want(initialize(), "first server")
+	if n := count(); n != 1 {
+		t.Fatalf("the first initialize started the agent %d times, want 1", n)
+	}
+	want(initialize(), "second server")
+	if n := count(); n != 1 {
+		t.Fatalf("the second server's initialize started the agent again (%d starts): what was learned was not used", n)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(bin, later, later); err != nil {
+		t.Fatal(err)
+	}
+	want(initialize(), "after the binary changed")
+	if n := count(); n != 2 {
+		t.Fatalf("a changed binary: %d starts, want 2 (learned again)", n)
+	}
+}
+
+func readFileIfAny(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
+}

@@ -3,7 +3,6 @@ package acpserver
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -56,24 +55,6 @@ func promptText(blocks []acp.ContentBlock, caps acp.PromptCapabilities) (string,
 		return "", fmt.Errorf("prompt is empty")
 	}
 	return b.String(), nil
-}
-
-// agentBlocks is a prompt as the agent behind the proxy takes it: embedded text resources become
-// text blocks (the form PromptText gives them) for an agent without embeddedContext, which qkit
-// advertises whatever the agent does.
-func agentBlocks(blocks []acp.ContentBlock, caps acp.PromptCapabilities) []acp.ContentBlock {
-	out := slices.Clone(blocks)
-	if caps.EmbeddedContext {
-		return out
-	}
-	for i, c := range out {
-		if c.Resource != nil && c.Resource.Resource.TextResourceContents != nil {
-			if text, err := PromptText([]acp.ContentBlock{c}); err == nil {
-				out[i] = acp.TextBlock(text)
-			}
-		}
-	}
-	return out
 }
 
 // userPrompt is a session/prompt as a turn needs it: the text q is given, and for the transcript

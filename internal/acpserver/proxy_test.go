@@ -2,6 +2,7 @@ package acpserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -534,24 +534,6 @@ func TestProxySlashCommandsAndModel(t *testing.T) {
 	}
 }
 
-func FuzzSessionID(f *testing.F) {
-	f.Add([]byte(`{"sessionId":"a","update":{}}`), "a", "b")
-	f.Add([]byte(`{"update":{"x":"\"sessionId\":\"a\""},"sessionId" : "a"}`), "a", "qkit")
-	f.Add([]byte(`{"sessionId":"\u0061"}`), "a", "c")
-	f.Add([]byte(`[`), "", "x")
-	f.Fuzz(func(t *testing.T, params []byte, from, to string) {
-		got := sessionIDOf(params)
-		out := replaceSessionID(params, from, to)
-		if got == "" || got != from || from == to || !utf8.ValidString(to) { // qkit's ids are UUIDs
-			return
-		}
-		// The notification now names qkit's session, whatever the agent's JSON looked like.
-		if id := sessionIDOf(out); id != to {
-			t.Fatalf("replaceSessionID(%q, %q, %q) = %q, whose sessionId is %q", params, from, to, out, id)
-		}
-	})
-}
-
 // TestProxyTerminals: with an editor that advertised terminals, the agent's terminal/* requests
 // run there, under qkit's session id.
 func TestProxyTerminals(t *testing.T) {
@@ -618,8 +600,8 @@ func TestProxyAgentKiroLogin(t *testing.T) {
 }
 
 // TestProxyTypeScriptStandInBridge: the TypeScript stand-in calls a stdio MCP server of the
-// editor's through the bridge, and its edit arrives with the diff (written inside the folder, the
-// editor having no fs).
+// editor's through the bridge, and its edit arrives with the diff (refused: it never asked
+// permission, and the editor has no fs).
 func TestProxyTypeScriptStandInBridge(t *testing.T) {
 	script := fakeqtest.TypeScriptAgent(t)
 	t.Setenv("KIRO_API_KEY", "test")
@@ -639,8 +621,13 @@ func TestProxyTypeScriptStandInBridge(t *testing.T) {
 	if d := calls[1].Content; len(d) != 1 || d[0].Diff == nil || d[0].Diff.Path != filepath.Join(cwd, "out.txt") {
 		t.Fatalf("edit %+v", calls[1])
 	}
-	if data, _ := os.ReadFile(filepath.Join(cwd, "out.txt")); string(data) != "written by the ts agent\n" {
-		t.Fatalf("out.txt %q", data)
+	// The stand-in writes without asking permission; the editor has no fs, so qkit would serve it,
+	// and qkit's rule refuses it (TestProxyUnaskedWriteRefused).
+	if _, err := os.Stat(filepath.Join(cwd, "out.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an unasked write was served: %v", err)
+	}
+	if out := h.tc.toolOutput(id, calls[1].ToolCallId); !strings.Contains(out, "did not ask the editor's permission") {
+		t.Fatalf("the edit said %q, want qkit's refusal", out)
 	}
 }
 
@@ -710,51 +697,6 @@ func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
 	id := h.newSession(t.TempDir())
 	pid := cancelMidToolCall(t, h, id, pidFile)
 	waitGone(t, pid)
-}
-
-// TestProxyDropsNotificationsOfAClosedSession: what an agent still sends for a session closed in
-// this connection is dropped, not kept in the early queue for the server's life; a session that
-// is loaded again takes its notifications as before.
-func TestProxyDropsNotificationsOfAClosedSession(t *testing.T) {
-	p := newProxy(&adapter{opts: Options{Logger: slog.New(slog.DiscardHandler)}})
-	s := &proxySession{id: "qkit-1", agentID: "agent-1"}
-	p.register(s)
-	p.close(context.Background(), "qkit-1")
-	note := []byte(`{"sessionId":"agent-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"late"}}}`)
-	p.notify(acp.ClientMethodSessionUpdate, note)
-	p.mu.Lock()
-	kept := len(p.early["agent-1"])
-	p.mu.Unlock()
-	if kept != 0 {
-		t.Fatalf("%d notifications of a closed session kept", kept)
-	}
-	// A session not registered yet (the updates that follow session/new) still has them kept
-	// while a session/new or load is in flight, and no longer.
-	p.notify(acp.ClientMethodSessionUpdate, []byte(`{"sessionId":"agent-0","update":{}}`))
-	end := p.beginOpen()
-	p.notify(acp.ClientMethodSessionUpdate, []byte(`{"sessionId":"agent-2","update":{}}`))
-	p.mu.Lock()
-	kept, stray := len(p.early["agent-2"]), len(p.early["agent-0"])
-	p.mu.Unlock()
-	if kept != 1 || stray != 0 {
-		t.Fatalf("early notifications: %d kept during an open (want 1), %d with none in flight (want 0)", kept, stray)
-	}
-	end()
-	p.mu.Lock()
-	left := len(p.early)
-	p.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("%d unregistered sessions' notifications kept after the open ended (a subagent's would stay for the server's life)", left)
-	}
-	// Loaded again, the closed one is delivered once more (held until the editor knows it).
-	p.register(s)
-	p.notify(acp.ClientMethodSessionUpdate, note)
-	s.mu.Lock()
-	queued := len(s.queued)
-	s.mu.Unlock()
-	if queued != 1 {
-		t.Fatalf("after a load: %d notifications queued, want 1", queued)
-	}
 }
 
 // TestProxySubagentCredits: kiro's subagent reports its credits under its own session id; the
@@ -915,4 +857,74 @@ func TestProxyAgentMalformedStopped(t *testing.T) {
 		t.Fatal("no grandchild pid")
 	}
 	waitGone(t, pid) // acp serve still runs
+}
+
+// TestProxyUnaskedWriteRefused: an editor without fs leaves the files to qkit, and then qkit's
+// rule holds (issue 18's hole 4 on the proxy path): a write the agent sends without the editor's
+// permission for its tool call is refused, and nothing is written; one that belongs to a tool
+// call the editor allowed is served while that call runs; after "allow always" for an edit (and
+// not after "allow once"), the session's later writes are served. An editor that serves files
+// itself decides them.
+func TestProxyUnaskedWriteRefused(t *testing.T) {
+	// run serves one prompt to a new agent (the fake reads its environment when it starts) and
+	// returns the folder and what the agent was told of its unasked writes.
+	run := func(t *testing.T, tools, unasked, answer string, caps acp.ClientCapabilities) (string, string) {
+		cwd := t.TempDir()
+		ran := filepath.Join(t.TempDir(), "ran")
+		t.Setenv("FAKEQ_ACP_RAN", ran)
+		t.Setenv("FAKEQ_ACP_TOOLS", tools)
+		t.Setenv("FAKEQ_ACP_UNASKED", unasked)
+		h := startProxy(t, "")
+		defer h.stop()
+		h.tc.setAnswer(selected(answer))
+		h.initializeWith(caps)
+		h.mustPrompt(h.newSession(cwd), "write", acp.StopReasonEndTurn)
+		return cwd, readFile(t, ran)
+	}
+	written := func(cwd, name string) bool {
+		_, err := os.Stat(filepath.Join(cwd, name))
+		return err == nil
+	}
+	noFS := acp.ClientCapabilities{} // qkit serves files from disk
+
+	cwd, told := run(t, "", "write:unasked.txt", "allow_once", noFS)
+	if written(cwd, "unasked.txt") {
+		t.Fatal("a write nobody allowed was served")
+	}
+	if !strings.Contains(told, "unasked write:unasked.txt: refused") || !strings.Contains(told, "did not ask the editor's permission") {
+		t.Fatalf("the agent was told %q, want a refusal saying why", told)
+	}
+
+	// The same write while a tool call the editor allowed once runs is served.
+	cwd, told = run(t, "write:asked.txt", "write:during.txt@1", "allow_once", noFS)
+	if !written(cwd, "during.txt") {
+		t.Fatalf("a write under the editor's permission was not served: %q", told)
+	}
+
+	// Once the allowed call has ended, a write of its own is refused after "allow once", and
+	// served after "allow always" (for edits, in this session).
+	cwd, told = run(t, "write:first.txt", "write:later.txt", "allow_once", noFS)
+	if written(cwd, "later.txt") {
+		t.Fatalf("a write after the allowed call ended was served: %q", told)
+	}
+	cwd, told = run(t, "write:first.txt", "write:later.txt", "allow_always", noFS)
+	if !written(cwd, "later.txt") {
+		t.Fatalf("a write after allow always for edits was refused: %q", told)
+	}
+
+	// An editor that serves files decides: the write goes to it. The test editor answers every
+	// write with its own error, so the agent got the editor's answer, not qkit's refusal.
+	_, told = run(t, "", "write:editor.txt", "allow_once", acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
+	if !strings.Contains(told, "unasked write:editor.txt: refused") || !strings.Contains(told, errNoFS.Error()) {
+		t.Fatalf("the write did not go to the editor: %q", told)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -1,10 +1,10 @@
 // Package acpserver is qkit's Agent Client Protocol agent: editors such as Zed and Neovim
-// drive Q through it over stdio. It is a thin adapter over the core packages, built as actors:
+// drive Q through it over stdio. It is a thin adapter over the core packages:
 //
 //   - the adapter (adapter.go) implements the SDK's Agent interface and turns each call into a
 //     message;
-//   - one server goroutine (server.go) owns the session table and the authentication state, and
-//     routes messages to sessions;
+//   - the session table and the authentication state (server.go) sit behind a mutex, and route
+//     messages to sessions without blocking;
 //   - each open session is a goroutine (session.go) that owns the session's state, fed through a
 //     bounded channel of 32 messages; its prompt turns run in a worker it owns (turn.go), so a
 //     session stays responsive to session/cancel while q runs.
@@ -12,7 +12,7 @@
 // Nothing mutable is shared between sessions; prompts in different sessions run in parallel.
 // Sessions and their transcripts live in SQLite (internal/sessions), so session/load works after a
 // restart. Prompts that go to the agent run through one of two agentTurns: the text path
-// (text.go) or the proxy path.
+// (text.go) or the proxy path (internal/acpproxy, reached through passthrough.go).
 package acpserver
 
 import (
@@ -20,6 +20,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -121,7 +122,6 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	conn.SetLogger(opts.Logger)
 	a.conn = conn
 	close(whole)
-	go srv.loop(ctx)
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -129,7 +129,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	cancel() // ends every session; their turns' process groups are stopped
 	srv.shutdown()
 	if a.proxy != nil {
-		a.proxy.shutdown() // the agent's process group and every bridged MCP server
+		a.proxy.Shutdown() // the agent's process group and every bridged MCP server
 	}
 	if a.modelsLoaded != nil {
 		<-a.modelsLoaded // a model list still being fetched is stopped with its process group
@@ -148,82 +148,68 @@ func (h heldReader) Read(p []byte) (int, error) {
 	return h.r.Read(p)
 }
 
-// server is the actor that owns the session table. Its state is touched only by its goroutine,
-// which runs the closures sent to calls one at a time; none of them blocks.
+// server is the session table and the authentication state, behind a mutex: nothing it guards
+// blocks, so an actor was only a slower lock.
 type server struct {
-	calls chan func(*serverState)
-	done  chan struct{}
-}
-
-type serverState struct {
+	mu            sync.Mutex
 	authenticated bool
 	sessions      map[string]*sessionHandle
+	down          bool // shutdown began: no session joins the table
 }
 
 func newServer() *server {
-	return &server{calls: make(chan func(*serverState)), done: make(chan struct{})}
+	return &server{sessions: map[string]*sessionHandle{}}
 }
 
-func (s *server) loop(ctx context.Context) {
-	defer close(s.done)
-	st := &serverState{sessions: map[string]*sessionHandle{}}
-	for {
-		select {
-		case f := <-s.calls:
-			f(st)
-		case <-ctx.Done():
-			// Every session ends on the same context; wait for them (and their workers), so no
-			// agent process outlives the server.
-			for _, h := range st.sessions {
-				<-h.done
-			}
-			return
-		}
+// shutdown waits for every session (each ends on the connection's context, which the caller has
+// cancelled) and its workers, so no agent process outlives the server.
+func (s *server) shutdown() {
+	s.mu.Lock()
+	s.down = true
+	all := make([]*sessionHandle, 0, len(s.sessions))
+	for _, h := range s.sessions {
+		all = append(all, h)
+	}
+	s.mu.Unlock()
+	for _, h := range all {
+		<-h.done
 	}
 }
-
-// do runs f on the server's goroutine and waits for it. After shutdown it reports false.
-func (s *server) do(f func(*serverState)) bool {
-	done := make(chan struct{})
-	select {
-	case s.calls <- func(st *serverState) { f(st); close(done) }:
-		<-done
-		return true
-	case <-s.done:
-		return false
-	}
-}
-
-// shutdown waits for the loop (whose context the caller has cancelled) to close every session.
-func (s *server) shutdown() { <-s.done }
 
 func (s *server) setAuthenticated(ok bool) {
-	s.do(func(st *serverState) { st.authenticated = ok })
+	s.mu.Lock()
+	s.authenticated = ok
+	s.mu.Unlock()
 }
 
-func (s *server) authenticated() bool {
-	var ok bool
-	s.do(func(st *serverState) { ok = st.authenticated })
-	return ok
+func (s *server) isAuthenticated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authenticated
 }
 
-// open returns the live session id, starting its actor with start when it is not open yet.
+// open returns the live session id, starting its actor with start when it is not open yet. The
+// entry leaves the table when the actor ends. After shutdown the actor started is not kept (it
+// ends at once, on the cancelled context).
 func (s *server) open(id string, start func() *sessionHandle) *sessionHandle {
-	var h *sessionHandle
-	s.do(func(st *serverState) {
-		if h = st.sessions[id]; h == nil || h.ended() {
-			h = start()
-			st.sessions[id] = h
-			go func() {
-				<-h.done
-				s.do(func(st *serverState) {
-					if st.sessions[id] == h {
-						delete(st.sessions, id)
-					}
-				})
-			}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.sessions[id]; h != nil && !h.ended() {
+		return h
+	}
+	h := start()
+	if s.down {
+		return h
+	}
+	s.sessions[id] = h
+	go func() {
+		<-h.done
+		s.mu.Lock()
+		if s.sessions[id] == h {
+			delete(s.sessions, id)
 		}
-	})
+		s.mu.Unlock()
+	}()
 	return h
 }
 
@@ -233,23 +219,17 @@ var (
 	errBusy    = errors.New("session busy")
 )
 
-// route delivers msg to the open session id without blocking the server: a session whose inbox
+// route delivers msg to the open session id without blocking: a session whose inbox
 // (32 messages) is full answers errBusy, the back-pressure the bounded channel exists for.
 func (s *server) route(id string, msg sessionMsg) (*sessionHandle, error) {
-	var h *sessionHandle
-	err := errNotOpen
-	s.do(func(st *serverState) {
-		if h = st.sessions[id]; h == nil || h.ended() {
-			return
-		}
-		if h.send(msg) {
-			err = nil
-		} else {
-			err = errBusy
-		}
-	})
-	if err != nil {
-		return nil, err
+	s.mu.Lock()
+	h := s.sessions[id]
+	s.mu.Unlock()
+	if h == nil || h.ended() {
+		return nil, errNotOpen
+	}
+	if !h.send(msg) {
+		return nil, errBusy
 	}
 	return h, nil
 }

@@ -193,8 +193,8 @@ func (s *sessionActor) handle(msg sessionMsg) {
 		// On the proxy path the agent is asked first: a model it refuses is the answer's error,
 		// and the session keeps the model it had.
 		if s.rec.Backend == sessions.BackendACP && s.a.proxy != nil && m.model != "" {
-			if ps := s.a.proxy.session(s.rec.ID); ps != nil {
-				if err := s.a.proxy.setAgentModel(s.a.ctx, ps, m.model); err != nil {
+			if ps := s.a.proxy.Session(s.rec.ID); ps != nil {
+				if err := s.a.proxy.SetAgentModel(s.a.ctx, ps, m.model); err != nil {
 					s.a.opts.Logger.Info("the agent did not take the model", "session", s.rec.ID, "model", m.model, "err", err)
 					m.reply <- setModelReply{err: &agentRefusal{err}}
 					return

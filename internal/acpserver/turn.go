@@ -54,8 +54,8 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) 
 
 // turnsFor is the path session in's prompts take.
 func (a *adapter) turnsFor(in turnInput) agentTurns {
-	if in.backend == sessions.BackendACP && a.proxy != nil && a.proxy.available(a.ctx) {
-		return a.proxy
+	if in.backend == sessions.BackendACP && a.proxy != nil && a.proxy.Available(a.ctx) {
+		return proxyTurns{a}
 	}
 	return a.backend
 }

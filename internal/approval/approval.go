@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -180,11 +179,16 @@ var kindNames = map[string][]string{
 	"fetch":   {"web_fetch", "fetch"},
 }
 
-// ToolNames are the agent's own names for its built-in tools, what --trust-tools takes: kiro-cli
-// 2.x (command is its path or name) has its own, q the rest.
+// ToolNames are the agent's own names for its built-in tools, what --trust-tools takes, for the
+// agent agent.command describes (agent.Describe): kiro-cli 2.x has its own, q the rest. Another
+// ACP agent's names are its own and unknown to qkit; its tool calls are matched by their ACP
+// kind (see Names), so it is offered the kinds and their usual names.
 func ToolNames(command string) []string {
-	if strings.Contains(filepath.Base(command), "kiro") {
+	switch agent.Describe(command).Kind {
+	case agent.KindKiro:
 		return []string{"read", "write", "shell", "grep", "glob", "aws", "web_fetch", "web_search", "code", "knowledge", "todo", "delegate"}
+	case agent.KindACP:
+		return []string{"read", "write", "shell", "edit", "delete", "move", "execute", "search", "fetch"}
 	}
 	return []string{"fs_read", "fs_write", "execute_bash", "use_aws", "gh_issue", "knowledge", "thinking", "todo_list", "delegate"}
 }

@@ -236,3 +236,32 @@ func TestChatRefusals(t *testing.T) {
 		t.Error("another error passed")
 	}
 }
+
+// TestToolNamesFromTheDescription: the names --trust-tools is offered follow the agent as
+// agent.Describe reads agent.command, not the command's spelling: kiro-cli under another case or
+// path has kiro's names, q has q's, and another ACP agent (a command line) the usual names of the
+// ACP kinds, not q's.
+func TestToolNamesFromTheDescription(t *testing.T) {
+	for _, c := range []struct {
+		command   string
+		want, not []string
+	}{
+		{"q", []string{"fs_read", "execute_bash"}, []string{"shell"}},
+		{"kiro-cli", []string{"read", "shell", "web_fetch"}, []string{"fs_read"}},
+		{"/opt/tools/Kiro-CLI", []string{"read", "shell", "web_fetch"}, []string{"fs_read", "execute_bash"}},
+		{"goose acp", []string{"read", "write", "shell", "execute", "edit"}, []string{"fs_read", "execute_bash", "use_aws"}},
+		{"npx @zed-industries/claude-code-acp", []string{"shell", "edit"}, []string{"fs_write", "aws"}},
+	} {
+		names := ToolNames(c.command)
+		for _, w := range c.want {
+			if !slices.Contains(names, w) {
+				t.Errorf("%s: %v lacks %q", c.command, names, w)
+			}
+		}
+		for _, n := range c.not {
+			if slices.Contains(names, n) {
+				t.Errorf("%s: %v has %q, another agent's name", c.command, names, n)
+			}
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package acpserver
+package acpproxy
 
 import (
 	"bytes"
@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +19,10 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/mcpbridge"
 	"github.com/qkit-cli/qkit/internal/sessions"
+	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
 
-// proxy is the proxy path: the editor's sessions map onto sessions of one `<agent> acp` process
+// Proxy is the proxy path: the editor's sessions map onto sessions of one `<agent> acp` process
 // (kiro-cli acp), started with the first session that needs it and again after it died. Every
 // session/update of the agent reaches the editor as the agent sent it, under qkit's session id;
 // the agent's requests (permission, fs/*, terminal/*) go to the editor when it advertised the
@@ -28,16 +31,17 @@ import (
 // session table (list, load after a restart, resume, close), the model as a config option, the
 // protocol's usage_update from kiro's private metadata, and the editor's stdio MCP servers over a
 // loopback HTTP bridge.
-type proxy struct {
-	a      *adapter
+type Proxy struct {
+	o      Options
+	ctx    context.Context
 	bridge *mcpbridge.Bridge
 
 	mu       sync.Mutex
 	conn     *acpclient.Conn // nil until started, and after it died
 	starting chan struct{}   // closed when a start in progress ends
 	notACP   error           // the agent does not speak ACP: new sessions take the text path
-	byAgent  map[string]*proxySession
-	byID     map[string]*proxySession
+	byAgent  map[string]*Session
+	byID     map[string]*Session
 	early    map[string][]earlyNote // notifications for agent sessions not registered yet
 	opening  int                    // session/new and loads in flight: only then can a session register late
 	closed   map[string]bool        // agent sessions closed here: what they still send is dropped
@@ -58,7 +62,7 @@ const maxEarly = 256
 // beginOpen marks a session/new or load in flight: what the agent sends for a session id it does
 // not know yet is kept for it. The returned func ends the mark; when no open is left, what no
 // session took is dropped (kiro's subagents notify under session ids that never register).
-func (p *proxy) beginOpen() (end func()) {
+func (p *Proxy) beginOpen() (end func()) {
 	p.mu.Lock()
 	p.opening++
 	p.mu.Unlock()
@@ -71,8 +75,8 @@ func (p *proxy) beginOpen() (end func()) {
 	}
 }
 
-// proxySession is one editor session on the proxy path.
-type proxySession struct {
+// Session is one editor session on the proxy path.
+type Session struct {
 	id, cwd string
 	bridge  *mcpbridge.Session
 	servers []acp.McpServer // what the agent is given: the editor's HTTP servers and the bridged ones
@@ -96,6 +100,8 @@ type proxySession struct {
 	// history: the agent lost the session and a new one took its place; the next prompt carries
 	// qkit's transcript.
 	history bool
+	// always are the tool kinds the editor allowed always in this session (see access).
+	always []string
 }
 
 // transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
@@ -104,9 +110,17 @@ type proxySession struct {
 // sessions streaming at once do not hold fifty whole replies.
 const transcriptKeep = 256 << 10
 
-func newProxy(a *adapter) *proxy {
-	return &proxy{a: a, bridge: mcpbridge.New(a.opts.Logger), byAgent: map[string]*proxySession{},
-		byID: map[string]*proxySession{}, early: map[string][]earlyNote{}, closed: map[string]bool{}}
+// New is the proxy of one `acp serve` connection, which lives as long as ctx; it starts no agent
+// until one is needed. Shutdown stops what it started.
+func New(ctx context.Context, o Options) *Proxy {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Proxy{o: o, ctx: ctx, bridge: mcpbridge.New(o.Logger), byAgent: map[string]*Session{},
+		byID: map[string]*Session{}, early: map[string][]earlyNote{}, closed: map[string]bool{}}
 }
 
 // errNotACP marks the agent not speaking ACP.
@@ -114,7 +128,7 @@ var errNotACP = errors.New("the agent does not speak ACP")
 
 // current returns the running agent, starting it when needed. An agent that does not speak ACP is
 // remembered: every later call fails at once with errNotACP, and new sessions take the text path.
-func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
+func (p *Proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 	for {
 		p.mu.Lock()
 		if p.notACP != nil {
@@ -149,7 +163,7 @@ func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 		switch {
 		case errors.As(err, &nacp):
 			p.notACP = fmt.Errorf("%w: %w", errNotACP, err)
-			p.a.opts.Logger.Warn("the agent does not speak ACP: sessions take the text path (chat --no-interactive)", "reason", err)
+			p.o.Logger.Warn("the agent does not speak ACP: sessions take the text path (chat --no-interactive)", "reason", err)
 		case err == nil && p.down:
 			p.mu.Unlock()
 			c.Close()
@@ -158,6 +172,7 @@ func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 			p.conn = c
 			p.watchers.Add(1)
 			go p.watch(c)
+			p.learn(c)
 		}
 		p.mu.Unlock()
 		if err != nil {
@@ -167,7 +182,7 @@ func (p *proxy) current(ctx context.Context) (*acpclient.Conn, error) {
 	}
 }
 
-func (p *proxy) errOr(err error) error {
+func (p *Proxy) errOr(err error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.notACP != nil {
@@ -176,8 +191,8 @@ func (p *proxy) errOr(err error) error {
 	return err
 }
 
-// available reports whether new sessions take the proxy path; it starts the agent to know.
-func (p *proxy) available(ctx context.Context) bool {
+// Available reports whether new sessions take the proxy path; it starts the agent to know.
+func (p *Proxy) Available(ctx context.Context) bool {
 	_, err := p.current(ctx)
 	return !errors.Is(err, errNotACP)
 }
@@ -186,10 +201,10 @@ func (p *proxy) available(ctx context.Context) bool {
 // and kiro-cli, another ACP agent's command line as given (its sessions get --agent as their
 // mode). The model is not passed: kiro ignores session/set_model in a process started with
 // --model, and each session has its own.
-func (p *proxy) start(ctx context.Context) (*acpclient.Conn, error) {
-	o := p.a.opts
+func (p *Proxy) start(ctx context.Context) (*acpclient.Conn, error) {
+	o := p.o
 	d := agent.Describe(o.Limits.Command)
-	argv := d.ACPArgv(o.Agent, "", false, nil)
+	argv := p.argv()
 	copts := acpclient.Options{
 		Command:        argv[0],
 		Args:           argv[1:],
@@ -201,17 +216,56 @@ func (p *proxy) start(ctx context.Context) (*acpclient.Conn, error) {
 		OnEvent:        p.event,
 		Permission:     p.permission,
 		Files:          proxyFiles{p},
+		Access:         p.access,
 	}
-	if p.a.clientCaps().Terminal {
+	if p.o.Editor.Caps().Terminal {
 		copts.Terminals = proxyTerminals{p}
 	}
 	return acpclient.Start(ctx, copts)
 }
 
+// argv is the agent's command line in ACP mode.
+func (p *Proxy) argv() []string {
+	return agent.Describe(p.o.Limits.Command).ACPArgv(p.o.Agent, "", false, nil)
+}
+
+// cacheFile keeps what agents answered to initialize (acpclient.InitializeCacheFile), "" none.
+func (p *Proxy) cacheFile() string {
+	if p.o.Limits.StateDir == "" {
+		return ""
+	}
+	return acpclient.InitializeCacheFile(p.o.Limits.StateDir)
+}
+
+// learn keeps what the agent c answered to initialize, so that the next `acp serve` answers
+// the editor's initialize without starting it.
+func (p *Proxy) learn(c *acpclient.Conn) {
+	if f := p.cacheFile(); f != "" {
+		if err := acpclient.RememberInitialize(f, p.argv(), c.Info()); err != nil {
+			p.o.Logger.Warn("could not remember the agent's capabilities", "file", f, "err", err)
+		}
+	}
+}
+
+// learned is what the agent answered to initialize: the running agent's answer, else the one
+// kept for this command line and binary; ok is false when neither is known.
+func (p *Proxy) learned() (acp.InitializeResponse, bool) {
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		return c.Info(), true
+	}
+	if f := p.cacheFile(); f != "" {
+		return acpclient.LearnedInitialize(f, p.argv())
+	}
+	return acp.InitializeResponse{}, false
+}
+
 // watch forgets a dead agent; its sessions are loaded into the next one when they are used. A
 // dead agent may still run (it sent broken JSON, or closed its stdout) or have left processes
 // behind: it is stopped, with its process group.
-func (p *proxy) watch(c *acpclient.Conn) {
+func (p *Proxy) watch(c *acpclient.Conn) {
 	defer p.watchers.Done()
 	<-c.Dead()
 	p.mu.Lock()
@@ -219,19 +273,19 @@ func (p *proxy) watch(c *acpclient.Conn) {
 		p.conn = nil
 	}
 	p.mu.Unlock()
-	if p.a.ctx.Err() == nil {
-		p.a.opts.Logger.Warn("the ACP agent ended; its sessions are loaded again when next used", "err", c.Err(), "stderr", c.Stderr())
+	if p.ctx.Err() == nil {
+		p.o.Logger.Warn("the ACP agent ended; its sessions are loaded again when next used", "err", c.Err(), "stderr", c.Stderr())
 	}
 	c.Close()
 }
 
-// shutdown stops the agent and every bridged MCP server.
-func (p *proxy) shutdown() {
+// Shutdown stops the agent and every bridged MCP server.
+func (p *Proxy) Shutdown() {
 	p.mu.Lock()
 	p.down = true
 	c := p.conn
 	p.conn = nil
-	all := make([]*proxySession, 0, len(p.byID))
+	all := make([]*Session, 0, len(p.byID))
 	for _, s := range p.byID {
 		all = append(all, s)
 	}
@@ -249,7 +303,7 @@ func (p *proxy) shutdown() {
 }
 
 // register makes s reachable by its agent session id, and takes the notifications that came first.
-func (p *proxy) register(s *proxySession) {
+func (p *Proxy) register(s *Session) {
 	p.mu.Lock()
 	s.mu.Lock()
 	agentID := s.agentID
@@ -265,20 +319,21 @@ func (p *proxy) register(s *proxySession) {
 	}
 }
 
-func (p *proxy) session(id string) *proxySession {
+// Session is the live session id on the proxy path, or nil (not opened on it in this connection).
+func (p *Proxy) Session(id string) *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.byID[id]
 }
 
-func (p *proxy) byAgentID(agentID string) *proxySession {
+func (p *Proxy) byAgentID(agentID string) *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.byAgent[agentID]
 }
 
 // notify receives every notification of the agent (on its reader, in order) and forwards it.
-func (p *proxy) notify(method string, params json.RawMessage) {
+func (p *Proxy) notify(method string, params json.RawMessage) {
 	agentID := sessionIDOf(params)
 	if agentID == "" && strings.HasPrefix(method, "_") {
 		p.extensionNote(method, params) // an agent's own notification about no session
@@ -298,7 +353,7 @@ func (p *proxy) notify(method string, params json.RawMessage) {
 }
 
 // deliver forwards one notification of s's agent session to the editor, under qkit's id.
-func (p *proxy) deliver(s *proxySession, agentID, method string, params []byte) {
+func (p *Proxy) deliver(s *Session, agentID, method string, params []byte) {
 	params = replaceSessionID(params, agentID, s.id)
 	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"available_commands_update"`)) {
 		var n acp.SessionNotification
@@ -315,15 +370,15 @@ func (p *proxy) deliver(s *proxySession, agentID, method string, params []byte) 
 	}
 	line := make([]byte, 0, len(params)+64)
 	line = append(line, `{"jsonrpc":"2.0","method":`...)
-	line = appendJSONString(line, method)
+	line = stdiorpc.AppendJSONString(line, method)
 	line = append(line, `,"params":`...)
 	line = append(line, params...)
 	line = append(line, "}\n"...)
-	s.forward(p.a, line)
+	s.forward(p, line)
 }
 
 // forward writes one notification line, or keeps it until the editor knows the session.
-func (s *proxySession) forward(a *adapter, line []byte) {
+func (s *Session) forward(p *Proxy, line []byte) {
 	s.mu.Lock()
 	switch {
 	case s.mute:
@@ -339,14 +394,14 @@ func (s *proxySession) forward(a *adapter, line []byte) {
 	s.mu.Unlock()
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	if err := a.sendLines(1, line); err != nil {
-		a.opts.Logger.Debug("session/update not forwarded", "session", s.id, "err", err)
+	if err := p.o.Editor.Send(line); err != nil {
+		p.o.Logger.Debug("session/update not forwarded", "session", s.id, "err", err)
 	}
 }
 
-// makeReady sends what waited for the editor to know the session, then qkit's and the agent's
+// MakeReady sends what waited for the editor to know the session, then qkit's and the agent's
 // commands.
-func (p *proxy) makeReady(s *proxySession) {
+func (p *Proxy) MakeReady(s *Session) {
 	s.sendMu.Lock() // a line that finds the session ready waits for these
 	defer s.sendMu.Unlock()
 	s.mu.Lock()
@@ -356,22 +411,25 @@ func (p *proxy) makeReady(s *proxySession) {
 	sentCommands := false
 	for _, line := range queued {
 		sentCommands = sentCommands || bytes.Contains(line, []byte(`"available_commands_update"`))
-		if err := p.a.sendLines(1, line); err != nil {
+		if err := p.o.Editor.Send(line); err != nil {
 			return
 		}
 	}
-	if !sentCommands && p.a.opts.Commands != nil {
-		p.a.update(s.id, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: p.mergedCommands(s)}})
+	if !sentCommands && p.o.Editor.Commands() != nil {
+		line, err := updateLine(s.id, acp.SessionUpdate{AvailableCommandsUpdate: &acp.SessionAvailableCommandsUpdate{AvailableCommands: p.mergedCommands(s)}})
+		if err == nil {
+			err = p.o.Editor.Send(line)
+		}
+		if err != nil {
+			p.o.Logger.Debug("session/update not sent", "session", s.id, "err", err)
+		}
 	}
 }
 
 // mergedCommands are qkit's slash commands, then the agent's whose names qkit does not use (a
 // prompt naming one of qkit's commands is answered by qkit).
-func (p *proxy) mergedCommands(s *proxySession) []acp.AvailableCommand {
-	var out []acp.AvailableCommand
-	if p.a.opts.Commands != nil {
-		out = p.a.availableCommands()
-	}
+func (p *Proxy) mergedCommands(s *Session) []acp.AvailableCommand {
+	out := slices.Clone(p.o.Editor.Commands())
 	own := map[string]bool{}
 	for _, c := range out {
 		own[c.Name] = true
@@ -391,7 +449,7 @@ func (p *proxy) mergedCommands(s *proxySession) []acp.AvailableCommand {
 
 // event receives the agent's updates as typed events: the reply's text for the transcript, and
 // kiro's usage, which the editor gets as the protocol's usage_update.
-func (p *proxy) event(agentID string, ev agent.Event) {
+func (p *Proxy) event(agentID string, ev agent.Event) {
 	s := p.byAgentID(agentID)
 	if s == nil {
 		// kiro's subagents report under their own session ids: their credits are the cost of the
@@ -420,10 +478,10 @@ func (p *proxy) event(agentID string, ev agent.Event) {
 }
 
 // soleTurn is the session whose turn is running when it is the only one.
-func (p *proxy) soleTurn() *proxySession {
+func (p *Proxy) soleTurn() *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var found *proxySession
+	var found *Session
 	for _, s := range p.byID {
 		s.mu.Lock()
 		in := s.inTurn
@@ -440,7 +498,7 @@ func (p *proxy) soleTurn() *proxySession {
 
 // usage sends kiro's usage to the editor as s's usage_update. A subagent's (from its own agent
 // session) carries only its credits, beside the context share s last reported.
-func (p *proxy) usage(s *proxySession, u *agent.Usage, subagent string) {
+func (p *Proxy) usage(s *Session, u *agent.Usage, subagent string) {
 	s.mu.Lock()
 	if subagent == "" {
 		if u != nil && u.ContextPercent > 0 {
@@ -457,9 +515,8 @@ func (p *proxy) usage(s *proxySession, u *agent.Usage, subagent string) {
 	if subagent != "" {
 		up.Meta["qkit"].(map[string]any)["subagentSession"] = subagent
 	}
-	line, err := json.Marshal(acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: acp.SessionUpdate{UsageUpdate: up}})
-	if err == nil {
-		s.forward(p.a, append([]byte(`{"jsonrpc":"2.0","method":"session/update","params":`), append(line, "}\n"...)...))
+	if line, err := updateLine(s.id, acp.SessionUpdate{UsageUpdate: up}); err == nil {
+		s.forward(p, line)
 	}
 }
 
@@ -515,11 +572,11 @@ func replaceSessionID(params []byte, from, to string) []byte {
 	if from == to {
 		return params
 	}
-	old := appendJSONString([]byte(`"sessionId":`), from)
+	old := stdiorpc.AppendJSONString([]byte(`"sessionId":`), from)
 	if i := bytes.Index(params, old); i >= 0 && bytes.Count(params, []byte("sessionId")) == 1 && !bytes.Contains(params, []byte(`\u00`)) {
 		out := make([]byte, 0, len(params)+len(to)-len(from))
 		out = append(out, params[:i]...)
-		out = appendJSONString(append(out, `"sessionId":`...), to)
+		out = stdiorpc.AppendJSONString(append(out, `"sessionId":`...), to)
 		return append(out, params[i+len(old):]...)
 	}
 	var m map[string]json.RawMessage
@@ -537,7 +594,7 @@ func replaceSessionID(params []byte, from, to string) []byte {
 // agentServers splits the editor's MCP servers: HTTP and SSE ones go to the agent as given; stdio
 // ones are started by qkit and offered over the bridge when the agent takes HTTP servers (kiro
 // ignores stdio ones), and passed as given otherwise.
-func (p *proxy) agentServers(ctx context.Context, c *acpclient.Conn, cwd string, in []acp.McpServer) ([]acp.McpServer, *mcpbridge.Session, error) {
+func (p *Proxy) agentServers(ctx context.Context, c *acpclient.Conn, cwd string, in []acp.McpServer) ([]acp.McpServer, *mcpbridge.Session, error) {
 	var out []acp.McpServer
 	var stdio []mcpbridge.Server
 	httpOK := c.Info().AgentCapabilities.McpCapabilities.Http
@@ -571,8 +628,8 @@ func (p *proxy) agentServers(ctx context.Context, c *acpclient.Conn, cwd string,
 	return out, b, nil
 }
 
-// create opens the agent's side of a new session and fills rec's backend and agent session.
-func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers []acp.McpServer) (*proxySession, error) {
+// Create opens the agent's side of a new session and fills rec's backend and agent session.
+func (p *Proxy) Create(ctx context.Context, rec *sessions.SessionRecord, servers []acp.McpServer) (*Session, error) {
 	defer p.beginOpen()()
 	c, err := p.current(ctx)
 	if err != nil {
@@ -589,7 +646,7 @@ func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers
 		}
 		return nil, err
 	}
-	s := &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c,
+	s := &Session{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: string(resp.SessionId), conn: c,
 		models: resp.Models, modes: resp.Modes, config: resp.ConfigOptions}
 	rec.Backend, rec.AgentSession = sessions.BackendACP, s.agentID
 	if err := p.setAgentMode(ctx, s); err != nil {
@@ -599,26 +656,26 @@ func (p *proxy) create(ctx context.Context, rec *sessions.SessionRecord, servers
 		return nil, err
 	}
 	if rec.Model != "" {
-		if err := p.setAgentModel(ctx, s, rec.Model); err != nil {
-			p.a.opts.Logger.Warn("the session's model was not set", "session", rec.ID, "model", rec.Model, "err", err)
+		if err := p.SetAgentModel(ctx, s, rec.Model); err != nil {
+			p.o.Logger.Warn("the session's model was not set", "session", rec.ID, "model", rec.Model, "err", err)
 		}
 	}
 	p.register(s)
 	return s, nil
 }
 
-// reopen makes a stored session live in this connection (session/load, session/resume, or a
+// Reopen makes a stored session live in this connection (session/load, session/resume, or a
 // prompt after the agent died). The agent loads its own session; its replay reaches the editor
 // when replay is set. It reports whether the agent replayed: when it could not load the session
 // (kiro may have lost it, hang, or fail), a new agent session takes its place, the caller replays
 // qkit's transcript, and the next prompt carries the conversation.
-func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers []acp.McpServer, replay bool) (*proxySession, bool, error) {
+func (p *Proxy) Reopen(ctx context.Context, rec sessions.SessionRecord, servers []acp.McpServer, replay bool) (*Session, bool, error) {
 	defer p.beginOpen()()
 	c, err := p.current(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	s := p.session(rec.ID)
+	s := p.Session(rec.ID)
 	if s != nil {
 		s.mu.Lock()
 		live := s.conn == c
@@ -634,7 +691,7 @@ func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers 
 		if err != nil {
 			return nil, false, err
 		}
-		s = &proxySession{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: rec.AgentSession}
+		s = &Session{id: rec.ID, cwd: rec.Cwd, bridge: b, servers: agentServers, agentID: rec.AgentSession}
 	}
 	s.mu.Lock()
 	s.conn, s.ready, s.mute = c, true, !replay
@@ -652,17 +709,17 @@ func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers 
 		}
 		s.mu.Unlock()
 		if err := p.setAgentMode(ctx, s); err != nil {
-			p.a.opts.Logger.Warn("the session's mode was not set", "session", rec.ID, "err", err)
+			p.o.Logger.Warn("the session's mode was not set", "session", rec.ID, "err", err)
 		}
 		if rec.Model != "" {
-			_ = p.setAgentModel(ctx, s, rec.Model)
+			_ = p.SetAgentModel(ctx, s, rec.Model)
 		}
 		return s, true, nil
 	}
 	if ctx.Err() != nil {
 		return nil, false, ctx.Err()
 	}
-	p.a.opts.Logger.Warn("the agent could not load its session; a new one continues the conversation", "session", rec.ID, "agent_session", rec.AgentSession, "err", err)
+	p.o.Logger.Warn("the agent could not load its session; a new one continues the conversation", "session", rec.ID, "agent_session", rec.AgentSession, "err", err)
 	if c.Err() != nil || p.isDead(c) {
 		// kiro exited on the unknown session, or hung and was given up: start afresh.
 		c.Close()
@@ -685,17 +742,17 @@ func (p *proxy) reopen(ctx context.Context, rec sessions.SessionRecord, servers 
 	}
 	s.mu.Unlock()
 	p.register(s)
-	if err := p.a.opts.Store.SetAgentSession(context.WithoutCancel(ctx), rec.ID, string(fresh.SessionId), p.a.opts.Now()); err != nil {
-		p.a.opts.Logger.Warn("the new agent session was not recorded", "session", rec.ID, "err", err)
+	if err := p.o.Store.SetAgentSession(context.WithoutCancel(ctx), rec.ID, string(fresh.SessionId), p.o.Now()); err != nil {
+		p.o.Logger.Warn("the new agent session was not recorded", "session", rec.ID, "err", err)
 	}
 	if rec.Model != "" {
-		_ = p.setAgentModel(ctx, s, rec.Model)
+		_ = p.SetAgentModel(ctx, s, rec.Model)
 	}
 	return s, false, nil
 }
 
 // forget drops c as the running agent (it died or was closed), so the next use starts another.
-func (p *proxy) forget(c *acpclient.Conn) {
+func (p *Proxy) forget(c *acpclient.Conn) {
 	p.mu.Lock()
 	if p.conn == c {
 		p.conn = nil
@@ -703,7 +760,7 @@ func (p *proxy) forget(c *acpclient.Conn) {
 	p.mu.Unlock()
 }
 
-func (p *proxy) isDead(c *acpclient.Conn) bool {
+func (p *Proxy) isDead(c *acpclient.Conn) bool {
 	select {
 	case <-c.Dead():
 		return true
@@ -720,12 +777,12 @@ const kiroTerminate = "_kiro.dev/session/terminate"
 // terminateWait bounds how long session/close waits for the agent to drop its session.
 const terminateWait = 5 * time.Second
 
-// close forgets the session, asks the agent to drop its side (kiro's session/terminate, sent to
+// Close forgets the session, asks the agent to drop its side (kiro's session/terminate, sent to
 // q and kiro-cli only; one without it answers method-not-found, which is fine) and stops its bridged MCP servers. A
 // turn still running was cancelled by the session's actor. The agent is asked before close
 // returns, so a session/load or resume that follows finds the session dropped, not dropped
 // under it.
-func (p *proxy) close(ctx context.Context, id string) {
+func (p *Proxy) Close(ctx context.Context, id string) {
 	p.mu.Lock()
 	s := p.byID[id]
 	delete(p.byID, id)
@@ -745,12 +802,12 @@ func (p *proxy) close(ctx context.Context, id string) {
 	if s == nil {
 		return
 	}
-	if c != nil && !p.isDead(c) && agentID != "" && agent.Describe(p.a.opts.Limits.Command).Builtin() {
+	if c != nil && !p.isDead(c) && agentID != "" && agent.Describe(p.o.Limits.Command).Builtin() {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminateWait)
 		_, err := c.SDK().CallExtension(tctx, kiroTerminate, map[string]string{"sessionId": agentID})
 		cancel()
 		if err != nil {
-			p.a.opts.Logger.Debug("the agent did not drop its session", "session", id, "agent_session", agentID, "err", err)
+			p.o.Logger.Debug("the agent did not drop its session", "session", id, "agent_session", agentID, "err", err)
 		}
 	}
 	if s.bridge != nil {
@@ -758,16 +815,17 @@ func (p *proxy) close(ctx context.Context, id string) {
 	}
 }
 
-// prompt runs one turn on the agent: the prompt's blocks as the editor sent them, with the
-// context files in front of a session's first prompt. The agent's updates pass through while it
-// runs; the turn ends with the agent's stop reason.
-func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *reply) (turnResult, []string) {
-	a := p.a
-	rec, err := a.opts.Store.Get(ctx, in.sessionID)
+// Prompt runs one turn of session sessionID (in folder cwd) on the agent: the prompt's blocks as
+// the editor sent them, with the context files in front of a session's first prompt. The agent's
+// updates pass through while it runs. It returns what qkit's transcript keeps of the reply, and
+// the agent's stop reason (cancelled when ctx ended), or the error that ended the turn.
+func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp.ContentBlock) (kept string, stop acp.StopReason, err error) {
+	o := p.o
+	rec, err := o.Store.Get(ctx, sessionID)
 	if err != nil {
-		return a.fail(ctx, out.say, err), nil
+		return "", "", err
 	}
-	s := p.session(in.sessionID)
+	s := p.Session(sessionID)
 	var c *acpclient.Conn
 	if s != nil {
 		s.mu.Lock()
@@ -779,8 +837,8 @@ func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *re
 	}
 	if s == nil || c == nil || p.isDead(c) {
 		// The agent died since: load its session into a new one, without replaying it.
-		if s, _, err = p.reopen(ctx, rec, nil, false); err != nil {
-			return a.fail(ctx, out.say, fmt.Errorf("the agent could not take the prompt: %w", err)), nil
+		if s, _, err = p.Reopen(ctx, rec, nil, false); err != nil {
+			return "", "", fmt.Errorf("the agent could not take the prompt: %w", err)
 		}
 	}
 	s.mu.Lock()
@@ -788,28 +846,28 @@ func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *re
 	s.history = false
 	agentID, c := s.agentID, s.conn
 	s.mu.Unlock()
-	blocks := agentBlocks(up.content, c.Info().AgentCapabilities.PromptCapabilities)
-	hasMessages, err := a.opts.Store.HasMessages(ctx, in.sessionID)
+	blocks := p.agentBlocks(content, c.Info().AgentCapabilities.PromptCapabilities)
+	hasMessages, err := o.Store.HasMessages(ctx, sessionID)
 	if err != nil {
-		return a.fail(ctx, out.say, err), nil
+		return "", "", err
 	}
 	var front []string
-	if !hasMessages && a.opts.Context != nil { // the session's first prompt
-		block, warnings, err := a.opts.Context(in.cwd, max(a.opts.MaxTokens, 1), "")
+	if !hasMessages && o.Context != nil { // the session's first prompt
+		block, warnings, err := o.Context(cwd, max(o.MaxTokens, 1), "")
 		for _, w := range warnings {
-			a.opts.Logger.Warn(w, "session", in.sessionID)
+			o.Logger.Warn(w, "session", sessionID)
 		}
 		if err != nil {
-			return a.fail(ctx, out.say, fmt.Errorf("context files: %w", err)), nil
+			return "", "", fmt.Errorf("context files: %w", err)
 		}
 		if strings.TrimSpace(block) != "" {
 			front = append(front, block)
 		}
 	}
 	if withHistory {
-		history, err := a.opts.Store.Messages(ctx, in.sessionID)
+		history, err := o.Store.Messages(ctx, sessionID)
 		if err == nil && len(history) > 0 {
-			h, _ := sessions.WithHistory(history, "", max(a.opts.MaxTokens, 1)*4/2)
+			h, _ := sessions.WithHistory(history, "", max(o.MaxTokens, 1)*4/2)
 			front = append(front, h)
 		}
 	}
@@ -820,39 +878,56 @@ func (p *proxy) prompt(ctx context.Context, in turnInput, up userPrompt, out *re
 	s.inTurn, s.cut = true, false
 	s.text.Reset()
 	s.mu.Unlock()
-	stop, err := c.Prompt(ctx, agentID, blocks)
+	stop, err = c.Prompt(ctx, agentID, blocks)
 	s.mu.Lock()
 	s.inTurn = false
-	kept := s.text.String()
+	kept = s.text.String()
 	if s.cut {
 		kept += "\n[… the rest of this reply is in the agent's own session]\n"
 	}
-	out.record(kept)
 	s.text.Reset()
 	s.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
-		return turnResult{stop: acp.StopReasonCancelled}, nil
+		return kept, acp.StopReasonCancelled, nil
 	case err != nil:
 		if p.isDead(c) {
 			err = fmt.Errorf("%w; the session is kept: prompt again (or load it) to go on", err)
 		}
-		return a.fail(ctx, out.say, err), nil
+		return kept, "", err
 	case stop == "":
 		stop = acp.StopReasonEndTurn
 	}
-	return turnResult{stop: stop}, nil
+	return kept, stop, nil
+}
+
+// agentBlocks is a prompt as the agent takes it: embedded text resources become text blocks (the
+// form Options.BlockText gives them) for an agent without embeddedContext, which qkit advertises
+// whatever the agent does.
+func (p *Proxy) agentBlocks(blocks []acp.ContentBlock, caps acp.PromptCapabilities) []acp.ContentBlock {
+	out := slices.Clone(blocks)
+	if caps.EmbeddedContext || p.o.BlockText == nil {
+		return out
+	}
+	for i, c := range out {
+		if c.Resource != nil && c.Resource.Resource.TextResourceContents != nil {
+			if text, err := p.o.BlockText(c); err == nil {
+				out[i] = acp.TextBlock(text)
+			}
+		}
+	}
+	return out
 }
 
 // permission forwards the agent's session/request_permission to the editor.
-func (p *proxy) permission(ctx context.Context, req acpclient.PermissionRequest) (acpclient.Decision, error) {
+func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest) (acpclient.Decision, error) {
 	s := p.byAgentID(req.SessionID)
 	if s == nil {
 		return acpclient.Decision{Cancelled: true, By: "client"}, nil
 	}
 	raw := req.Raw
 	raw.SessionId = acp.SessionId(s.id)
-	resp, err := p.a.conn.RequestPermission(ctx, raw)
+	resp, err := p.o.Editor.Conn().RequestPermission(ctx, raw)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return acpclient.Decision{Cancelled: true, By: "client"}, nil
@@ -861,12 +936,66 @@ func (p *proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	case resp.Outcome.Selected == nil:
 		return acpclient.Decision{Cancelled: true, By: "client"}, nil
 	}
-	return acpclient.Decision{OptionID: string(resp.Outcome.Selected.OptionId), By: "client"}, nil
+	id := string(resp.Outcome.Selected.OptionId)
+	for _, o := range req.Options {
+		if o.ID == id && o.Kind == string(acp.PermissionOptionKindAllowAlways) && req.Tool.Kind != "" {
+			s.mu.Lock()
+			if !slices.Contains(s.always, req.Tool.Kind) {
+				s.always = append(s.always, req.Tool.Kind)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return acpclient.Decision{OptionID: id, By: "client"}, nil
 }
 
-// setAgentModel sets the agent session's model: through its model config option when it offered
+// access decides a write (fs/write_text_file) or a command (terminal/create) the agent sends
+// (acpclient.Options.Access). Whoever serves it decides. The editor, when it serves it (it
+// advertised fs writes; terminals go to the editor always, since qkit offers the agent none of
+// its own): it is the client, and asks or refuses as it sees fit. qkit, when it serves it (a
+// write to disk for an editor without fs): then qkit's rule holds, as on every path where qkit
+// is the client (approval.Policy.Access): the write is served only when it belongs to a tool
+// call whose permission the editor granted in this turn and that still runs (req.Granted), or
+// the editor allowed that kind of tool always in this session. Anything else is refused; the
+// agent gets the error, the log says so, and the turn goes on.
+func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
+	caps := p.o.Editor.Caps()
+	if req.Method == acp.ClientMethodTerminalCreate || caps.Fs.WriteTextFile {
+		return nil
+	}
+	if req.Granted != nil {
+		return nil
+	}
+	s := p.byAgentID(req.SessionID)
+	if s != nil {
+		s.mu.Lock()
+		always := slices.ContainsFunc(acpclient.GrantedKinds(req.Method), func(k string) bool { return slices.Contains(s.always, k) })
+		s.mu.Unlock()
+		if always {
+			return nil
+		}
+	}
+	err := &UnaskedError{Access: req}
+	session := req.SessionID
+	if s != nil {
+		session = s.id
+	}
+	p.o.Logger.Warn("refused a write the agent did not ask the editor's permission for", "session", session, "request", req.String())
+	return err
+}
+
+// UnaskedError is a write qkit would have served itself (the editor does not serve files) that
+// no permission of the editor's covered: it was refused.
+type UnaskedError struct{ Access acpclient.Access }
+
+func (e *UnaskedError) Error() string {
+	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit, which serves the files for this editor, writes only for a tool call the editor allowed",
+		e.Access, e.Access.Method)
+}
+
+// SetAgentModel sets the agent session's model: through its model config option when it offered
 // one, else session/set_model (which kiro handles). An error is the agent's refusal.
-func (p *proxy) setAgentModel(ctx context.Context, s *proxySession, model string) error {
+func (p *Proxy) SetAgentModel(ctx context.Context, s *Session, model string) error {
 	s.mu.Lock()
 	agentID, c := s.agentID, s.conn
 	choices := acpclient.SessionChoices{ConfigOptions: s.config, Models: s.models, Modes: s.modes}
@@ -879,9 +1008,9 @@ func (p *proxy) setAgentModel(ctx context.Context, s *proxySession, model string
 
 // setAgentMode gives a new agent session `acp serve --agent` as its mode, for an agent that does
 // not take it at launch (another ACP agent than q and kiro-cli); a refusal is the error.
-func (p *proxy) setAgentMode(ctx context.Context, s *proxySession) error {
-	mode := p.a.opts.Agent
-	if mode == "" || agent.Describe(p.a.opts.Limits.Command).LaunchFlags() {
+func (p *Proxy) setAgentMode(ctx context.Context, s *Session) error {
+	mode := p.o.Agent
+	if mode == "" || agent.Describe(p.o.Limits.Command).LaunchFlags() {
 		return nil
 	}
 	s.mu.Lock()
@@ -891,15 +1020,15 @@ func (p *proxy) setAgentMode(ctx context.Context, s *proxySession) error {
 	return c.SetMode(ctx, agentID, mode, choices)
 }
 
-// modeState is the agent's modes of the session, as it last said.
-func (s *proxySession) modeState() *acp.SessionModeState {
+// ModeState is the agent's modes of the session, as it last said.
+func (s *Session) ModeState() *acp.SessionModeState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.modes
 }
 
-// setMode passes session/set_mode to the agent.
-func (p *proxy) setMode(ctx context.Context, s *proxySession, mode string) error {
+// SetMode passes session/set_mode to the agent.
+func (p *Proxy) SetMode(ctx context.Context, s *Session, mode string) error {
 	s.mu.Lock()
 	agentID, c := s.agentID, s.conn
 	s.mu.Unlock()
@@ -910,9 +1039,9 @@ func (p *proxy) setMode(ctx context.Context, s *proxySession, mode string) error
 	return err
 }
 
-// models are the agent's models for session id, when it said.
-func (p *proxy) models(id string) ([]string, string) {
-	s := p.session(id)
+// Models are the agent's models for session id, when it said.
+func (p *Proxy) Models(id string) ([]string, string) {
+	s := p.Session(id)
 	if s == nil {
 		return nil, ""
 	}
@@ -956,24 +1085,24 @@ func configModels(opts []acp.SessionConfigOption) ([]string, string) {
 // proxyFiles answers the agent's fs/* requests: through the editor when it advertised them (so
 // the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk inside
 // the session's folder only.
-type proxyFiles struct{ p *proxy }
+type proxyFiles struct{ p *Proxy }
 
 func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	s := f.p.byAgentID(string(req.SessionId))
 	if s == nil {
 		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
-	if f.p.a.clientCaps().Fs.ReadTextFile {
+	if f.p.o.Editor.Caps().Fs.ReadTextFile {
 		req.SessionId = acp.SessionId(s.id)
-		return f.p.a.conn.ReadTextFile(ctx, req)
+		return f.p.o.Editor.Conn().ReadTextFile(ctx, req)
 	}
 	return f.disk(s).ReadTextFile(ctx, req)
 }
 
 // disk serves files inside the session's folder only (symbolic links resolved).
-func (f proxyFiles) disk(s *proxySession) *acpclient.DirFiles {
+func (f proxyFiles) disk(s *Session) *acpclient.DirFiles {
 	return &acpclient.DirFiles{Root: s.cwd, OnRefused: func(e *acpclient.OutsideError) {
-		f.p.a.opts.Logger.Warn("the agent asked for a file outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
+		f.p.o.Logger.Warn("the agent asked for a file outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
 	}}
 }
 
@@ -982,16 +1111,16 @@ func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequ
 	if s == nil {
 		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
-	if f.p.a.clientCaps().Fs.WriteTextFile {
+	if f.p.o.Editor.Caps().Fs.WriteTextFile {
 		req.SessionId = acp.SessionId(s.id)
-		return f.p.a.conn.WriteTextFile(ctx, req)
+		return f.p.o.Editor.Conn().WriteTextFile(ctx, req)
 	}
 	return f.disk(s).WriteTextFile(ctx, req)
 }
 
 // proxyTerminals passes the agent's terminal/* requests to the editor (set only when it
 // advertised terminals).
-type proxyTerminals struct{ p *proxy }
+type proxyTerminals struct{ p *Proxy }
 
 func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
 	s := t.p.byAgentID(string(id))
@@ -1007,7 +1136,7 @@ func (t proxyTerminals) CreateTerminal(ctx context.Context, req acp.CreateTermin
 		return acp.CreateTerminalResponse{}, err
 	}
 	req.SessionId = id
-	return t.p.a.conn.CreateTerminal(ctx, req)
+	return t.p.o.Editor.Conn().CreateTerminal(ctx, req)
 }
 
 func (t proxyTerminals) TerminalOutput(ctx context.Context, req acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
@@ -1016,7 +1145,7 @@ func (t proxyTerminals) TerminalOutput(ctx context.Context, req acp.TerminalOutp
 		return acp.TerminalOutputResponse{}, err
 	}
 	req.SessionId = id
-	return t.p.a.conn.TerminalOutput(ctx, req)
+	return t.p.o.Editor.Conn().TerminalOutput(ctx, req)
 }
 
 func (t proxyTerminals) WaitForTerminalExit(ctx context.Context, req acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
@@ -1025,7 +1154,7 @@ func (t proxyTerminals) WaitForTerminalExit(ctx context.Context, req acp.WaitFor
 		return acp.WaitForTerminalExitResponse{}, err
 	}
 	req.SessionId = id
-	return t.p.a.conn.WaitForTerminalExit(ctx, req)
+	return t.p.o.Editor.Conn().WaitForTerminalExit(ctx, req)
 }
 
 func (t proxyTerminals) KillTerminal(ctx context.Context, req acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
@@ -1034,7 +1163,7 @@ func (t proxyTerminals) KillTerminal(ctx context.Context, req acp.KillTerminalRe
 		return acp.KillTerminalResponse{}, err
 	}
 	req.SessionId = id
-	return t.p.a.conn.KillTerminal(ctx, req)
+	return t.p.o.Editor.Conn().KillTerminal(ctx, req)
 }
 
 func (t proxyTerminals) ReleaseTerminal(ctx context.Context, req acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
@@ -1043,5 +1172,14 @@ func (t proxyTerminals) ReleaseTerminal(ctx context.Context, req acp.ReleaseTerm
 		return acp.ReleaseTerminalResponse{}, err
 	}
 	req.SessionId = id
-	return t.p.a.conn.ReleaseTerminal(ctx, req)
+	return t.p.o.Editor.Conn().ReleaseTerminal(ctx, req)
+}
+
+// updateLine is one session/update notification line for the editor.
+func updateLine(sessionID string, u acp.SessionUpdate) ([]byte, error) {
+	b, err := json.Marshal(acp.SessionNotification{SessionId: acp.SessionId(sessionID), Update: u})
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(`{"jsonrpc":"2.0","method":"session/update","params":`), b...), "}\n"...), nil
 }

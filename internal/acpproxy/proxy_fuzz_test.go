@@ -1,19 +1,38 @@
-package acpserver
+package acpproxy
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
-
-	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
+
+// qkitCommands stand in for qkit's slash commands.
+var qkitCommands = []acp.AvailableCommand{
+	{Name: "context show", Description: "Show the context files in use"},
+	{Name: "context add", Description: "Add context files"},
+}
+
+// testEditor is the editor side: what the proxy sends goes to out.
+type testEditor struct {
+	out      *lockedBuf
+	commands []acp.AvailableCommand
+	caps     acp.ClientCapabilities
+	conn     EditorConn
+}
+
+func (e *testEditor) Send(lines []byte) error {
+	_, err := e.out.Write(lines)
+	return err
+}
+func (e *testEditor) Caps() acp.ClientCapabilities     { return e.caps }
+func (e *testEditor) Commands() []acp.AvailableCommand { return e.commands }
+func (e *testEditor) Conn() EditorConn                 { return e.conn }
 
 // lockedBuf is the editor's side of the pipe: what the proxy wrote, line by line.
 type lockedBuf struct {
@@ -59,11 +78,9 @@ func FuzzProxyNotify(f *testing.F) {
 			return
 		}
 		out := &lockedBuf{}
-		ctx := context.Background()
-		a := &adapter{opts: Options{Logger: slog.New(slog.DiscardHandler), Commands: testRegistry()}, ctx: ctx,
-			pipe: stdiorpc.New(ctx, strings.NewReader(""), out, stdiorpc.Options{})}
-		p := newProxy(a)
-		s := &proxySession{id: qkitID, agentID: agentID, ready: true}
+		ed := &testEditor{out: out, commands: qkitCommands}
+		p := New(context.Background(), Options{Editor: ed, Logger: slog.New(slog.DiscardHandler)})
+		s := &Session{id: qkitID, agentID: agentID, ready: true}
 		p.register(s)
 
 		p.notify(method, params)
@@ -108,7 +125,7 @@ func FuzzProxyNotify(f *testing.F) {
 			} else {
 				// qkit's commands come first, whatever the agent offered, and no name twice.
 				cmds := n.Update.AvailableCommandsUpdate.AvailableCommands
-				own := a.availableCommands()
+				own := qkitCommands
 				if len(cmds) < len(own) {
 					t.Fatalf("merged commands %+v lack qkit's %+v", cmds, own)
 				}
