@@ -14,7 +14,6 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
-	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
 // checkQuestions: where question sets wait. The file store is a folder under the state folder (the
@@ -98,7 +97,7 @@ func loopback(list string) bool {
 // checkPage: a `qkit questions serve` announced in the state folder, and whether it answers.
 func checkPage(ctx context.Context, o Options) Check {
 	c := Check{Name: CheckPage, Status: OK}
-	r, ok := questionsweb.FindRunning(o.Config.Paths.State)
+	r, ok := questions.FindPage(o.Config.Paths.State)
 	if !ok {
 		c.Detail = "none running (qkit questions serve starts one)"
 		return c

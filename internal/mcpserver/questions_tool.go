@@ -12,7 +12,6 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
-	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
 // questionsName is the tool's name.
@@ -331,7 +330,7 @@ func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count 
 
 func (k *keepAlive) created(s *questions.Session) {
 	page := ""
-	if r, ok := questionsweb.FindRunning(k.d.App.Config.Paths.State); ok {
+	if r, ok := questions.FindPage(k.d.App.Config.Paths.State); ok {
 		page = r.URL
 	}
 	k.how = questions.AnswerHint(k.inForm, page)

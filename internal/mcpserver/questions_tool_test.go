@@ -476,7 +476,7 @@ func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
 	go func() { served <- page.Serve(ctx, ln, state) }()
 	t.Cleanup(func() { stop(); <-served })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, ok := questionsweb.FindRunning(state); ok {
+		if _, ok := questions.FindPage(state); ok {
 			break
 		}
 		if time.Now().After(deadline) {

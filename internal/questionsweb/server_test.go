@@ -308,7 +308,7 @@ func TestRejectWithoutScript(t *testing.T) {
 func TestEventsFollowTheStore(t *testing.T) {
 	f := serve(t)
 	c := f.browser(t)
-	if r, ok := FindRunning(f.state); !ok || r.URL != f.base {
+	if r, ok := questions.FindPage(f.state); !ok || r.URL != f.base {
 		t.Fatalf("running page not recorded: %+v", r)
 	}
 	res, err := c.Get(f.base + "events")
@@ -373,7 +373,7 @@ func TestEventsFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.done <- nil // for the cleanup
-	if _, ok := FindRunning(f.state); ok {
+	if _, ok := questions.FindPage(f.state); ok {
 		t.Fatal("the running page is still recorded after it stopped")
 	}
 }

@@ -1,4 +1,4 @@
-package questionsweb
+package questions
 
 import (
 	"encoding/json"
@@ -10,21 +10,26 @@ import (
 	"strings"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
-	"github.com/qkit-cli/qkit/internal/questions"
 )
+
+// Where a person can answer is the core's to say (AnswerHint): a terminal, the client's form, or
+// the web page of a running `qkit questions serve`. The page's server records itself in the state
+// folder (AnnouncePage) and every other qkit process reads that record (FindPage), so nothing that
+// only points the person to the page needs the web server's code.
 
 // runningFile, in the state folder, tells other qkit processes that a page is being served and
 // where, so the MCP tool can point the person to it. It never holds the token.
 const runningFile = "questions-serve.json"
 
-// Running describes a running `qkit questions serve`.
-type Running struct {
-	URL     string            `json:"url"` // the page, without the token
-	Process questions.Process `json:"process"`
+// RunningPage describes a running `qkit questions serve`.
+type RunningPage struct {
+	URL     string  `json:"url"` // the page, without the token
+	Process Process `json:"process"`
 }
 
-// announce records r in stateDir; the returned func removes it again.
-func announce(stateDir string, r Running) (func(), error) {
+// AnnouncePage records r in stateDir, for FindPage in other processes; the returned func removes
+// it again (only while it is still r's: a second server may have replaced it meanwhile).
+func AnnouncePage(stateDir string, r RunningPage) (func(), error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
@@ -41,26 +46,26 @@ func announce(stateDir string, r Running) (func(), error) {
 	}, nil
 }
 
-// FindRunning returns the page served from this state folder, when its server is still running.
-func FindRunning(stateDir string) (Running, bool) {
+// FindPage returns the page served from this state folder, when its server is still running.
+func FindPage(stateDir string) (RunningPage, bool) {
 	r, ok := readRunning(filepath.Join(stateDir, runningFile))
 	if !ok || r.Process.Gone() {
-		return Running{}, false
+		return RunningPage{}, false
 	}
 	return r, true
 }
 
-func readRunning(path string) (Running, bool) {
-	var r Running
+func readRunning(path string) (RunningPage, bool) {
+	var r RunningPage
 	// Never blocks, never reads much: a FIFO or a device put there is refused unread.
 	data, err := filestore.ReadRegular(path, 64<<10)
 	if err != nil || json.Unmarshal(data, &r) != nil || !pageURL(r.URL) || r.Process.PID <= 0 {
-		return Running{}, false // missing or damaged: no page is announced
+		return RunningPage{}, false // missing or damaged: no page is announced
 	}
 	return r, true
 }
 
-// pageURL reports whether u is what BaseURL writes: http://IP:port/. The URL is shown to the
+// pageURL reports whether u is what the page's server writes (questionsweb's BaseURL): http://IP:port/. The URL is shown to the
 // person (by the MCP tool), so a damaged or planted file cannot send them anywhere else.
 func pageURL(u string) bool {
 	rest, http := strings.CutPrefix(u, "http://")

@@ -1,4 +1,4 @@
-package questionsweb
+package questions
 
 import (
 	"net/netip"
@@ -27,7 +27,7 @@ func FuzzReadRunning(f *testing.F) {
 		}
 		r, ok := readRunning(path)
 		if !ok {
-			if r != (Running{}) {
+			if r != (RunningPage{}) {
 				t.Fatalf("nothing announced, yet %+v", r)
 			}
 			return
@@ -44,7 +44,7 @@ func FuzzReadRunning(f *testing.F) {
 		}
 		// What the server itself writes for this page reads back the same.
 		dir := t.TempDir()
-		if _, err := announce(dir, r); err != nil {
+		if _, err := AnnouncePage(dir, r); err != nil {
 			t.Fatal(err)
 		}
 		if back, ok := readRunning(filepath.Join(dir, runningFile)); !ok || back != r {

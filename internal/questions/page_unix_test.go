@@ -1,6 +1,6 @@
 //go:build unix
 
-package questionsweb
+package questions
 
 import (
 	"os"
@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// TestFindRunningNeverReadsAFIFO: a FIFO or a link to /dev/zero at the served-page record is not
+// TestFindPageNeverReadsAFIFO: a FIFO or a link to /dev/zero at the served-page record is not
 // read (a blocked read hung every MCP question before), and no page is reported.
-func TestFindRunningNeverReadsAFIFO(t *testing.T) {
+func TestFindPageNeverReadsAFIFO(t *testing.T) {
 	for name, plant := range map[string]func(path string) error{
 		"fifo":              func(path string) error { return syscall.Mkfifo(path, 0o600) },
 		"link to /dev/zero": func(path string) error { return os.Symlink("/dev/zero", path) },
@@ -23,14 +23,14 @@ func TestFindRunningNeverReadsAFIFO(t *testing.T) {
 				t.Skip(err)
 			}
 			done := make(chan bool, 1)
-			go func() { _, ok := FindRunning(state); done <- ok }()
+			go func() { _, ok := FindPage(state); done <- ok }()
 			select {
 			case ok := <-done:
 				if ok {
 					t.Fatal("a page was reported")
 				}
 			case <-time.After(30 * time.Second):
-				t.Fatal("FindRunning is blocked on the record")
+				t.Fatal("FindPage is blocked on the record")
 			}
 		})
 	}
