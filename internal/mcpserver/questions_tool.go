@@ -12,6 +12,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // questionsName is the tool's name.
@@ -176,7 +177,11 @@ func (h *questionsHandler) open() (questions.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.store == nil {
-		st, err := questions.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
+		kinds := h.d.QuestionStores
+		if kinds == nil {
+			kinds = questions.Kinds{"file": dirstore.Open}
+		}
+		st, err := kinds.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
 		if err != nil {
 			return nil, err
 		}
