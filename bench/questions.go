@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // questionsSuite measures ask_user_questions in `qkit mcp serve` with the Go SDK's client:
@@ -95,7 +96,7 @@ var langArgs = map[string]any{"questions": []any{map[string]any{
 
 // startQuestions is the start of the file-store questions suites: the suite's home under the
 // bench's folder (see fileStoreHome) and a `qkit mcp serve` running there.
-func startQuestions(ctx context.Context, b *bench, name string) (string, *questions.FileStore, *server, error) {
+func startQuestions(ctx context.Context, b *bench, name string) (string, *dirstore.Store, *server, error) {
 	home, st, err := fileStoreHome(b, name)
 	if err != nil {
 		return "", nil, nil, err
@@ -127,12 +128,12 @@ func askInBackground(ctx context.Context, s *server, args map[string]any) <-chan
 
 // fileStoreHome makes the suite's home under the bench's folder and opens the file store qkit uses
 // there.
-func fileStoreHome(b *bench, name string) (string, *questions.FileStore, error) {
+func fileStoreHome(b *bench, name string) (string, *dirstore.Store, error) {
 	home := filepath.Join(b.dir, name)
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return "", nil, err
 	}
-	st, err := questions.NewFileStore(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(home, ".qkit", "state", "questions"), questions.Options{})
 	return home, st, err
 }
 
@@ -147,7 +148,7 @@ func maxDuration(ds []time.Duration) time.Duration {
 // idleCPU starts a server, makes n calls that stay pending (with progress tokens when progress is
 // set), lets it settle, and returns the CPU seconds (user + system) it uses over the next 10 seconds.
 // The calls are then rejected.
-func idleCPU(ctx context.Context, b *bench, home string, st *questions.FileStore, args map[string]any, n int, progress bool) (float64, error) {
+func idleCPU(ctx context.Context, b *bench, home string, st *dirstore.Store, args map[string]any, n int, progress bool) (float64, error) {
 	s, err := startServer(ctx, b, home)
 	if err != nil {
 		return 0, err
@@ -224,7 +225,7 @@ func watchCommit(dir string) (<-chan time.Time, error) {
 		for {
 			select {
 			case ev := <-w.Events:
-				if filepath.Base(ev.Name) == questions.StatusFile && ev.Has(fsnotify.Create) {
+				if filepath.Base(ev.Name) == dirstore.StatusFile && ev.Has(fsnotify.Create) {
 					out <- time.Now()
 					return
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/natsstore"
 )
 
 // questionsNATSSuite measures ask_user_questions with questions.store=nats against the official
@@ -36,7 +37,7 @@ func questionsNATSSuite(b *bench) ([]figure, error) {
 	}
 	defer stop()
 	natsEnv := []string{"QKIT_QUESTIONS_STORE=nats", "QKIT_QUESTIONS_NATS_URL=" + url, "QKIT_QUESTIONS_INSTALLATION=bench"}
-	person, err := questions.NewNATSStore(questions.NATSConfig{URL: url, Installation: "bench", Retention: time.Hour}, questions.Options{})
+	person, err := natsstore.New(natsstore.Config{URL: url, Installation: "bench", Retention: time.Hour}, questions.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // questionsWebSuite measures the newer ways to answer ask_user_questions, each against a
@@ -106,7 +107,7 @@ func renameAnswers(dir string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	return start, os.Rename(tmp, filepath.Join(dir, questions.AnswersFile))
+	return start, os.Rename(tmp, filepath.Join(dir, dirstore.AnswersFile))
 }
 
 // page is a running `qkit questions serve`.
@@ -240,7 +241,7 @@ func (es *eventStream) await(id string, limit time.Duration) (time.Time, error) 
 
 // pageIdleTicks stores n pending sets, starts a page with one event stream open, lets it settle and
 // returns the CPU ticks (user + system, 1/100 s) it uses over the next 10 seconds.
-func (b *bench) pageIdleTicks(home string, st *questions.FileStore, n int) (int64, error) {
+func (b *bench) pageIdleTicks(home string, st *dirstore.Store, n int) (int64, error) {
 	set, err := questions.ParseQuestionSet([]byte(`{"questions":[{"question":"Which one?","header":"Pick","options":[{"label":"A"},{"label":"B"}]}]}`))
 	if err != nil {
 		return 0, err

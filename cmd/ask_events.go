@@ -259,7 +259,7 @@ type askEventsJSON struct {
 func askAsker(a *app.App, p *approval.Policy) error {
 	switch {
 	case p.OnPermission == approval.Ask:
-		store, err := questions.Open(a.Config, questions.Options{Logger: a.Logger})
+		store, err := questionStores().Open(a.Config, questions.Options{Logger: a.Logger})
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,7 @@ func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
 
 // mcpDeps is what the MCP tools need of qkit: the app and the internal commands.
 func mcpDeps(a *app.App) *mcpserver.Deps {
-	return &mcpserver.Deps{App: a, Commands: InternalRegistry(a)}
+	return &mcpserver.Deps{App: a, Commands: InternalRegistry(a), QuestionStores: questionStores()}
 }
 
 // mcpToolsOptions are the flags of `qkit mcp tools`.

@@ -17,6 +17,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // The protocol generations the assistant's form reaches the person by: elicitation/create while
@@ -108,7 +109,7 @@ func TestQuestionsFormRacesTheAnswerCommand(t *testing.T) {
 				for _, v := range []string{"QKIT_CONFIG", "QKIT_LOG_LEVEL", "QKIT_QUESTIONS_TIMEOUT", "QKIT_QUESTIONS_VIA"} {
 					t.Setenv(v, "")
 				}
-				st, err := questions.NewFileStore(filepath.Join(home, "state", "questions"), questions.Options{})
+				st, err := dirstore.New(filepath.Join(home, "state", "questions"), questions.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/ptytest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // term drives a program on a pseudo-terminal the way expect does: wait for text, then type.
@@ -127,17 +128,17 @@ const ttySet = `{"questions":[
 
 // ttyApp returns an App whose streams are the terminal, with its state under a temporary QKIT_HOME,
 // and the store behind it.
-func ttyApp(t *testing.T, tty *os.File) (*app.App, *questions.FileStore) {
+func ttyApp(t *testing.T, tty *os.File) (*app.App, *dirstore.Store) {
 	return ttyAppIn(t, t.TempDir(), tty)
 }
 
-func ttyAppIn(t *testing.T, home string, tty *os.File) (*app.App, *questions.FileStore) {
+func ttyAppIn(t *testing.T, home string, tty *os.File) (*app.App, *dirstore.Store) {
 	t.Setenv("QKIT_HOME", home)
 	for _, v := range []string{"QKIT_CONFIG", "QKIT_LOG_LEVEL", "QKIT_QUESTIONS_TIMEOUT"} {
 		t.Setenv(v, "")
 	}
 	s := &app.Streams{In: tty, Out: tty, ErrOut: tty, StdinTTY: true, StdoutTTY: true, StderrTTY: true, NoColor: true}
-	st, err := questions.NewFileStore(filepath.Join(home, "state", "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(home, "state", "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +151,11 @@ type askResult struct {
 	err error
 }
 
-func askInBackground(t *testing.T, st *questions.FileStore) <-chan askResult {
+func askInBackground(t *testing.T, st *dirstore.Store) <-chan askResult {
 	return askSetInBackground(t, st, ttySet)
 }
 
-func askSetInBackground(t *testing.T, st *questions.FileStore, setJSON string) <-chan askResult {
+func askSetInBackground(t *testing.T, st *dirstore.Store, setJSON string) <-chan askResult {
 	set, err := questions.ParseQuestionSet([]byte(setJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestQuestionsWaitInterruptedOnATerminal(t *testing.T) {
 	}
 }
 
-func pendingSet(t *testing.T, st *questions.FileStore) *questions.Session {
+func pendingSet(t *testing.T, st *dirstore.Store) *questions.Session {
 	t.Helper()
 	s, err := st.WaitPending(context.Background(), questions.WaitPendingOptions{Timeout: 10 * time.Second})
 	if err != nil {
@@ -358,7 +359,7 @@ func TestQuestionsTwoTerminalsNeverBothAnswer(t *testing.T) {
 	}
 }
 
-func pendingOrClaimed(t *testing.T, st *questions.FileStore) *questions.Session {
+func pendingOrClaimed(t *testing.T, st *dirstore.Store) *questions.Session {
 	t.Helper()
 	all, err := st.List()
 	if err != nil || len(all) != 1 {

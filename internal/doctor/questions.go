@@ -14,7 +14,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
-	"github.com/qkit-cli/qkit/internal/questionsweb"
+	"github.com/qkit-cli/qkit/internal/questions/natsstore"
 )
 
 // checkQuestions: where question sets wait. The file store is a folder under the state folder (the
@@ -31,14 +31,14 @@ func checkQuestions(ctx context.Context, o Options) Check {
 		}
 		return c
 	}
-	nc := questions.NATSConfigFrom(cfg)
+	nc := natsstore.ConfigFrom(cfg)
 	left := time.Until(deadline(ctx))
 	if left <= 0 {
 		c.Status, c.Detail, c.Fix = Warn, "not checked: no time was left", "qkit questions list"
 		return c
 	}
 	nc.ConnectTimeout, nc.OpTimeout = left, left
-	st, err := questions.NewNATSStore(nc, questions.Options{Logger: o.Logger})
+	st, err := natsstore.New(nc, questions.Options{Logger: o.Logger})
 	if err == nil {
 		c.Detail = "NATS store: " + st.Location() + ", reachable, authorized, JetStream on"
 		_ = st.Close()
@@ -60,7 +60,7 @@ func deadline(ctx context.Context) time.Time {
 // natsFix is the command that most likely makes the NATS store work, for err: the credential when
 // the server refused it, a server with JetStream when it has none, a server at all when none
 // answers on a loopback address, the URL otherwise.
-func natsFix(cfg *config.Config, nc questions.NATSConfig, err error) string {
+func natsFix(cfg *config.Config, nc natsstore.Config, err error) string {
 	msg := strings.ToLower(err.Error())
 	switch {
 	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(msg, "authorization violation") || strings.Contains(msg, "authentication"):
@@ -98,7 +98,7 @@ func loopback(list string) bool {
 // checkPage: a `qkit questions serve` announced in the state folder, and whether it answers.
 func checkPage(ctx context.Context, o Options) Check {
 	c := Check{Name: CheckPage, Status: OK}
-	r, ok := questionsweb.FindRunning(o.Config.Paths.State)
+	r, ok := questions.FindPage(o.Config.Paths.State)
 	if !ok {
 		c.Detail = "none running (qkit questions serve starts one)"
 		return c

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // FuzzFormContent feeds what a client's form sends back (any JSON object, any action) to the set
@@ -20,7 +21,7 @@ func FuzzFormContent(f *testing.F) {
 	f.Add(`{"q1_other":"anything","q2_other":"else"}`, "accept")
 	f.Add(`{}`, "decline")
 	f.Add(`{"q1":"Go"}`, "cancel")
-	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(f.TempDir(), "questions"), questions.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

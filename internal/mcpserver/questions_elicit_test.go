@@ -13,6 +13,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // The two protocol generations the form reaches the person by: elicitation/create while the call
@@ -21,7 +22,7 @@ var formProtocols = []string{"2025-11-25", "2026-07-28"}
 
 // formServer connects a Go SDK client on protocol version that shows forms with form(), and returns
 // the store the other ways answer through.
-func formServer(t *testing.T, version string, env map[string]string, form func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
+func formServer(t *testing.T, version string, env map[string]string, form func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, *dirstore.Store, *syncBuffer) {
 	t.Helper()
 	a, st, logs := questionsApp(t, env)
 	var opts *mcp.ClientOptions

@@ -10,8 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/qkit-cli/qkit/internal/mcpserver"
+	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/natsstore"
 )
 
 // With questions.store=nats the tool names the server when it cannot reach it, and uses it on the
@@ -25,7 +28,8 @@ func TestQuestionsToolOverNATS(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	cs, _, _ := questionsServer(t, map[string]string{"QKIT_QUESTIONS_STORE": "nats", "QKIT_QUESTIONS_NATS_URL": url}, nil)
+	a, _, _ := questionsApp(t, map[string]string{"QKIT_QUESTIONS_STORE": "nats", "QKIT_QUESTIONS_NATS_URL": url})
+	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, QuestionStores: questions.Kinds{"nats": natsstore.Open}}, nil)
 
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	if err != nil || !res.IsError || !strings.Contains(textOf(res), "the NATS server at "+url) {
@@ -37,7 +41,7 @@ func TestQuestionsToolOverNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	person, err := questions.NewNATSStore(questions.NATSConfig{URL: url, Installation: "default"}, questions.Options{})
+	person, err := natsstore.New(natsstore.Config{URL: url, Installation: "default"}, questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/questions"
-	"github.com/qkit-cli/qkit/internal/questionsweb"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // questionsName is the tool's name.
@@ -177,7 +177,11 @@ func (h *questionsHandler) open() (questions.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.store == nil {
-		st, err := questions.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
+		kinds := h.d.QuestionStores
+		if kinds == nil {
+			kinds = questions.Kinds{"file": dirstore.Open}
+		}
+		st, err := kinds.Open(h.d.App.Config, questions.Options{Logger: h.d.App.Logger})
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +335,7 @@ func newKeepAlive(ctx context.Context, req *mcp.CallToolRequest, d *Deps, count 
 
 func (k *keepAlive) created(s *questions.Session) {
 	page := ""
-	if r, ok := questionsweb.FindRunning(k.d.App.Config.Paths.State); ok {
+	if r, ok := questions.FindPage(k.d.App.Config.Paths.State); ok {
 		page = r.URL
 	}
 	k.how = questions.AnswerHint(k.inForm, page)

@@ -20,6 +20,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 	"github.com/qkit-cli/qkit/internal/questionsweb"
 )
 
@@ -37,7 +38,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 // questionsServer connects a client to a server with the given settings and returns the session
 // store the human side uses, and the server's log.
-func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *questions.FileStore, *syncBuffer) {
+func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOptions) (*mcp.ClientSession, *dirstore.Store, *syncBuffer) {
 	t.Helper()
 	a, st, logs := questionsApp(t, env)
 	return mcptest.ConnectWith(t, &mcpserver.Deps{App: a}, opts), st, logs
@@ -45,7 +46,7 @@ func questionsServer(t *testing.T, env map[string]string, opts *mcp.ClientOption
 
 // questionsApp is a server's app with the given settings (progress every 20 ms unless set), the
 // store the human side answers through, and the server's log, printed when the test fails.
-func questionsApp(t *testing.T, env map[string]string) (*app.App, *questions.FileStore, *syncBuffer) {
+func questionsApp(t *testing.T, env map[string]string) (*app.App, *dirstore.Store, *syncBuffer) {
 	t.Helper()
 	vars := map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "20ms"}
 	maps.Copy(vars, env)
@@ -57,7 +58,7 @@ func questionsApp(t *testing.T, env map[string]string) (*app.App, *questions.Fil
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestQuestionsToolMalformedAnswers(t *testing.T) {
 	cs, st, _ := questionsServer(t, nil, nil)
 	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	s := nextPending(t, st)
-	if err := writeQuestionsFile(filepath.Join(st.Dir(), s.ID, questions.AnswersFile), `{"answers":[{"questionIn`); err != nil {
+	if err := writeQuestionsFile(filepath.Join(st.Dir(), s.ID, dirstore.AnswersFile), `{"answers":[{"questionIn`); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
@@ -406,7 +407,7 @@ func TestQuestionsToolCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	if err := writeQuestionsFile(filepath.Join(st.Dir(), old.ID, questions.StatusFile),
+	if err := writeQuestionsFile(filepath.Join(st.Dir(), old.ID, dirstore.StatusFile),
 		`{"status":"rejected","createdAt":"`+stale+`","updatedAt":"`+stale+`"}`); err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +429,7 @@ func TestQuestionsToolCleanupFailureOnlyWarns(t *testing.T) {
 	cs, st, logs := questionsServer(t, nil, nil)
 	// A session whose status.json is a directory can be neither read nor repaired.
 	bad := filepath.Join(st.Dir(), "0badbad0-0000-4000-8000-000000000000")
-	if err := os.MkdirAll(filepath.Join(bad, questions.StatusFile), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(bad, dirstore.StatusFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
@@ -476,7 +477,7 @@ func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
 	go func() { served <- page.Serve(ctx, ln, state) }()
 	t.Cleanup(func() { stop(); <-served })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, ok := questionsweb.FindRunning(state); ok {
+		if _, ok := questions.FindPage(state); ok {
 			break
 		}
 		if time.Now().After(deadline) {

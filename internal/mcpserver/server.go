@@ -47,6 +47,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/commands"
+	"github.com/qkit-cli/qkit/internal/questions"
 )
 
 // Deps is what tools need from the process. Tools read it; nothing writes it after NewServer.
@@ -57,6 +58,9 @@ type Deps struct {
 	ProgressEvery time.Duration
 	// Commands is the internal-command registry behind internal_command (cmd.InternalRegistry).
 	Commands *commands.Registry
+	// QuestionStores are the question stores the binary links, chosen by questions.store
+	// (cmd's questionStores); nil means the file store alone.
+	QuestionStores questions.Kinds
 }
 
 // Tool is one entry of the registry.

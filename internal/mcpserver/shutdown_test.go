@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // TestServeStopsRunningAgents ends the server (as SIGTERM does, through its context) while a
@@ -146,7 +147,7 @@ func TestEndOfInputCancelsRunningAgent(t *testing.T) {
 // answerable, for a repeated call), not abandoned.
 func TestEndOfInputDetachesQuestions(t *testing.T) {
 	a := mcptest.NewApp(t, nil)
-	st, err := questions.NewFileStore(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(a.Config.Paths.State, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,8 @@
 package questions
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -34,51 +31,6 @@ type AskOptions struct {
 	// comes back from the client's form with the set in its request state.
 	Resume string
 	Logger *slog.Logger
-}
-
-// Ask is the whole ask_user_questions flow, shared by the MCP tool and `qkit questions ask`: start a
-// background cleanup of expired sessions (which delays neither the question nor the answer; Close
-// joins it), create the session, wait for the person, and return the
-// result (answered or rejected). Timeouts and abandonment are *EndedError; the session id is in the
-// returned session even then.
-func (s *FileStore) Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
-	return ask(ctx, s, &s.bg, set, opts)
-}
-
-// ask is Ask over any Store; bg is the store's own background, so Close can join the cleanup.
-func ask(ctx context.Context, s Store, bg *background, set *QuestionSet, opts AskOptions) (*Result, *Session, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Retention > 0 {
-		bg.cleanup(s, opts.Retention, log)
-	}
-
-	sess, err := prepare(s, set, opts, log)
-	if err != nil {
-		log.Warn("Session failed", "error", err)
-		return nil, nil, err
-	}
-	if opts.Created != nil {
-		opts.Created(sess)
-	}
-	wopts := WaitOptions{Timeout: opts.Timeout, ProgressEvery: opts.ProgressEvery, CancelReason: opts.CancelReason, Detach: opts.Detachable}
-	if opts.Progress != nil {
-		wopts.Progress = func(d time.Duration) { opts.Progress(d, sess) }
-	}
-	done, err := s.Wait(ctx, sess.ID, wopts)
-	if err != nil {
-		log.Warn("Session failed", "sessionId", sess.ID, "callId", sess.Status.CallID, "error", err)
-		return nil, sess, err
-	}
-	res := ResultOf(done)
-	if done.Status.Status == Rejected {
-		log.Info("Session rejected by the user", "sessionId", sess.ID, "callId", res.CallID, "reason", res.RejectionReason)
-	} else {
-		log.Info("Session completed successfully", "sessionId", sess.ID, "callId", res.CallID)
-	}
-	return res, done, nil
 }
 
 // Prepare is the first half of Ask, for a caller that puts the set to the person some other way
@@ -136,30 +88,3 @@ func takeOver(s Store, set *QuestionSet, opts AskOptions, log *slog.Logger) *Ses
 	log.Info("repeated call takes over the detached question set", "sessionId", sess.ID, "callId", sess.Status.CallID, "status", sess.Status.Status)
 	return sess
 }
-
-// background runs a store's cleanups one at a time, so that they delay no question and no answer;
-// the store's Close joins them.
-type background struct {
-	cleaning atomic.Bool    // a cleanup is running
-	wg       sync.WaitGroup // the running cleanup, joined by wait
-}
-
-// cleanup starts s.Cleanup unless one is already running, logs what it removed, and only warns when
-// it fails.
-func (b *background) cleanup(s Store, retention time.Duration, log *slog.Logger) {
-	if !b.cleaning.CompareAndSwap(false, true) {
-		return // the running one covers this call too
-	}
-	b.wg.Go(func() {
-		defer b.cleaning.Store(false)
-		n, err := s.Cleanup(retention)
-		if err != nil {
-			log.Warn("cleanup of expired question sessions failed", "error", err)
-		}
-		if n > 0 {
-			log.Info("removed expired question sessions", "count", n)
-		}
-	})
-}
-
-func (b *background) wait() { b.wg.Wait() }

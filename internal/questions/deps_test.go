@@ -49,3 +49,40 @@ func TestTheBinaryDoesNotLinkTheNATSServer(t *testing.T) {
 		t.Fatal("the qkit binary links github.com/nats-io/nats-server; keep it in _test.go files")
 	}
 }
+
+// TestTheCoreLinksNoStore: the core and the file store do not link the NATS client, so a binary
+// that wires in the file store alone (questions.Kinds{"file": dirstore.Open}) stays without it; the
+// NATS store is linked only where natsstore.Open is wired in (cmd's questionStores). This reads the
+// packages' real import graph.
+func TestTheCoreLinksNoStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"github.com/qkit-cli/qkit/internal/questions", "github.com/qkit-cli/qkit/internal/questions/dirstore"} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}{{with .Module}}{{if .Main}} {{$.Dir}}{{end}}{{end}}", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		// As above: reading qkit's own folders reruns a cached result when one of them is edited.
+		var paths strings.Builder
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			path, dir, own := strings.Cut(line, " ")
+			paths.WriteString(path + "\n")
+			if own {
+				if _, err := os.ReadDir(dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		out = []byte(paths.String())
+		deps := "\n" + string(out)
+		if !strings.Contains(deps, "\ngithub.com/qkit-cli/qkit/internal/config\n") {
+			t.Fatalf("%s does not link internal/config: is this the right package?\n%s", pkg, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "github.com/nats-io/") || strings.HasSuffix(line, "/questions/natsstore") {
+				t.Errorf("%s links %s; the NATS store is linked only where natsstore.Open is wired in", pkg, line)
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package questions
 
-import "strings"
+import (
+	"strings"
+)
 
 // AnswerHint names the ways a person can answer a set, for the messages that tell an assistant (and
 // through it the person) where the set waits: the client's own form when it shows one, a terminal

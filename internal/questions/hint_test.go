@@ -1,6 +1,8 @@
 package questions
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestAnswerHint(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,20 +1,13 @@
 package questions
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // State is a session's status.
@@ -35,15 +28,6 @@ const (
 
 // Open reports whether the session can still be answered.
 func (s State) Open() bool { return s == Pending || s == Detached || s == InProgress }
-
-// Files of a session directory, and their permissions.
-const (
-	RequestFile = "request.json"
-	StatusFile  = "status.json"
-	AnswersFile = "answers.json"
-	dirPerm     = 0o700
-	filePerm    = 0o600
-)
 
 // Request is request.json: what was asked, by whom, and until when.
 type Request struct {
@@ -219,21 +203,6 @@ func (e *ClosedError) Error() string {
 	return msg
 }
 
-// FileStore keeps sessions under one directory (<state>/questions). It is safe for concurrent use by
-// goroutines and processes: every change to a session happens under that session's lock.
-type FileStore struct {
-	dir    string
-	now    func() time.Time
-	poll   time.Duration
-	logger *slog.Logger
-
-	warned sync.Map // session id + refusal already logged, so a wait does not repeat it
-
-	hubs sharedHub[*hub] // started by the first wait, stopped when the last one ends
-
-	bg background // the cleanups Ask starts, joined by Close
-}
-
 // Options tune a store; zero values take the defaults.
 type Options struct {
 	// Now is the clock.
@@ -245,54 +214,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NewFileStore opens the store in dir, creating it 0700 when missing and tightening it when it is not.
-func NewFileStore(dir string, opts Options) (*FileStore, error) {
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return nil, fmt.Errorf("question sessions %s: %w", dir, err)
-	}
-	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		_ = os.Chmod(dir, dirPerm)
-	}
-	s := &FileStore{dir: dir, now: opts.Now, poll: opts.Poll, logger: opts.Logger}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
-	return s, nil
-}
-
-// Dir is the directory that holds the sessions.
-func (s *FileStore) Dir() string { return s.dir }
-
-// Close waits for a background cleanup to finish and releases the store. The file watcher stops by
-// itself when the last wait ends. Close is safe to call more than once.
-func (s *FileStore) Close() error {
-	s.bg.wait()
-	s.hubs.close()
-	return nil
-}
-
 // ValidID reports whether id is a session id: a UUID in canonical lower-case form.
 func ValidID(id string) bool {
 	u, err := uuid.Parse(id)
 	return err == nil && len(id) == 36 && u.String() == id
 }
-
-func validPrefix(p string) bool {
-	if p == "" || len(p) > 36 {
-		return false
-	}
-	for _, r := range p {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *FileStore) path(id, file string) string { return filepath.Join(s.dir, id, file) }
 
 // CreateOptions describe a new session.
 type CreateOptions struct {
@@ -301,307 +227,4 @@ type CreateOptions struct {
 	Timeout time.Duration // 0: no expiry recorded
 	// Detachable: the set outlives its call (see Request.Detachable).
 	Detachable bool
-}
-
-// Create writes a new pending session. The directory is built under a temporary name and renamed
-// into place, so no reader ever sees half a session.
-func (s *FileStore) Create(set *QuestionSet, opts CreateOptions) (*Session, error) {
-	sess := newSession(s.now, set, opts)
-	id, req, st := sess.ID, sess.Request, sess.Status
-	staging := filepath.Join(s.dir, ".new-"+id)
-	if err := os.Mkdir(staging, dirPerm); err != nil {
-		return nil, fmt.Errorf("create question set: %w", err)
-	}
-	for name, v := range map[string]any{RequestFile: req, StatusFile: st} {
-		if err := writeJSON(filepath.Join(staging, name), v); err != nil {
-			_ = os.RemoveAll(staging)
-			return nil, err
-		}
-	}
-	if err := os.Rename(staging, filepath.Join(s.dir, id)); err != nil {
-		_ = os.RemoveAll(staging)
-		return nil, fmt.Errorf("create question set %s: %w", id, err)
-	}
-	return sess, nil
-}
-
-// newSession is a new pending session with a fresh id (and call id unless given), owned by this process.
-func newSession(now func() time.Time, set *QuestionSet, opts CreateOptions) *Session {
-	id := uuid.NewString()
-	callID := opts.CallID
-	if callID == "" {
-		callID = uuid.NewString()
-	}
-	t := now().UTC()
-	req := &Request{SessionID: id, CallID: callID, CreatedAt: t, Source: opts.Source, Owner: Self(), Detachable: opts.Detachable, Questions: set.Questions}
-	if opts.Timeout > 0 {
-		exp := t.Add(opts.Timeout)
-		req.ExpiresAt = &exp
-	}
-	st := Status{SessionID: id, CallID: callID, Status: Pending, CreatedAt: t, UpdatedAt: t, TotalQuestions: len(set.Questions)}
-	return &Session{ID: id, Request: req, Status: st}
-}
-
-// writeSettled writes what reconcile settles from the files themselves (an answer written by hand,
-// an owner that has exited, a lapsed claim): atomically, the data synced before the rename, but
-// without syncing the folder afterwards. It is derived from what is on disk already, so a crash that
-// loses the rename only means the same settling is done again on the next read; the folder sync
-// is one wait for the disk fewer on a hand-written answer's way to the assistant.
-func writeSettled(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), filePerm)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
-}
-
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	// Replaced, never written through: a link or FIFO put in a set's folder is not followed.
-	return filestore.ReplaceAtomic(path, append(data, '\n'), filePerm, dirPerm)
-}
-
-// Resolve turns an id or unambiguous prefix into a full session id.
-func (s *FileStore) Resolve(prefix string) (string, error) {
-	p := strings.ToLower(strings.TrimSpace(prefix))
-	if !validPrefix(p) {
-		return "", &InvalidIDError{ID: prefix}
-	}
-	ids, err := s.ids()
-	if err != nil {
-		return "", err
-	}
-	return matchPrefix(prefix, p, ids)
-}
-
-// matchPrefix finds the one id that is p or starts with p (prefix is what the user typed).
-func matchPrefix(prefix, p string, ids []string) (string, error) {
-	var match []string
-	for _, id := range ids {
-		if id == p {
-			return id, nil
-		}
-		if strings.HasPrefix(id, p) {
-			match = append(match, id)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return "", fmt.Errorf("question set %q: %w", prefix, ErrNotFound)
-	case 1:
-		return match[0], nil
-	}
-	return "", &AmbiguousError{Prefix: prefix, IDs: match}
-}
-
-// ids lists the session directories; anything not named by a UUID is ignored.
-func (s *FileStore) ids() ([]string, error) {
-	ents, err := os.ReadDir(s.dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("question sessions %s: %w", s.dir, err)
-	}
-	var ids []string
-	for _, e := range ents {
-		if e.IsDir() && ValidID(e.Name()) {
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
-}
-
-// read loads a session without changing it. A missing directory is ErrNotFound; malformed files are
-// reported in Problem.
-func (s *FileStore) read(id string) (*Session, error) {
-	if !ValidID(id) {
-		return nil, &InvalidIDError{ID: id}
-	}
-	dirInfo, err := os.Stat(filepath.Join(s.dir, id))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
-		}
-		return nil, err
-	}
-	_, reqErr := os.Stat(s.path(id, RequestFile))
-	_, stErr := os.Stat(s.path(id, StatusFile))
-	if errors.Is(reqErr, fs.ErrNotExist) && errors.Is(stErr, fs.ErrNotExist) {
-		// Nothing of the set is left (it is being removed): gone, not broken.
-		return nil, fmt.Errorf("question set %s: %w", id, ErrNotFound)
-	}
-	sess := &Session{ID: id}
-	var problems []string
-	var req Request
-	switch err := readJSON(s.path(id, RequestFile), &req); {
-	case err != nil:
-		problems = append(problems, err.Error())
-	default:
-		if _, verr := QuestionSetFrom(roundTrip(req.Questions)); verr != nil || req.SessionID != id {
-			if verr == nil {
-				verr = fmt.Errorf("sessionId %q does not match the directory", req.SessionID)
-			}
-			problems = append(problems, fmt.Sprintf("%s: %v", RequestFile, verr))
-		} else {
-			sess.Request = &req
-		}
-	}
-	if err := readJSON(s.path(id, StatusFile), &sess.Status); err != nil {
-		problems = append(problems, err.Error())
-		sess.Status = Status{Status: Pending}
-	} else if !knownState(sess.Status.Status) {
-		problems = append(problems, fmt.Sprintf("%s: unknown status %q", StatusFile, sess.Status.Status))
-		sess.Status.Status = Pending
-	}
-	sess.fillStatus(id, dirInfo.ModTime().UTC()) // the folder's time: nothing better on record
-	var ans Answers
-	var refused *refusedError
-	switch err := readJSON(s.path(id, AnswersFile), &ans); {
-	case errors.Is(err, fs.ErrNotExist):
-	case errors.As(err, &refused):
-		// Not an answer anyone could have written: ignored, and the set stays answerable (an
-		// answer replaces the file).
-		sess.Refused = err.Error()
-		s.warnRefused(id, sess.Refused)
-	case err != nil:
-		problems = append(problems, err.Error())
-		sess.answersBad = true
-	default:
-		sess.Answers = &ans
-	}
-	if sess.Answers != nil || sess.answersBad {
-		// Stat after reading: a write in between only makes the file look younger.
-		if fi, err := os.Stat(s.path(id, AnswersFile)); err == nil {
-			sess.answersMod = fi.ModTime()
-		}
-	}
-	sess.Problem = strings.Join(problems, "; ")
-	return sess, nil
-}
-
-func knownState(s State) bool {
-	switch s {
-	case Pending, Detached, InProgress, Completed, Rejected, TimedOut, Abandoned:
-		return true
-	}
-	return false
-}
-
-func roundTrip(qs []Question) any {
-	data, _ := json.Marshal(map[string]any{"questions": qs})
-	var v any
-	_ = json.Unmarshal(data, &v)
-	return v
-}
-
-// maxFileSize caps what qkit reads of a set's file. The largest set the schema allows, with every
-// answer's text at its limit and escaped, is far below it.
-const maxFileSize = 1 << 20
-
-// refusedError is a set's file that qkit does not read at all: not a regular file (a FIFO, a device,
-// a link to one, a folder), or larger than maxFileSize. Reading the first could block for ever, the
-// second use any amount of memory.
-type refusedError struct {
-	Name string
-	Err  error
-}
-
-func (e *refusedError) Error() string {
-	if errors.Is(e.Err, filestore.ErrTooLarge) {
-		return fmt.Sprintf("%s is larger than %d MiB; qkit does not read it", e.Name, maxFileSize>>20)
-	}
-	return fmt.Sprintf("%s is not a regular file; qkit does not read it", e.Name)
-}
-
-func (e *refusedError) Unwrap() error { return e.Err }
-
-func readJSON(path string, v any) error {
-	data, err := filestore.ReadRegular(path, maxFileSize)
-	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%s is missing: %w", filepath.Base(path), err)
-		case errors.Is(err, filestore.ErrNotRegular), errors.Is(err, filestore.ErrTooLarge):
-			return &refusedError{Name: filepath.Base(path), Err: err}
-		}
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s is malformed: %v", filepath.Base(path), err)
-	}
-	return nil
-}
-
-// warnRefused logs, once per store, that a set's answers.json is not read.
-func (s *FileStore) warnRefused(id, why string) {
-	if _, seen := s.warned.LoadOrStore(id+"\x00"+why, true); !seen {
-		s.logger.Warn("answers.json ignored", "reason", why, "sessionId", id, "path", s.path(id, AnswersFile),
-			"hint", "remove it, or answer with qkit questions answer")
-	}
-}
-
-// Get loads one session by full id, settling it first (see reconcile).
-func (s *FileStore) Get(id string) (*Session, error) {
-	sess, err := s.read(id)
-	if err != nil {
-		return nil, err
-	}
-	return s.reconcile(sess)
-}
-
-// List returns every session, oldest first, each settled (see reconcile).
-func (s *FileStore) List() ([]*Session, error) {
-	ids, err := s.ids()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Session, 0, len(ids))
-	for _, id := range ids {
-		sess, err := s.read(id)
-		if err == nil {
-			var settled *Session
-			if settled, err = s.reconcile(sess); err == nil {
-				sess = settled
-			} else if !errors.Is(err, ErrNotFound) {
-				// One broken session must not hide the others: it is shown as abandoned, with why.
-				s.logger.Warn("question set cannot be repaired", "sessionId", id, "error", err)
-				sess.Status.Status, sess.Status.Claim = Abandoned, nil
-				sess.Status.Reason = strings.TrimPrefix(sess.Problem+"; ", "; ") + err.Error()
-				err = nil
-			}
-		}
-		if errors.Is(err, ErrNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sess)
-	}
-	sortSessions(out)
-	return out, nil
 }

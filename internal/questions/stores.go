@@ -3,8 +3,6 @@ package questions
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/config"
@@ -70,99 +68,25 @@ type Store interface {
 	Close() error
 }
 
-var (
-	_ Store = (*FileStore)(nil)
-	_ Store = (*NATSStore)(nil)
-)
+// Opener opens one kind of store as qkit's settings describe it.
+type Opener func(cfg *config.Config, opts Options) (Store, error)
 
-// Open opens the store qkit's settings choose (questions.store): the files under <state>/questions, or
-// the NATS bucket of questions.installation on questions.nats_url. A NATS server that cannot be
-// reached is an error naming the URL; Open never falls back to files.
-func Open(cfg *config.Config, opts Options) (Store, error) {
-	switch kind := config.QuestionsStore.Get(cfg); kind {
-	case "file":
-		return NewFileStore(filepath.Join(cfg.Paths.State, "questions"), opts)
-	case "nats":
-		return NewNATSStore(NATSConfigFrom(cfg), opts)
-	default:
-		return nil, fmt.Errorf("questions.store %q: expected file or nats", kind)
-	}
-}
+// Kinds are the stores a binary links, by the name questions.store gives each ("file", "nats").
+// The core links none of them: the file store is questions/dirstore and the NATS store
+// questions/natsstore, so a binary that leaves the NATS store out does not link the NATS client.
+// The command layer says which stores it links and hands them to what opens one.
+type Kinds map[string]Opener
 
-// NATSConfigFrom reads the questions.nats_* settings.
-func NATSConfigFrom(cfg *config.Config) NATSConfig {
-	return NATSConfig{
-		URL:          config.QuestionsNATSURL.Get(cfg),
-		Creds:        config.QuestionsNATSCreds.Get(cfg),
-		Token:        config.QuestionsNATSToken.Get(cfg),
-		TLSCert:      config.QuestionsNATSTLSCert.Get(cfg),
-		TLSKey:       config.QuestionsNATSTLSKey.Get(cfg),
-		TLSCA:        config.QuestionsNATSTLSCA.Get(cfg),
-		Installation: config.QuestionsInstallation.Get(cfg),
-		Retention:    config.QuestionsRetention.Get(cfg),
+// Open opens the store qkit's settings choose (questions.store) among k: the files under
+// <state>/questions, or the NATS bucket of questions.installation on questions.nats_url. A NATS
+// server that cannot be reached is an error naming the URL; Open never falls back to files.
+func (k Kinds) Open(cfg *config.Config, opts Options) (Store, error) {
+	kind := config.QuestionsStore.Get(cfg)
+	if open := k[kind]; open != nil {
+		return open(cfg, opts)
 	}
-}
-
-// Location is the folder that holds the sessions.
-func (s *FileStore) Location() string { return s.dir }
-
-// waitClocks are the channels of a Wait's deadline (opts.Timeout) and progress reports
-// (opts.ProgressEvery, 10 s by default), each nil when not asked for; stop releases them. Both
-// stores' Wait use them.
-func waitClocks(opts WaitOptions) (deadline, progress <-chan time.Time, stop func()) {
-	var timer *time.Timer
-	var ticker *time.Ticker
-	if opts.Timeout > 0 {
-		timer = time.NewTimer(opts.Timeout)
-		deadline = timer.C
+	if kind == "file" || kind == "nats" {
+		return nil, fmt.Errorf("questions.store %q: this qkit is built without that store", kind)
 	}
-	if opts.Progress != nil {
-		every := opts.ProgressEvery
-		if every <= 0 {
-			every = 10 * time.Second
-		}
-		ticker = time.NewTicker(every)
-		progress = ticker.C
-	}
-	return deadline, progress, func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}
-}
-
-// endCancelledWait ends set id of st after its waiter's caller went away: abandoned, or detached
-// (answerable by a repeated call) with opts.Detach, with opts.CancelReason. Both stores' Wait use
-// it.
-func endCancelledWait(st Store, logger *slog.Logger, id string, opts WaitOptions) {
-	reason := opts.CancelReason
-	if reason == "" {
-		reason = "the caller cancelled the wait"
-	}
-	end, what := st.Abandon, "abandoned"
-	if opts.Detach {
-		end, what = st.Detach, "detached"
-	}
-	if _, err := end(id, reason); err != nil {
-		logger.Warn("could not mark question set "+what, "sessionId", id, "error", err)
-	}
-}
-
-// fillStatus completes a set's status as both stores read it: its id, and from its request the
-// call id, the number of questions and the time it was asked (created when neither says).
-func (sess *Session) fillStatus(id string, created time.Time) {
-	sess.Status.SessionID = id
-	if sess.Request != nil {
-		sess.Status.CallID = sess.Request.CallID
-		sess.Status.TotalQuestions = len(sess.Request.Questions)
-		if sess.Status.CreatedAt.IsZero() {
-			sess.Status.CreatedAt = sess.Request.CreatedAt
-		}
-	}
-	if sess.Status.CreatedAt.IsZero() {
-		sess.Status.CreatedAt = created
-	}
+	return nil, fmt.Errorf("questions.store %q: expected file or nats", kind)
 }

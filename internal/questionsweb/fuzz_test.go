@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 // FuzzAnswerForm posts arbitrary form bodies as answers, or as rejections: never a crash, only the
@@ -104,8 +105,8 @@ func FuzzAccess(f *testing.F) {
 }
 
 // fuzzServer is a page over a fresh file store, not listening: the targets call its handler.
-func fuzzServer(f *testing.F) (*questions.FileStore, *Server) {
-	st, err := questions.NewFileStore(filepath.Join(f.TempDir(), "questions"), questions.Options{})
+func fuzzServer(f *testing.F) (*dirstore.Store, *Server) {
+	st, err := dirstore.New(filepath.Join(f.TempDir(), "questions"), questions.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, stateDir string) er
 	}
 	s.cookie = fmt.Sprintf("qkit_questions_%d", port)
 	if stateDir != "" {
-		remove, err := announce(stateDir, Running{URL: s.BaseURL(ln.Addr()), Process: questions.Self()})
+		remove, err := questions.AnnouncePage(stateDir, questions.RunningPage{URL: s.BaseURL(ln.Addr()), Process: questions.Self()})
 		if err != nil {
 			s.log.Warn("could not record the running page", "error", err)
 		} else {

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/questions"
+	"github.com/qkit-cli/qkit/internal/questions/dirstore"
 )
 
 type fixture struct {
-	st    *questions.FileStore
+	st    *dirstore.Store
 	srv   *Server
 	base  string // http://127.0.0.1:PORT/
 	state string
@@ -33,7 +34,7 @@ type fixture struct {
 func serve(t *testing.T) *fixture {
 	t.Helper()
 	state := t.TempDir()
-	st, err := questions.NewFileStore(filepath.Join(state, "questions"), questions.Options{})
+	st, err := dirstore.New(filepath.Join(state, "questions"), questions.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	if r := post(t, c, target, f.answerForm("q1_other", "and CI"), nil); r.code != 200 || !r.OK || r.State != "completed" {
 		t.Fatalf("first: %+v", r)
 	}
-	first, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
+	first, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, dirstore.AnswersFile))
 	r := post(t, c, target, url.Values{"csrf": {f.csrf}, "q0": {"TypeScript"}, "q1": {"Lint"}}, nil)
 	if r.code != 409 || !strings.Contains(r.Msg, "already answered; the first answer counts") || r.State != "completed" {
 		t.Fatalf("second: %+v", r)
@@ -273,7 +274,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}}, nil); r.code != 409 {
 		t.Fatalf("reject after answer: %+v", r)
 	}
-	again, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, questions.AnswersFile))
+	again, _ := os.ReadFile(filepath.Join(f.st.Dir(), sess.ID, dirstore.AnswersFile))
 	if string(first) != string(again) {
 		t.Fatal("answers.json was written twice")
 	}
@@ -308,7 +309,7 @@ func TestRejectWithoutScript(t *testing.T) {
 func TestEventsFollowTheStore(t *testing.T) {
 	f := serve(t)
 	c := f.browser(t)
-	if r, ok := FindRunning(f.state); !ok || r.URL != f.base {
+	if r, ok := questions.FindPage(f.state); !ok || r.URL != f.base {
 		t.Fatalf("running page not recorded: %+v", r)
 	}
 	res, err := c.Get(f.base + "events")
@@ -373,7 +374,7 @@ func TestEventsFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.done <- nil // for the cleanup
-	if _, ok := FindRunning(f.state); ok {
+	if _, ok := questions.FindPage(f.state); ok {
 		t.Fatal("the running page is still recorded after it stopped")
 	}
 }
