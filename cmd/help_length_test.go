@@ -17,11 +17,12 @@ const (
 	// helpMaxColumns: no line wraps in a 100-column terminal, flag usages included, so each flag
 	// is one line of the flag list and the eye can run down it.
 	helpMaxColumns = 100
-	// helpMaxLines: the whole --help, flags and examples included, fits about one screen. ask,
-	// with its two dozen flags, is the longest.
-	helpMaxLines = 60
-	// helpMaxProseLines: the Long text a reader has to read before the examples.
-	helpMaxProseLines = 20
+	// helpMaxLines: the whole --help, flags and examples included, fits about one screen. The
+	// longest are the root, with its lists of commands and topics, and ask, with two dozen flags.
+	helpMaxLines = 65
+	// helpMaxProseLines: the Long text before the examples. Lists and tables count; doctor's
+	// table of checks is the longest (ask's was 92 lines of prose before it was split).
+	helpMaxProseLines = 30
 	// helpMaxSentence: a sentence is at most two full lines.
 	helpMaxSentence = 2 * helpMaxColumns
 )
