@@ -60,14 +60,14 @@ resume sessions after a restart. Stdout carries the protocol only; logs go to st
 setting acp.enabled (a feature gate).
 
 With agent.backend acp, or auto and an agent that speaks ACP (kiro-cli), qkit is a proxy to one
-'<agent.command> acp': the editor sees the agent's tool calls, diffs and plans, answers its
-permission and file requests, and its stdio MCP servers reach the agent through qkit; qkit adds its
+'<agent.command> acp'. The editor sees the agent's tool calls, diffs and plans and answers its
+permission and file requests; its stdio MCP servers reach the agent through qkit. qkit adds its
 slash commands, your context files (with a session's first prompt), the session list and the
 model option. Otherwise (agent.backend chat, or q 1.19.7) each prompt runs the agent CLI's chat
 with the session's earlier turns and your context files prepended.
 
-The server stops when stdin ends: requests still being answered get up to 5s to finish, so
-requests piped in from a script are answered (cat requests.jsonl | qkit acp serve); running
+The server stops when stdin ends. Requests still being answered get up to 5s to finish, so
+requests piped in from a script are answered (cat requests.jsonl | qkit acp serve). Running
 prompts are cancelled at once. A script that wants a prompt's reply keeps stdin open until the
 prompt's answer arrives.
 

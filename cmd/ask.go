@@ -48,42 +48,25 @@ func newAskCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ask [PROMPT | -]",
 		Short: "Send one prompt to Q (q chat --no-interactive) and print the reply",
-		Long: `Send one prompt to the agent CLI (agent.command: q, or kiro-cli) as
-q chat --no-interactive [flags] <prompt>, with the active context profile's files prepended, and print
-the reply as it arrives. The prompt is the argument, or stdin with - (or when stdin is not a terminal).
+		Long: `Send one prompt to the agent CLI (agent.command: q or kiro-cli) and print its reply as it
+arrives. The prompt is the argument, or stdin with - (or when stdin is not a terminal); the active
+context profile's files go in front of it. The reply is filtered for the terminal and capped.
 
-The reply goes through a terminal-safe filter on both backends (escape sequences, C1 and bidi
-controls and other control characters but newline and tab are removed, in text, --json and
-stream-json; agent.raw_output=true with agent.strip_ansi=false keeps the raw text) and is capped at
---max-response-size (AGENT_MAX_RESPONSE_SIZE, default 2MB): past it the reply is cut at a line
-break and a notice goes to stderr. A run that exceeds --timeout
-(AGENT_TIMEOUT, default 180s) is stopped with everything it started; what it printed is kept.
-
-The reply is the answer only: the agent's "> " prefix, its "🛠️  Using tool:" lines and their
-descriptions are left out (agent.raw_output=true keeps them). A failure of the agent is a failure
-here even when the agent exits 0: a tool it refused because it was not trusted (the message names
-the tool and the exact --trust-tools value), an error on its stderr after part of a reply (the
-partial reply is still printed), a login it lacks, an --agent it does not know.
-
---json prints one object instead: {output, truncated, original_size, timed_out, exit_code,
-duration_ms, stderr, backend, stop_reason, tools} (output without the notices; truncated and
-timed_out say what happened; exit_code is the agent's, -1 when qkit stopped it; tools lists the
-tools the agent used, [{id, name, server, trusted, denied, title, kind, status}], server set for MCP
-tools), the same on both backends; the acp backend adds session_id, usage, denied, refused_paths,
-refused_requests. qkit's exit status is the same as
-without --json, and a failure's message still goes to stderr.
---dry-run prints the command line and the full prompt and runs nothing; with --json,
-{argv, prompt, prompt_on_stdin} (stream-json is refused: a dry run has no events).
-
-Exit status: 0 ok, 1 the agent failed (its stderr is in the message) or stdout closed early, 2 empty prompt or bad flag
-value, 4 no such profile or ACP session (--session, --resume), 124 timed out (partial output still printed), 130 interrupted.`,
+More in qkit help <topic>:
+  agent-runs         limits, long prompts, the reply, failures, models, --json, --dry-run
+  acp-backend        backends, stream-json, sessions
+  permissions        which tools, files and commands the agent may use, and who is asked
+  structured-output  --schema, --max-turns, --max-credits, -o
+  exit-codes         0 ok, 1 the agent failed, 2 bad usage, 4 not found, 5 no valid answer,
+                     6 budget spent, 124 timed out, 130 interrupted`,
 		Example: `  qkit ask "Summarise the open TODOs in this repository"
   git diff | qkit ask -
-  qkit ask --model claude-3.7-sonnet --trust-tools fs_read "Review internal/agent"
+  qkit ask --json --timeout 60s "Explain main.go" | jq -r .output
   qkit ask --resume --yolo "Apply the first fix"
-  qkit ask --dry-run "What would you send?"
-  qkit ask --list-models --json | jq -r '.models[].id'
-  qkit ask --json --timeout 60s "Explain main.go" | jq -r .output`,
+  qkit ask --trust-tools read --deny-tools shell,write --on-permission deny "Review the diff"
+  qkit ask --on-permission ask "Fix the failing test"   # approve in: qkit questions wait
+  qkit ask --output-format stream-json "Summarise README.md" | jq -c 'select(.type=="tool_call")'
+  qkit ask --schema findings.schema.json -o findings.json "List the TODOs as findings"`,
 		GroupID: groupCore,
 		Args:    cobra.MaximumNArgs(1),
 		// The prompt is free text: offer only "-" (stdin), never file names.
@@ -100,18 +83,18 @@ value, 4 no such profile or ACP session (--session, --resume), 124 timed out (pa
 	}
 	f := c.Flags()
 	f.BoolVar(&opts.resume, "resume", false, "continue the conversation saved for this directory (--resume)")
-	f.StringVar(&opts.agentName, "agent", "", "the q agent `NAME` to use (--agent): q's agent configuration, not a qkit context --profile")
-	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model): any model the agent lists (--list-models), or of agent.models when set (default: agent.model)")
-	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes (the agent's own list, or agent.models when set) and exit; with --json (--output-format json), {models, default, source}; the flags of a run are refused")
+	f.StringVar(&opts.agentName, "agent", "", "q's agent configuration `NAME` (--agent), not a qkit --profile")
+	f.StringVar(&opts.model, "model", "", "`MODEL` to use (--model), as --list-models (default: agent.model)")
+	f.BoolVar(&opts.listModels, "list-models", false, "print the models --model takes, and exit (with --json: one object)")
 	f.BoolVar(&opts.trustAll, "yolo", false, "trust every tool without asking (--trust-all-tools)")
 	f.BoolVar(&opts.trustAll, "trust-all-tools", false, "same as --yolo")
-	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS`, comma-separated (--trust-tools=a,b); an MCP tool as @server/tool (server/tool is passed so) or @server")
-	f.BoolVar(&opts.verbose, "verbose", false, "ask the agent for its logs (--verbose; q prints them with the reply)")
-	f.StringVar(&opts.timeout, "timeout", "", "stop the run after `DURATION` (90s, 3m; a number is seconds; default: agent.timeout)")
-	f.StringVar(&opts.maxSize, "max-response-size", "", "keep at most `SIZE` of the reply (2MB, 512KB, bytes; default: agent.max_response_size)")
+	f.StringSliceVar(&opts.trustTools, "trust-tools", nil, "trust these `TOOLS` (a,b); an MCP tool as @server/tool or @server")
+	f.BoolVar(&opts.verbose, "verbose", false, "ask the agent for its logs (q prints them with the reply)")
+	f.StringVar(&opts.timeout, "timeout", "", "stop the run after `DURATION` (90s, 3m; default: agent.timeout)")
+	f.StringVar(&opts.maxSize, "max-response-size", "", "cap the reply at `SIZE` (512KB; default: agent.max_response_size)")
 	f.BoolVar(&opts.noContext, "no-context", false, "do not prepend the context files")
-	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing (--json: {argv, prompt, prompt_on_stdin})")
-	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end: {output, truncated, original_size, timed_out, exit_code, duration_ms, stderr, backend, stop_reason, tools, ...} (as --output-format json)")
+	f.BoolVar(&opts.dryRun, "dry-run", false, "print the command line and the full prompt; run nothing")
+	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
 	addAskStructuredFlags(c, &opts.structured)
 	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

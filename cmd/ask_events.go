@@ -39,69 +39,14 @@ type askEventOptions struct {
 	formatSet      bool // --output-format was given (not its default)
 }
 
-// askEventsHelp is the part of ask's help about backends, formats and permissions.
-const askEventsHelp = `
-
-Backends (agent.backend, or --backend): chat runs q chat --no-interactive and reads its text; acp
-runs <agent.command> acp (kiro-cli 1.25 or later) and speaks the Agent Client Protocol with it, so
-tool calls, plans, permissions and usage arrive as typed events; auto (the default) uses acp when
-the agent answers initialize, learned once per agent binary (--refresh-backend probes again).
-
---output-format stream-json writes one JSON object per line as things happen (message, thought,
-tool_call, tool_call_update, plan, permission_requested, permission_decided, usage), then a result
-object {type:"result", backend, session_id, stop_reason, output, exit_code, agent_exit_code,
-duration_ms, usage, tools, denied, refused_paths, refused_requests}. The format is documented by
-the JSON Schema in internal/streamjson/stream-json.schema.json. Both backends write it; chat knows fewer events.
-
-Permissions (acp backend): --yolo and --trust-tools allow, --deny-tools refuses (and wins); a tool
-no flag covers goes by --on-permission: fail (the default without a terminal) stops with exit 1
-naming the tool and the flag that trusts it; deny refuses it and the agent is told; ask puts it
-to a person through qkit questions (qkit questions wait / answer: allow once, allow always for this
-run, or reject); the wait for that answer does not count toward --timeout (questions.timeout
-bounds it). On a terminal the default is to ask there. An agent that carries on after a
-refusal ends well (exit 0, the refusal in denied and on stderr); one that ends its turn because of
-it (stop reason refusal, as kiro-cli does) has not done the task: exit 1, naming the tool and the
-flag that allows it, as when q stops at a tool on the chat backend. Tools are named by the agent's name,
-their ACP kind (execute, edit, read...) or the usual names for it (shell, write, read); an MCP
-tool by @server/tool (the name the agent trusts), server/tool or @server.
-The agent's file and terminal requests are served inside the working directory only; a path
-outside it is refused and reported (refused_paths), and the run fails (exit 1) with the reply kept,
-even when the agent carried on without it. Reads there are served; a file write
-(fs/write_text_file) or a command (terminal/create) only when this run's policy allows it, whether
-the agent asked first or not: a permission granted in this turn for the tool call it belongs to
-(an edit for a write, an execute for a command, while that call runs), --yolo, --trust-tools
-naming its kind (write or edit; shell or execute), or an allow-always for that kind; --deny-tools
-refuses it whatever else. Anything else is refused with an error to the agent and listed in
-refused_requests; under --on-permission fail the run then fails (exit 1), naming the flag that
-allows it.
-
-What a command can reach: qkit starts it in the working directory (or a folder inside it), in a
-process group of its own that is stopped with the run, with qkit's environment and the variables
-the agent adds. qkit limits where it starts, not what it does: it runs as you, and can read and
-write every file you can, use the network, and start programs (one that leaves the process group
-outlives the run). Allowing the shell (--yolo, --trust-tools shell, a yes to an execute tool)
-allows all of that; the same holds for the tools an agent runs itself (kiro-cli's own engine does).
-
-The chat backend cannot be asked: there --deny-tools leaves the tools it names out of
---trust-tools, so the agent refuses them and the run goes on as with deny (kiro-cli carries on
-after a refusal; q stops, and that fails the run); --on-permission deny counts kiro-cli's
-refusals the same way; --deny-tools with --yolo is refused (exit 2).`
-
 func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
-	c.Long += askEventsHelp
-	c.Example += `
-  qkit ask --output-format stream-json --trust-tools read "Summarise README.md" | jq -c 'select(.type=="tool_call")'
-  qkit ask --backend acp --on-permission ask "Fix the failing test"   # approve in: qkit questions wait
-  qkit ask --trust-tools read --deny-tools shell,write --on-permission deny "Review the diff"
-  qkit ask --session "$(qkit ask --json "Plan the change" | jq -r .session_id)" "Now make it"
-  qkit ask --refresh-backend --json "hello" | jq -r .backend   # probe again after upgrading the agent`
 	f := c.Flags()
-	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT` of what is printed: text (the reply as it arrives), json (one object at the end, as --json), stream-json (one JSON object per line as things happen, then a result)")
-	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` (wins over --yolo and --trust-tools): on the ACP backend whenever the agent asks; on chat they are left out of --trust-tools (not with --yolo)")
-	f.StringVar(&o.onPermission, "on-permission", "", "what to do when the agent asks to run a tool no flag covers (ACP backend), `MODE` fail, deny or ask (through qkit questions); default: ask at the terminal, or fail when stdin is not one")
+	f.StringVar(&o.outputFormat, "output-format", formatText, "`FORMAT`: text, json or stream-json (events)")
+	f.StringSliceVar(&o.denyTools, "deny-tools", nil, "refuse these `TOOLS` (a,b); wins over --yolo and --trust-tools")
+	f.StringVar(&o.onPermission, "on-permission", "", "for a tool no flag covers: `MODE` fail, deny or ask (a person)")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
-	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "with agent.backend=auto, probe the agent again instead of using what was learned about it")
-	f.StringVar(&o.session, "session", "", "load this ACP session `ID` (the session_id of an earlier run; completion offers the last of each directory) instead of opening a new one; not with --resume")
+	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "probe the agent again instead of using what auto learned")
+	f.StringVar(&o.session, "session", "", "load the ACP session `ID` of an earlier run; not with --resume")
 	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{formatText, formatJSON, formatStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("on-permission", cobra.FixedCompletions(approval.Modes, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat}, cobra.ShellCompDirectiveNoFileComp))

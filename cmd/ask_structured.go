@@ -26,37 +26,13 @@ type askStructuredOptions struct {
 	schema     *structured.Schema // compiled by checkAskStructured
 }
 
-const askStructuredHelp = `
-
-Structured answers: --schema FILE (or - for stdin, or the schema itself as JSON) sends the prompt
-with an instruction to answer with one JSON document valid against that JSON Schema (draft 2020-12
-unless its $schema names draft-07; $ref only inside the schema). qkit takes the JSON
-from the reply (the whole reply, or the one fenced block of it), validates it, and when it is not
-valid asks again in the same session (acp: the same ACP session; chat: --resume) with the errors,
-up to --schema-retries times (default 2). Text output is then the validated JSON only; --json and
-stream-json add structured_output and attempts (stream-json also one structured_attempt event per
-answer). No valid answer is exit 5, with the errors on stderr and the last reply kept (on stderr
-in text output, in output with --json). A schema that does not compile is exit 2, before anything
-runs. qkit help structured-output shows exactly what is sent.
-
-Budgets: --max-turns N stops before a prompt that would be the run's N+1th (retries count);
---max-credits X stops the turn once the agent reports more than X credits for the run (acp
-backend: kiro's _kiro.dev/metadata). Either is exit 6, with what arrived kept.
--o FILE writes the final answer (the validated JSON with --schema, else the reply) to FILE
-atomically, whatever stdout carries; nothing is written when the run fails. Its directory must
-exist (exit 2 before running).`
-
 func addAskStructuredFlags(c *cobra.Command, o *askStructuredOptions) {
-	c.Long += askStructuredHelp
-	c.Example += `
-  qkit ask --schema findings.schema.json -o findings.json "List the TODOs as findings"
-  qkit ask --schema '{"type":"object","required":["ok"]}' --max-turns 2 "Is the build green?" | jq .ok`
 	f := c.Flags()
-	f.StringVar(&o.schemaArg, "schema", "", "answer with JSON valid against this JSON Schema: a `FILE`, - (stdin), or the schema as JSON; text output prints the validated JSON only")
-	f.IntVar(&o.retries, "schema-retries", structured.DefaultRetries, "with --schema, ask again in the same session at most `N` times when the answer is not valid")
-	f.IntVar(&o.maxTurns, "max-turns", 0, "send at most `N` prompts in this run, retries included (0: no limit); exit 6 when another is needed")
-	f.Float64Var(&o.maxCredits, "max-credits", 0, "stop the run once the agent reports more than `X` credits (acp backend; 0: no limit); exit 6")
-	f.StringVarP(&o.outputFile, "output-file", "o", "", "write the final answer (with --schema, the validated JSON) to `FILE` atomically; nothing is written when the run fails")
+	f.StringVar(&o.schemaArg, "schema", "", "answer with JSON valid against the JSON Schema in `FILE`, - or inline")
+	f.IntVar(&o.retries, "schema-retries", structured.DefaultRetries, "ask again at most `N` times when the answer is not valid")
+	f.IntVar(&o.maxTurns, "max-turns", 0, "send at most `N` prompts, retries included (0: no limit)")
+	f.Float64Var(&o.maxCredits, "max-credits", 0, "stop once the agent reports more than `X` credits (0: no limit)")
+	f.StringVarP(&o.outputFile, "output-file", "o", "", "write the final answer to `FILE`, only when the run succeeds")
 	for _, name := range []string{"schema-retries", "max-turns", "max-credits"} {
 		_ = c.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}

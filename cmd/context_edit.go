@@ -42,15 +42,15 @@ func newContextAddCmd(a *app.App) *cobra.Command {
 		Short: "Add files, folders or globs to the context",
 		Long: `Add paths to the active profile's context, or to the global context with --global.
 
-A path may be a file, a folder (its files, not its subfolders), or a glob ('docs/**/*.md': ** crosses
-folders, * does not). ~ is your home folder; a relative path is stored as given and resolved against
-the working directory each time a prompt is built. Every path is checked before any is written: a
-missing path or a glob that matches nothing is refused unless --force, and a path already in the
-context is refused.
+A path may be a file, a folder (its files, not its subfolders), or a glob ('docs/**/*.md': **
+crosses folders, * does not). ~ is your home folder. A relative path is stored as given and
+resolved against the working directory each time a prompt is built. Every path is checked before
+any is written: a missing path or a glob that matches nothing is refused unless --force, and a path
+already in the context is refused.
 
 A relative path whose real path lies outside the working directory (a link out, or under a folder
-that is one) is refused unless --force: it would never be read from here, since a relative rule
-takes nothing outside the folder it is resolved in. An absolute or ~ path is taken as given. A hard
+that is one) is refused unless --force. It would never be read from here: a relative rule takes
+nothing outside the folder it is resolved in. An absolute or ~ path is taken as given. A hard
 link is the file itself and is taken like any file (git never creates one). A binary or non-UTF-8
 file is added with a warning on stderr: its content is never sent (qkit context show lists it under
 "Never sent").
@@ -65,7 +65,7 @@ file is added with a warning on stderr: its content is never sent (qkit context 
 		RunE: func(_ *cobra.Command, args []string) error { return runContextAdd(a, opts, args) },
 	}
 	c.Flags().BoolVarP(&opts.global, "global", "g", false, "add to the global context instead of the profile's")
-	c.Flags().BoolVarP(&opts.force, "force", "f", false, "add paths that do not exist, globs that match nothing, and links out of the working directory")
+	c.Flags().BoolVarP(&opts.force, "force", "f", false, "add missing paths, globs that match nothing, and links out of this folder")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {scope, profile, added}")
 	return exposeChange(c)
 }

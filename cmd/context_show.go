@@ -26,11 +26,17 @@ func newContextShowCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show [--expand]",
 		Short: "Show the context rules, the files they match and their token estimates",
-		Long: `Show the global rules and the active profile's rules, each with how many files it matches from
-the working directory; then the files in use with their token estimates (bytes/4) and the total;
-then the files the budget (setting context.max_tokens) would drop, largest first, and what is never
-sent: binary or non-UTF-8 files, and links out of the folder a rule must stay in (with where they
-lead). Files a relative rule matched are shown relative to the working directory; others as named
+		Long: `Show, in order:
+  - the global rules and the active profile's rules, each with how many files it matches from the
+    working directory;
+  - the files in use with their token estimates (bytes/4), and the total;
+  - the files the budget (setting context.max_tokens) would drop, largest first;
+  - what is never sent: binary or non-UTF-8 files, and links out of the folder a rule must stay
+    in (with where they lead).
+
+--json prints {profile, max_tokens, rules, files, total_tokens, dropped, skipped, warnings}.
+
+Files a relative rule matched are shown relative to the working directory; others as named
 (under ~, or absolute); control characters in a name are shown escaped (\x1b). Problems met on
 the way (links out, unreadable folders, pseudo file systems, a walk stopped by
 context.walk_max_files or context.walk_timeout) are warnings on stderr.
@@ -46,7 +52,7 @@ context.walk_max_files or context.walk_timeout) are warnings on stderr.
 		RunE: func(*cobra.Command, []string) error { return runContextShow(a, opts) },
 	}
 	c.Flags().BoolVar(&opts.expand, "expand", false, "print each file's content too")
-	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {profile, max_tokens, rules, files, total_tokens, dropped, skipped, warnings}")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON (fields above)")
 	return exposeRead(c)
 }
 

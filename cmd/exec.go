@@ -53,9 +53,10 @@ func newExecInternalCmd(a *app.App) *cobra.Command {
 		Use:   "internal {COMMAND [SUBCOMMAND] [ARGS...] | --request JSON|- | --list}",
 		Short: "Run one internal command as an assistant would",
 		Long: `Run one of qkit's exposed commands through the internal-command registry, exactly as the
-internal_command MCP tool and ACP slash commands run it: the command is checked against the registry
-(anything else is refused before it runs), its arguments are passed as they are (never through a
-shell), and its output is capped at agent.max_response_size.
+internal_command MCP tool and ACP slash commands run it:
+  - the command is checked against the registry; anything else is refused before it runs;
+  - its arguments are passed as they are, never through a shell;
+  - its output is capped at agent.max_response_size.
 
 Commands that only read run at once. A change asks first on a terminal
 (Run "qkit context add notes.md"? [y/N]); without a terminal it needs --yes. Changes listed in the
@@ -76,8 +77,8 @@ internal command's (3 when the change was declined, 2 when the request was refus
 		RunE: func(c *cobra.Command, args []string) error { return runExec(c.Context(), a, opts, args) },
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.flags, "flag", nil, "a flag of the internal command, as `NAME=VALUE` or NAME for a switch (repeatable)")
-	f.StringVar(&opts.request, "request", "", "the request as `JSON` {command, subcommand, args, flags}, or - to read it from stdin")
+	f.StringArrayVar(&opts.flags, "flag", nil, "an internal command's flag, `NAME=VALUE` or NAME for a switch (repeatable)")
+	f.StringVar(&opts.request, "request", "", "the request as `JSON` {command, subcommand, args, flags}, or - (stdin)")
 	f.BoolVarP(&opts.yes, "yes", "y", false, "confirm a change without asking")
 	f.BoolVar(&opts.asJSON, "json", false, "print {command_line, output, error, exit_code, confirmed}")
 	f.BoolVar(&opts.list, "list", false, "list the internal commands")

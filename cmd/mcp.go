@@ -68,7 +68,7 @@ that pipe requests in and expect long calls to finish raise it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runMCPServe(c.Context(), a, opts) },
 	}
-	c.Flags().DurationVar(&opts.eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "give calls still running this `DURATION` to finish once stdin ends (0: cancel them at once)")
+	c.Flags().DurationVar(&opts.eofGrace, "eof-grace", mcpserver.DefaultEOFGrace, "`DURATION` calls may run on after stdin ends (0: none)")
 	_ = c.RegisterFlagCompletionFunc("eof-grace", cobra.NoFileCompletions)
 	return interruptible(c)
 }

@@ -28,10 +28,10 @@ waits in qkit's state folder until someone answers or rejects it: in a terminal 
 'qkit questions wait', or from a script with 'qkit questions answer'. 'qkit questions ask' poses a
 set from a script, the same way the tool does.
 
-With questions.store set to nats, the sets wait in a NATS JetStream bucket instead
-(questions.nats_url, bucket qkit-questions-<questions.installation>), so a question asked on one
-machine is answered on another; every command here works the same on either store. A NATS server
-that cannot be reached is an error naming it (exit 1); nothing falls back to the files.
+With questions.store set to nats, the sets wait in a NATS JetStream bucket instead (the server
+questions.nats_url, the bucket qkit-questions-<questions.installation>). A question asked on one
+machine is then answered on another. Every command here works the same on either store. A NATS
+server that cannot be reached is an error naming it (exit 1); nothing falls back to the files.
 
 Question sets are named by their id (a UUID); any unambiguous prefix works, as in git. Where the id
 is optional, the only pending set is meant.`,

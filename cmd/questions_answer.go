@@ -25,9 +25,12 @@ questions and the first question's header. --all adds answered, rejected, timed-
 sets (kept for questions.retention).
 
 A set whose MCP call ended before the answer (the client gave up, cancelled, or its server stopped)
-is listed as detached: it can still be answered, and the assistant's repeated call with the same
+is listed as detached. It can still be answered, and the assistant's repeated call with the same
 questions collects the answer. A set asked by 'qkit questions ask' whose process has exited is
-marked abandoned here, never silently deleted.`,
+marked abandoned here, never silently deleted.
+
+--json prints [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds,
+questionCount, header, rejectionReason, reason}].`,
 		Example: `  qkit questions list
   qkit questions list --all
   qkit questions list --json | jq -r '.[0].id'`,
@@ -35,7 +38,7 @@ marked abandoned here, never silently deleted.`,
 		RunE: func(*cobra.Command, []string) error { return runQuestionsList(a, opts) },
 	}
 	c.Flags().BoolVar(&opts.all, "all", false, "include answered, rejected, timed-out and abandoned sets")
-	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds, questionCount, header, rejectionReason, reason}]")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON (fields above)")
 	return exposeRead(c)
 }
 
@@ -84,7 +87,7 @@ the only pending set is shown.`,
 		ValidArgsFunction: completeSessions(a, true),
 		RunE:              func(_ *cobra.Command, args []string) error { return runQuestionsShow(a, opts, args) },
 	}
-	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: the list fields plus questions and answers [{questionIndex, header, question, selected, other}]")
+	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: list --json's fields, questions and answers")
 	return exposeRead(c)
 }
 
@@ -119,8 +122,8 @@ exactly, then ignoring case; a label that is itself a number (a set asking "How 
 written \,. A multiple-choice question takes several, comma-separated (2=Lint,Docs or 2=1,2), or
 none (N=). --other gives free text instead of (or, for multiple choice, as well as) a label.
 
---answers-file reads {"answers":[{"questionIndex":0,"selected":["Go"],"other":"..."}]} (questionIndex
-from 0, as in the JSON of show and wait; labels only, no numbers).
+--answers-file reads {"answers":[{"questionIndex":0,"selected":["Go"],"other":"..."}]}
+(questionIndex from 0, as in the JSON of show and wait; labels only, no numbers).
 
 An unknown label says which labels and numbers are accepted; several on a single-choice question, a
 question out of range or a missing answer exit 2. No such set, or no pending set when ID is left
@@ -130,7 +133,8 @@ too, as it is now; when there is no such set, status is not_found and the id emp
 		Example: `  qkit questions answer 1a2b --answer 1=Go --answer Extras=Lint,Docs
   qkit questions answer 1a2b --answer 1=2 --answer 2=1,2   # by option number
   qkit questions answer 1a2b --answer 1=Go --other 2="nightly CI only"
-  echo '{"answers":[{"questionIndex":0,"selected":["Go"]}]}' | qkit questions answer 1a2b --answers-file -
+  echo '{"answers":[{"questionIndex":0,"selected":["Go"]}]}' |
+    qkit questions answer 1a2b --answers-file -
   qkit questions answer            # the only pending set, interactively`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, false),
@@ -139,7 +143,7 @@ too, as it is now; when there is no such set, status is not_found and the id emp
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.answers, "answer", nil, "answer question `N=LABEL[,LABEL...]` (N: number from 1, or header; LABEL: label, or option number from 1; repeatable)")
+	f.StringArrayVar(&opts.answers, "answer", nil, "answer question `N=LABEL[,LABEL...]` (N, LABEL: above; repeatable)")
 	f.StringArrayVar(&opts.others, "other", nil, "free-text answer `N=TEXT` for question N (repeatable)")
 	f.StringVar(&opts.file, "answers-file", "", "read the answers as JSON from `FILE` (- for stdin)")
 	f.BoolVar(&opts.asJSON, "json", false, "print the answered set as JSON (as show --json)")

@@ -37,10 +37,11 @@ it (qkit questions wait, or qkit questions answer). The set is JSON:
 does not fit the rules exits 2 and names each field that is wrong.
 
 Prints the answers as the assistant would get them, or with --json as {sessionId, callId, status,
-answers:[{questionIndex, header, question, selected, other}], rejectionReason}. Exits 3 when the set is
-rejected (the rejection is printed too), 124 when --timeout (default: questions.timeout) passes, and
-130 when interrupted (the set is then marked abandoned); --json prints the set then too, with status
-timed_out or abandoned and no answers.`,
+answers:[{questionIndex, header, question, selected, other}], rejectionReason}.
+
+Exits 3 when the set is rejected (the rejection is printed too), 124 when --timeout (default:
+questions.timeout) passes, and 130 when interrupted (the set is then marked abandoned). --json
+prints the set then too, with status timed_out or abandoned and no answers.`,
 		Example: `  qkit questions ask --file questions.json
   qkit questions ask --json --timeout 10m < questions.json | jq -r '.answers[0].selected[0]'`,
 		Args: cobra.NoArgs,

@@ -31,20 +31,20 @@ says so when another way was first.
 
 The page needs a secret token: the link printed at start carries it (a new one each start). Opening
 the link trades the token for a session cookie of the browser's own and drops the token from the
-address; the cookie never holds the token, since browsers send it to every other web server on this
-host too (it opens the page only as that cookie, until the server stops). Scripts send the token as
-'Authorization: Bearer TOKEN' (--json prints it). Answers also need the page's form value, and
-requests a browser marks as coming from another site are refused.
+address. The cookie never holds the token, since browsers send it to every other web server on
+this host too; it opens the page only as that cookie, until the server stops. Scripts send the
+token as 'Authorization: Bearer TOKEN' (--json prints it). Answers also need the page's form
+value, and requests a browser marks as coming from another site are refused.
 
 By default the page listens on a free port of 127.0.0.1, reachable only from this machine. A
 non-loopback --addr makes it reachable from other machines (a phone, another laptop) and needs
---allow-remote: anyone who can reach it and has the link can answer, and the connection is not
+--allow-remote. Anyone who can reach it and has the link can answer; the connection is not
 encrypted. The ask_user_questions tool names the page (without the token) in its progress messages
 while it runs. Ctrl-C stops it (exit 130, as for every command that waits); open pages say
 the server stopped.`,
 		Example: `  qkit questions serve
   qkit questions serve --addr 127.0.0.1:8080
-  qkit questions serve --addr 0.0.0.0:8080 --allow-remote   # from other devices on a trusted network
+  qkit questions serve --addr 0.0.0.0:8080 --allow-remote   # other devices, a trusted network
   qkit questions serve --json | jq --unbuffered -r .url   # prints the link at once, keeps serving`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

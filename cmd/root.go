@@ -301,7 +301,7 @@ const (
 // defineGlobalFlags defines the flags every command takes on fs.
 func defineGlobalFlags(fs *pflag.FlagSet, opts *rootOptions, profile *string) {
 	fs.StringVar(&opts.configFile, "config", "", "read settings from `FILE` instead of <config>/config.yaml")
-	fs.StringVar(&opts.logLevel, "log-level", "", "log `LEVEL` on stderr: debug, info, warn or error (default: setting log.level)")
+	fs.StringVar(&opts.logLevel, "log-level", "", "log `LEVEL` on stderr: debug, info, warn or error (default: log.level)")
 	fs.BoolVar(&opts.noInput, "no-input", false, "never prompt; fail with the flag to pass instead")
 	fs.StringArrayVar(&opts.set, "set", nil, "override a setting for this run, as `KEY=VALUE` (repeatable)")
 	fs.StringVar(profile, "profile", "", "context profile `NAME` to use instead of the active one")

@@ -26,9 +26,12 @@ func newSessionsCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sessions <command>",
 		Short: "List, show, export, import and remove conversations with the agent",
-		Long: `Every conversation qkit has with the agent is kept in one store (qkit.db in qkit's data folder):
-sessions of qkit acp serve (both paths), qkit ask on the ACP backend, and the q-developer-agent MCP
-tool. These commands read and manage that store; an id may be shortened to any prefix only one
+		Long: `Every conversation qkit has with the agent is kept in one store, qkit.db in qkit's data folder:
+  - sessions of qkit acp serve (both paths);
+  - qkit ask on the ACP backend;
+  - the q-developer-agent MCP tool.
+
+These commands read and manage that store; an id may be shortened to any prefix only one
 session starts with.
 
 A session whose folder no longer exists is listed, marked; ask --session refuses it.`,
@@ -102,7 +105,7 @@ created_at, updated_at}.`,
 	}
 	f := c.Flags()
 	f.StringVar(&opts.cwd, "cwd", "", "only the sessions of the folder `DIR`")
-	f.StringVar(&opts.since, "since", "", "only the sessions updated within `AGE` (36h, 7d, 2w) or since a date (2025-01-31)")
+	f.StringVar(&opts.since, "since", "", "only the sessions updated within `AGE` (36h, 7d, 2w) or since 2025-01-31")
 	f.StringVar(&opts.backend, "backend", "", "only the sessions of `BACKEND` text (the agent's chat) or acp")
 	f.BoolVar(&opts.asJSON, "json", false, "print JSON")
 	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{sessions.BackendText, sessions.BackendACP}, cobra.ShellCompDirectiveNoFileComp))
@@ -203,8 +206,9 @@ func newSessionsShowCmd(a *app.App) *cobra.Command {
 		Use:   "show ID [--json]",
 		Short: "Show a session's transcript",
 		Long: `Show a session's settings and transcript: each prompt and reply, the reply's tool calls with how
-they ended and its usage, when the front end that ran it reported them (ask and the MCP tool do; acp
-serve keeps the text). The agent's text is printed with control characters escaped.
+they ended, and its usage. Tool calls and usage are there when the front end that ran it reported
+them (ask and the MCP tool do; acp serve keeps the text). The agent's text is printed with control
+characters escaped.
 
 --json prints the session as sessions export --format json writes it.`,
 		Example: `  qkit sessions show 3f2a
@@ -252,9 +256,15 @@ func newSessionsExportCmd(a *app.App) *cobra.Command {
 		Use:   "export ID [--format json|md] [-o FILE]",
 		Short: "Write a session to a portable file",
 		Long: `Write a session to stdout, or to FILE with -o (replaced atomically: a reader sees the old file or
-the whole new one). --format json (the default) writes the file sessions import reads: {kind:
-"qkit-session", version: 1, session: {id, title, cwd, backend, model, mode, trusted_tools, origin,
-turns, created_at, updated_at}, transcript: [{role, text, blocks, tools, usage, at}]}. The agent's
+the whole new one).
+
+--format json (the default) writes the file sessions import reads:
+  {kind: "qkit-session", version: 1,
+   session: {id, title, cwd, backend, model, mode, trusted_tools, origin, turns, created_at,
+             updated_at},
+   transcript: [{role, text, blocks, tools, usage, at}]}
+
+The agent's
 own session id and the session's MCP servers are left out (they mean nothing on another machine,
 and MCP server entries can carry tokens). --format md writes Markdown for people.`,
 		Example: `  qkit sessions export 3f2a -o fix-login.json
@@ -312,8 +322,8 @@ func newSessionsImportCmd(a *app.App) *cobra.Command {
 		Short: "Make a new session from an export file",
 		Long: `Make a new session from a file sessions export --format json wrote (FILE "-" reads stdin), and
 print its id. The new session has the file's transcript and settings (folder, model, backend, mode,
-trusted tools) and origin import; acp serve's session/load replays it and its next prompt carries
-the conversation, and ask --session ID goes on with it. The whole session is stored in one
+trusted tools) and origin import. acp serve's session/load replays it and its next prompt carries
+the conversation; ask --session ID goes on with it. The whole session is stored in one
 transaction: a failure or a kill leaves nothing behind.
 
 A file that is not an export (not JSON, cut short, another kind or version) is refused with exit 2,

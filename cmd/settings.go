@@ -20,10 +20,15 @@ func newSettingsCmd(a *app.App) *cobra.Command {
 		Short: "Show and change qkit's settings",
 		Long: `Show and change qkit's settings (feature gates, the agent binary, limits).
 
-Values come from, weakest first: the built-in default, config.yaml, the environment (QKIT_<KEY> with
-dots as underscores, plus AGENT_TIMEOUT, AGENT_MAX_RESPONSE_SIZE and ENABLE_ADDITIONAL_TOOLS), and
-the --set flag. Durations are written 90s, 3m or 1h (a plain number is seconds); sizes 2MB, 512KiB or
-a number of bytes (KB and MB are binary).`,
+Values come from, weakest first:
+  1. the built-in default;
+  2. config.yaml;
+  3. the environment: QKIT_<KEY> with dots as underscores, plus AGENT_TIMEOUT,
+     AGENT_MAX_RESPONSE_SIZE and ENABLE_ADDITIONAL_TOOLS;
+  4. the --set flag.
+
+Durations are written 90s, 3m or 1h (a plain number is seconds); sizes 2MB, 512KiB or a number of
+bytes (KB and MB are binary).`,
 		Example: `  qkit settings list
   qkit settings get agent.timeout
   qkit settings set agent.command kiro-cli

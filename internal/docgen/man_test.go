@@ -160,7 +160,7 @@ func TestManPagesSayWhatHelpSays(t *testing.T) {
 	// The three losses that were found by a reader.
 	for page, want := range map[string]string{
 		"qkit-context-add.1": "<path>...",
-		"qkit-ask.1":         "runs <agent.command> acp",
+		"qkit-ask.1":         "qkit help <topic>",
 		"qkit.1":             "<config>/config.yaml",
 	} {
 		data, _ := os.ReadFile(filepath.Join(dir, page))
