@@ -295,8 +295,8 @@ func (sc parityScenario) notApplicable(front parityFront, b parityBackend) parit
 	if _, ok := sc.knobs[b]; !ok {
 		return "the agent cannot be made to do it"
 	}
-	if front == pfACP && b != pbChat && (sc.want == classTimeout || sc.want == classCap) {
-		return "the proxy does not enforce agent.timeout or agent.max_response_size yet"
+	if front == pfACP && b != pbChat && sc.want == classCap {
+		return "the proxy does not enforce agent.max_response_size yet"
 	}
 	if front == pfMCP && b == pbTS {
 		// The tool runs on the ACP backend only when agent.backend is acp, with agent.command: the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -102,6 +103,9 @@ type Session struct {
 	history bool
 	// always are the tool kinds the editor allowed always in this session (see access).
 	always []string
+	// deadline is the running turn's agent.timeout (nil: none), paused while the editor decides a
+	// permission request.
+	deadline *acpclient.Deadline
 }
 
 // transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
@@ -874,13 +878,24 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	if len(front) > 0 {
 		blocks = append([]acp.ContentBlock{acp.TextBlock(strings.Join(front, "\n"))}, blocks...)
 	}
+	// agent.timeout bounds the turn as it bounds every run of the agent (acpclient.Run), the time
+	// the editor takes to answer a permission request aside: the turn is cancelled, what the
+	// agent said is kept, and the editor is told (end_turn, the runner's notice).
+	turnCtx, cancelTurn := context.WithCancel(ctx)
+	defer cancelTurn()
+	var deadline *acpclient.Deadline
+	var timedOut atomic.Bool
+	if o.Limits.Timeout > 0 {
+		deadline = acpclient.NewDeadline(o.Limits.Timeout, func() { timedOut.Store(true); cancelTurn() })
+		defer deadline.Stop()
+	}
 	s.mu.Lock()
-	s.inTurn, s.cut = true, false
+	s.inTurn, s.cut, s.deadline = true, false, deadline
 	s.text.Reset()
 	s.mu.Unlock()
-	stop, err = c.Prompt(ctx, agentID, blocks)
+	stop, err = c.Prompt(turnCtx, agentID, blocks)
 	s.mu.Lock()
-	s.inTurn = false
+	s.inTurn, s.deadline = false, nil
 	kept = s.text.String()
 	if s.cut {
 		kept += "\n[… the rest of this reply is in the agent's own session]\n"
@@ -890,6 +905,10 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	switch {
 	case ctx.Err() != nil:
 		return kept, acp.StopReasonCancelled, nil
+	case timedOut.Load():
+		notice := agent.TimeoutNotice(o.Limits.Timeout)
+		p.say(s, notice)
+		return kept + notice, acp.StopReasonEndTurn, nil
 	case err != nil:
 		if p.isDead(c) {
 			err = fmt.Errorf("%w; the session is kept: prompt again (or load it) to go on", err)
@@ -899,6 +918,16 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 		stop = acp.StopReasonEndTurn
 	}
 	return kept, stop, nil
+}
+
+// say sends qkit's own text to the editor as the agent's message in session s (a notice after the
+// agent's reply).
+func (p *Proxy) say(s *Session, text string) {
+	line, err := updateLine(s.id, acp.SessionUpdate{AgentMessageChunk: &acp.SessionUpdateAgentMessageChunk{Content: acp.TextBlock(text)}})
+	if err != nil {
+		return
+	}
+	s.forward(p, line)
 }
 
 // agentBlocks is a prompt as the agent takes it: embedded text resources become text blocks (the
@@ -927,6 +956,13 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	}
 	raw := req.Raw
 	raw.SessionId = acp.SessionId(s.id)
+	s.mu.Lock()
+	deadline := s.deadline
+	s.mu.Unlock()
+	if deadline != nil { // a person deciding is not the agent's time
+		deadline.Pause()
+		defer deadline.Resume()
+	}
 	resp, err := p.o.Editor.Conn().RequestPermission(ctx, raw)
 	switch {
 	case err != nil && ctx.Err() != nil:
