@@ -81,6 +81,8 @@ type parityOutcome struct {
 	// original_size when the reply was cut); on ACP they must be empty.
 	ChatOnly []string
 	Plan     string // a dry run's command line, with the agent's path as <agent>
+	// session is qkit's session id of the run, when the front says it (acp serve).
+	session string
 }
 
 // parityNA marks a cell that cannot be expressed, with why.
@@ -692,7 +694,7 @@ func parityACPServe(t *testing.T, a *app.App, sc parityScenario) parityOutcome {
 	ed.mu.Lock()
 	defer ed.mu.Unlock()
 	said := ed.text.String()
-	o := parityOutcome{Reply: said, Tools: []string{}}
+	o := parityOutcome{Reply: said, Tools: []string{}, session: string(s.SessionId)}
 	for _, id := range ed.order {
 		o.Tools = append(o.Tools, ed.titles[id]+" "+ed.status[id])
 	}
