@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,6 +81,8 @@ type parityOutcome struct {
 	// original_size when the reply was cut); on ACP they must be empty.
 	ChatOnly []string
 	Plan     string // a dry run's command line, with the agent's path as <agent>
+	// session is qkit's session id of the run, when the front says it (acp serve).
+	session string
 }
 
 // parityNA marks a cell that cannot be expressed, with why.
@@ -102,11 +105,14 @@ type parityScenario struct {
 	want      string // the class on every cell
 	wantReply map[parityBackend]string
 	wantTools map[parityBackend][]string
-	// editorTools are the calls the editor saw (title and last status) on the chat backend.
-	editorTools []string
+	// editorTools are the calls the editor saw (title and last status) on each backend: on the
+	// text path qkit titles a call with the tool's name; on the proxy the agent's own tool_call
+	// reaches the editor as the agent sent it, with the agent's title.
+	editorTools map[parityBackend][]string
 	// replyDiffers and factsDiffer say why the two fakes' replies or endings differ within a front
-	// (what the real agents do differently), instead of comparing them.
-	replyDiffers, factsDiffer string
+	// (what the real agents do differently), instead of comparing them; editorFactsDiffer says it
+	// for acp serve alone.
+	replyDiffers, factsDiffer, editorFactsDiffer string
 }
 
 func paritySet(set ...string) []string { return set }
@@ -178,8 +184,13 @@ func parityScenarios() []parityScenario {
 			wantTools: map[parityBackend][]string{
 				pbChat: {"shell untrusted failed denied"}, pbACP: {"shell untrusted failed denied"}, pbTS: {"shell untrusted failed denied"},
 			},
-			editorTools:  []string{"shell failed"},
+			editorTools: map[parityBackend][]string{
+				pbChat: {"shell failed"}, pbACP: {"Running: echo hi failed"}, pbTS: {"Running: echo hi failed"},
+			},
 			replyDiffers: "kiro-cli chat refuses the tool itself and finishes its reply without it; on ACP the agent asks, qkit says no and ends the turn",
+			editorFactsDiffer: "the editor itself said no: on the proxy the agent's own ending reaches it (kiro-cli acp ends its " +
+				"turn with stop reason refusal, the TypeScript agent carries on to end_turn); on the text path qkit ends the " +
+				"turn (end_turn) and says why in the reply",
 		},
 		{
 			name:      "tool use",
@@ -192,7 +203,9 @@ func parityScenarios() []parityScenario {
 			wantTools: map[parityBackend][]string{
 				pbChat: {"shell trusted completed"}, pbACP: {"shell trusted completed"}, pbTS: {"shell trusted completed"},
 			},
-			editorTools:  []string{"shell completed"},
+			editorTools: map[parityBackend][]string{
+				pbChat: {"shell completed"}, pbACP: {"Running: echo hi completed"}, pbTS: {"Running: echo hi completed"},
+			},
 			replyDiffers: toolPreface,
 		},
 		{
@@ -257,7 +270,7 @@ func TestParityTable(t *testing.T) {
 				if c.Class == "" || a.Class == "" {
 					continue
 				}
-				if sc.factsDiffer == "" && c.Facts != a.Facts {
+				if sc.factsDiffer == "" && (front != pfACP || sc.editorFactsDiffer == "") && c.Facts != a.Facts {
 					t.Errorf("%s: chat and acp end differently:\nchat %s\nacp  %s", front, c.Facts, a.Facts)
 				}
 				if sc.replyDiffers == "" && c.Reply != a.Reply {
@@ -284,9 +297,12 @@ func (sc parityScenario) notApplicable(front parityFront, b parityBackend) parit
 	if _, ok := sc.knobs[b]; !ok {
 		return "the agent cannot be made to do it"
 	}
-	if front == pfACP && b != pbChat {
-		return "acp serve on the ACP backend is the proxy path: the editor's session maps onto the agent's and " +
-			"the agent's own updates pass through (internal/acpserver proxy tests), not a run of askrun"
+	if front == pfACP && b != pbChat && sc.want == classCap {
+		// A mismatch, not a difference: the text path cuts the reply at agent.max_response_size
+		// with the runner's notice; the proxy passes every agent_message_chunk on (it keeps only
+		// its transcript's copy short). Left for a change of its own: the proxy would hold the
+		// chunks near the cap back and cut where the runner cuts (see the report of s18/proxyparity).
+		return "not enforced by the proxy yet: it forwards the whole reply (a known mismatch, reported)"
 	}
 	if front == pfMCP && b == pbTS {
 		// The tool runs on the ACP backend only when agent.backend is acp, with agent.command: the
@@ -306,7 +322,7 @@ func (sc parityScenario) check(t *testing.T, front parityFront, b parityBackend,
 	}
 	want := sc.wantTools[b]
 	if front == pfACP {
-		want = sc.editorTools
+		want = sc.editorTools[b]
 	}
 	if o.Tools != nil && strings.Join(o.Tools, "; ") != strings.Join(want, "; ") {
 		t.Errorf("tools %q, want %q", o.Tools, want)
@@ -612,6 +628,8 @@ type parityEditor struct {
 	status map[acp.ToolCallId]string
 	order  []acp.ToolCallId
 	once   sync.Once
+	// rejected: the editor said no to a permission request.
+	rejected bool
 }
 
 func (e *parityEditor) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
@@ -638,9 +656,18 @@ func (e *parityEditor) RequestPermission(_ context.Context, r acp.RequestPermiss
 	if e.answer == "" {
 		return acp.RequestPermissionResponse{}, errors.New("the editor was not expecting a permission request")
 	}
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
-		Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(e.answer)},
-	}}, nil
+	// The editor picks among the options it was offered, by kind (each agent names its own).
+	for _, o := range r.Options {
+		if string(o.Kind) == e.answer {
+			e.mu.Lock()
+			e.rejected = e.rejected || o.Kind == acp.PermissionOptionKindRejectOnce
+			e.mu.Unlock()
+			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+				Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId},
+			}}, nil
+		}
+	}
+	return acp.RequestPermissionResponse{}, fmt.Errorf("the editor was offered no %s option: %+v", e.answer, r.Options)
 }
 
 // parityACPServe prompts acp serve's text path once, as an editor on the ACP SDK's client side.
@@ -671,7 +698,7 @@ func parityACPServe(t *testing.T, a *app.App, sc parityScenario) parityOutcome {
 	ed.mu.Lock()
 	defer ed.mu.Unlock()
 	said := ed.text.String()
-	o := parityOutcome{Reply: said, Tools: []string{}}
+	o := parityOutcome{Reply: said, Tools: []string{}, session: string(s.SessionId)}
 	for _, id := range ed.order {
 		o.Tools = append(o.Tools, ed.titles[id]+" "+ed.status[id])
 	}
@@ -686,6 +713,9 @@ func parityACPServe(t *testing.T, a *app.App, sc parityScenario) parityOutcome {
 		o.Class, o.Reply = classCap, said[:strings.LastIndex(said, "\n\n[RESPONSE TRUNCATED")]
 	case strings.Contains(said, "was refused, so the turn ended without it"):
 		o.Class, o.Reply = classDenied, said[:strings.LastIndex(said, "\n\nPermission to use")]
+	case ed.rejected && slices.ContainsFunc(o.Tools, func(t string) bool { return strings.HasSuffix(t, " failed") }):
+		// The proxy: the editor said no, the call failed, and the agent ended its turn its own way.
+		o.Class = classDenied
 	case res.StopReason == acp.StopReasonEndTurn:
 		o.Class = classOK
 	default:

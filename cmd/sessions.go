@@ -206,9 +206,8 @@ func newSessionsShowCmd(a *app.App) *cobra.Command {
 		Use:   "show ID [--json]",
 		Short: "Show a session's transcript",
 		Long: `Show a session's settings and transcript: each prompt and reply, the reply's tool calls with how
-they ended, and its usage. Tool calls and usage are there when the front end that ran it reported
-them (ask and the MCP tool do; acp serve keeps the text). The agent's text is printed with control
-characters escaped.
+they ended and its usage when the agent reported it (ask, the MCP tool and acp serve record both).
+The agent's text is printed with control characters escaped.
 
 --json prints the session as sessions export --format json writes it.`,
 		Example: `  qkit sessions show 3f2a

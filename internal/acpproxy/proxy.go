@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/mcpbridge"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
@@ -102,6 +104,14 @@ type Session struct {
 	history bool
 	// always are the tool kinds the editor allowed always in this session (see access).
 	always []string
+	// tools and usage are the running turn's tool calls (in the order they started, as they
+	// ended) and what the agent said it cost, for the transcript (qkit sessions show).
+	tools     []agent.ToolCall
+	toolIndex map[string]int
+	usage     agent.Usage
+	// deadline is the running turn's agent.timeout (nil: none), paused while the editor decides a
+	// permission request.
+	deadline *acpclient.Deadline
 }
 
 // transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
@@ -456,11 +466,15 @@ func (p *Proxy) event(agentID string, ev agent.Event) {
 		// turn that started them, when one turn runs (with several, whose is unknown).
 		if ev.Type == agent.EventUsage && ev.Usage != nil && ev.Usage.Credits != 0 {
 			if parent := p.soleTurn(); parent != nil {
+				parent.mu.Lock()
+				parent.usage.Credits += ev.Usage.Credits
+				parent.mu.Unlock()
 				p.usage(parent, &agent.Usage{Credits: ev.Usage.Credits}, agentID)
 			}
 		}
 		return
 	}
+	s.record(ev)
 	switch ev.Type {
 	case agent.EventMessage:
 		s.mu.Lock()
@@ -474,6 +488,40 @@ func (p *Proxy) event(agentID string, ev agent.Event) {
 		s.mu.Unlock()
 	case agent.EventUsage:
 		p.usage(s, ev.Usage, "")
+	}
+}
+
+// record keeps the running turn's tool calls and usage, as acpclient.Run keeps a run's.
+func (s *Session) record(ev agent.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.inTurn {
+		return
+	}
+	switch ev.Type {
+	case agent.EventToolCall, agent.EventToolCallUpdate:
+		if i, ok := s.toolIndex[ev.Tool.ID]; ok {
+			s.tools[i] = s.tools[i].Merge(*ev.Tool)
+		} else {
+			s.toolIndex[ev.Tool.ID] = len(s.tools)
+			s.tools = append(s.tools, *ev.Tool)
+		}
+	case agent.EventPermissionDecided:
+		if i, ok := s.toolIndex[ev.Permission.Tool.ID]; ok && ev.Permission.Tool.Denied {
+			s.tools[i].Denied = true
+		}
+	case agent.EventUsage:
+		if u := ev.Usage; u != nil {
+			s.usage.Credits += u.Credits
+			if u.ContextPercent > 0 {
+				s.usage.ContextPercent = u.ContextPercent
+			}
+			if u.TurnDurationMs > 0 {
+				s.usage.TurnDurationMs = u.TurnDurationMs
+			}
+			s.usage.InputTokens += u.InputTokens
+			s.usage.OutputTokens += u.OutputTokens
+		}
 	}
 }
 
@@ -815,15 +863,28 @@ func (p *Proxy) Close(ctx context.Context, id string) {
 	}
 }
 
+// Turn is how a turn on the proxy went, for qkit's transcript.
+type Turn struct {
+	// Kept is what the transcript keeps of the reply.
+	Kept string
+	// Stop is the agent's stop reason (cancelled when the caller's context ended); empty when an
+	// error ended the turn.
+	Stop acp.StopReason
+	// Tools are the turn's tool calls in the order they started, as they ended.
+	Tools []agent.ToolCall
+	// Usage is what the agent reported the turn cost (zero: nothing).
+	Usage agent.Usage
+}
+
 // Prompt runs one turn of session sessionID (in folder cwd) on the agent: the prompt's blocks as
 // the editor sent them, with the context files in front of a session's first prompt. The agent's
-// updates pass through while it runs. It returns what qkit's transcript keeps of the reply, and
-// the agent's stop reason (cancelled when ctx ended), or the error that ended the turn.
-func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp.ContentBlock) (kept string, stop acp.StopReason, err error) {
+// updates pass through while it runs. It returns how the turn went; when an error ended it, the
+// Turn still has what the agent said and did before.
+func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp.ContentBlock) (turn Turn, err error) {
 	o := p.o
 	rec, err := o.Store.Get(ctx, sessionID)
 	if err != nil {
-		return "", "", err
+		return turn, err
 	}
 	s := p.Session(sessionID)
 	var c *acpclient.Conn
@@ -838,7 +899,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	if s == nil || c == nil || p.isDead(c) {
 		// The agent died since: load its session into a new one, without replaying it.
 		if s, _, err = p.Reopen(ctx, rec, nil, false); err != nil {
-			return "", "", fmt.Errorf("the agent could not take the prompt: %w", err)
+			return turn, fmt.Errorf("the agent could not take the prompt: %w", err)
 		}
 	}
 	s.mu.Lock()
@@ -849,7 +910,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	blocks := p.agentBlocks(content, c.Info().AgentCapabilities.PromptCapabilities)
 	hasMessages, err := o.Store.HasMessages(ctx, sessionID)
 	if err != nil {
-		return "", "", err
+		return turn, err
 	}
 	var front []string
 	if !hasMessages && o.Context != nil { // the session's first prompt
@@ -858,7 +919,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 			o.Logger.Warn(w, "session", sessionID)
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("context files: %w", err)
+			return turn, fmt.Errorf("context files: %w", err)
 		}
 		if strings.TrimSpace(block) != "" {
 			front = append(front, block)
@@ -874,31 +935,64 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	if len(front) > 0 {
 		blocks = append([]acp.ContentBlock{acp.TextBlock(strings.Join(front, "\n"))}, blocks...)
 	}
+	// agent.timeout bounds the turn as it bounds every run of the agent (acpclient.Run), the time
+	// the editor takes to answer a permission request aside: the turn is cancelled, what the
+	// agent said is kept, and the editor is told (end_turn, the runner's notice).
+	turnCtx, cancelTurn := context.WithCancel(ctx)
+	defer cancelTurn()
+	var deadline *acpclient.Deadline
+	var timedOut atomic.Bool
+	if o.Limits.Timeout > 0 {
+		deadline = acpclient.NewDeadline(o.Limits.Timeout, func() { timedOut.Store(true); cancelTurn() })
+		defer deadline.Stop()
+	}
 	s.mu.Lock()
-	s.inTurn, s.cut = true, false
+	s.inTurn, s.cut, s.deadline = true, false, deadline
 	s.text.Reset()
+	s.tools, s.toolIndex, s.usage = nil, map[string]int{}, agent.Usage{}
 	s.mu.Unlock()
-	stop, err = c.Prompt(ctx, agentID, blocks)
+	stop, err := c.Prompt(turnCtx, agentID, blocks)
 	s.mu.Lock()
-	s.inTurn = false
-	kept = s.text.String()
+	s.inTurn, s.deadline = false, nil
+	turn = Turn{Kept: s.text.String(), Tools: s.tools, Usage: s.usage}
+	for i, t := range turn.Tools {
+		turn.Tools[i] = approval.Named(t)
+	}
 	if s.cut {
-		kept += "\n[… the rest of this reply is in the agent's own session]\n"
+		turn.Kept += "\n[… the rest of this reply is in the agent's own session]\n"
 	}
 	s.text.Reset()
+	s.tools, s.toolIndex = nil, nil
 	s.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
-		return kept, acp.StopReasonCancelled, nil
+		turn.Stop = acp.StopReasonCancelled
+	case timedOut.Load():
+		notice := agent.TimeoutNotice(o.Limits.Timeout)
+		p.say(s, notice)
+		turn.Kept += notice
+		turn.Stop = acp.StopReasonEndTurn
 	case err != nil:
 		if p.isDead(c) {
 			err = fmt.Errorf("%w; the session is kept: prompt again (or load it) to go on", err)
 		}
-		return kept, "", err
+		return turn, err
 	case stop == "":
-		stop = acp.StopReasonEndTurn
+		turn.Stop = acp.StopReasonEndTurn
+	default:
+		turn.Stop = stop
 	}
-	return kept, stop, nil
+	return turn, nil
+}
+
+// say sends qkit's own text to the editor as the agent's message in session s (a notice after the
+// agent's reply).
+func (p *Proxy) say(s *Session, text string) {
+	line, err := updateLine(s.id, acp.SessionUpdate{AgentMessageChunk: &acp.SessionUpdateAgentMessageChunk{Content: acp.TextBlock(text)}})
+	if err != nil {
+		return
+	}
+	s.forward(p, line)
 }
 
 // agentBlocks is a prompt as the agent takes it: embedded text resources become text blocks (the
@@ -927,6 +1021,13 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	}
 	raw := req.Raw
 	raw.SessionId = acp.SessionId(s.id)
+	s.mu.Lock()
+	deadline := s.deadline
+	s.mu.Unlock()
+	if deadline != nil { // a person deciding is not the agent's time
+		deadline.Pause()
+		defer deadline.Resume()
+	}
 	resp, err := p.o.Editor.Conn().RequestPermission(ctx, raw)
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/acpproxy"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
 // On the proxy path (internal/acpproxy) the editor talks, through qkit, to the agent. This file
@@ -49,12 +50,14 @@ func newProxy(a *adapter) *acpproxy.Proxy {
 type proxyTurns struct{ a *adapter }
 
 func (t proxyTurns) prompt(ctx context.Context, in turnInput, up userPrompt, out *reply) (turnResult, []string) {
-	kept, stop, err := t.a.proxy.Prompt(ctx, in.sessionID, in.cwd, up.content)
-	out.record(kept)
+	turn, err := t.a.proxy.Prompt(ctx, in.sessionID, in.cwd, up.content)
+	out.record(turn.Kept)
+	res := turnResult{stop: turn.Stop}
 	if err != nil {
-		return t.a.fail(ctx, out.say, err), nil
+		res = t.a.fail(ctx, out.say, err)
 	}
-	return turnResult{stop: stop}, nil
+	res.tools, res.usage = sessions.ToolCallsOf(turn.Tools), sessions.UsageOf(turn.Usage)
+	return res, nil
 }
 
 // proxyInitialize completes initialize's answer from the agent behind the proxy

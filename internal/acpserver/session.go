@@ -87,6 +87,9 @@ type turn struct {
 type turnResult struct {
 	stop acp.StopReason
 	err  error
+	// tools and usage are the turn's tool calls and cost, for the transcript (nil: none known).
+	tools []sessions.ToolCall
+	usage *sessions.Usage
 }
 
 // sessionActor owns one session's state. Only its goroutine touches these fields.

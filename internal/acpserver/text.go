@@ -30,8 +30,30 @@ type textTurns struct{ a *adapter }
 
 func (t textTurns) prompt(ctx context.Context, in turnInput, p userPrompt, out *reply) (turnResult, []string) {
 	var always []string
-	res := t.a.runAgent(ctx, in, p.text, out, &always)
+	var ran turnRuns
+	res := t.a.runAgent(ctx, in, p.text, out, &always, &ran)
+	res.tools, res.usage = sessions.ToolCallsOf(ran.tools), sessions.UsageOf(ran.usage)
 	return res, always
+}
+
+// turnRuns is what the transcript keeps of a turn's runs: the tool calls of the run that gave
+// the answer (an earlier run repeated with a tool allowed is not it), with the calls the editor
+// refused marked denied, and the usage of all of them.
+type turnRuns struct {
+	tools []agent.ToolCall
+	usage agent.Usage
+}
+
+// refused marks the last run's call of tool denied: the editor said no to it.
+func (r *turnRuns) refused(tool agent.ToolCall) {
+	for i := range r.tools {
+		if r.tools[i].TrustName() == tool.TrustName() {
+			r.tools[i].Denied = true
+			return
+		}
+	}
+	tool.Denied, tool.Status = true, agent.ToolFailed
+	r.tools = append(r.tools, tool)
 }
 
 // permission outcomes.
@@ -47,7 +69,7 @@ const (
 // runAgent runs the prompt, and runs it again each time the agent needed a tool it was not allowed
 // (q stopped with its approval error; kiro-cli denied the tool and went on) and the editor allowed
 // it: trusted under the agent's own name for it (@server/tool for an MCP tool).
-func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, out *reply, always *[]string) turnResult {
+func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, out *reply, always *[]string, ran *turnRuns) turnResult {
 	say := out.say
 	history, err := a.opts.Store.Messages(ctx, in.sessionID)
 	if err != nil {
@@ -71,15 +93,19 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	for attempt := 0; ; attempt++ {
 		run := calls.newRun(out, shown)
 		// The text path is the chat backend always: the editor is asked between runs.
-		ran, err := askrun.Execute(ctx, askrun.Options{
+		run1, err := askrun.Execute(ctx, askrun.Options{
 			Limits: a.opts.Limits, Backend: acpclient.BackendChat, OnEvent: run.event,
 			Request: agent.Request{Prompt: prompt, Agent: a.opts.Agent, Model: in.model, Dir: in.cwd},
 			Policy:  &approval.Policy{TrustAll: trustAll, Trust: trusted, OnPermission: approval.Fail},
 		})
-		res := ran.Agent
+		res := run1.Agent
 		if err == nil {
-			err = ran.Err
+			err = run1.Err
 		}
+		ran.tools = res.Tools
+		ran.usage.Credits += run1.Usage.Credits
+		ran.usage.InputTokens += run1.Usage.InputTokens
+		ran.usage.OutputTokens += run1.Usage.OutputTokens
 		run.chunks.flush()
 		var untrusted *agent.UntrustedToolError
 		rerun := errors.As(err, &untrusted) && ctx.Err() == nil
@@ -122,6 +148,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 				return calls.finish(turnResult{stop: acp.StopReasonCancelled})
 			case choiceReject:
 				calls.end(id, acp.ToolCallStatusFailed)
+				ran.refused(tool)
 				say(fmt.Sprintf("\n\nPermission to use %s was refused, so the turn ended without it.\n", toolLabel(tool)))
 				return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
 			default:

@@ -45,7 +45,7 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) 
 	}
 	// The turn is stored even when cancelled: the client has shown what was streamed, and a
 	// reload should show the same. WithoutCancel: a cancelled turn must still be written.
-	t := sessions.Turn{Prompt: prompt.text, Blocks: prompt.blocks, Reply: out.text()}
+	t := sessions.Turn{Prompt: prompt.text, Blocks: prompt.blocks, Reply: out.text(), Tools: res.tools, Usage: res.usage}
 	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, t, a.opts.Now()); err != nil {
 		a.opts.Logger.Error("cannot store the turn", "session", in.sessionID, "err", err)
 	}

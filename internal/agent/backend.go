@@ -9,6 +9,9 @@ import "time"
 // StartError explains why the agent command could not start, naming agent.command.
 func StartError(command string, err error) error { return startError(command, err) }
 
+// TimeoutNotice is what follows the partial reply of a run that hit its timeout d.
+func TimeoutNotice(d time.Duration) string { return timeoutNotice(d) }
+
 // Reply keeps the first limit bytes of a reply that arrives in pieces and counts the rest, as Run
 // keeps stdout: memory stays flat whatever the agent sends. limit 0 keeps everything.
 type Reply struct{ k keeper }

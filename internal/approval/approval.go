@@ -351,6 +351,15 @@ func KindName(kind string) string {
 	return ""
 }
 
+// Named is t under the name it is trusted by when the agent gave it none (an ACP tool call has a
+// title and a kind): the name the chat backend reports it by. An MCP tool keeps its own.
+func Named(t agent.ToolCall) agent.ToolCall {
+	if _, _, mcp := t.MCP(); t.Name == "" && !mcp {
+		t.Name = KindName(t.Kind)
+	}
+	return t
+}
+
 // Trusts says whether the policy trusts t without asking anyone (TrustAll or Trust names it, and
 // Deny does not): what a tool's trusted means on the chat backend, where the agent ran it so.
 func (p *Policy) Trusts(t agent.ToolCall) bool {

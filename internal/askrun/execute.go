@@ -157,9 +157,13 @@ type Plan struct {
 }
 
 // DryRun is the run o would make, started nowhere: under auto the backend learned about the agent
-// binary before (nothing learned: chat, which a run would probe first).
+// binary before (nothing learned: chat, which a run would probe first). A stored session id is
+// resolved as the run would (its agent session, or its turns before the prompt on chat).
 func DryRun(o Options) (Plan, error) {
 	o.policy()
+	if _, err := o.resolveSession(context.Background()); err != nil {
+		return Plan{}, err
+	}
 	backend, err := o.chooseBackend(context.Background(), false)
 	if err != nil {
 		return Plan{}, err

@@ -93,7 +93,9 @@ func (o *Options) recordSession(ctx context.Context, stored string, run Run) str
 		return ""
 	}
 	acp := run.Backend == acpclient.BackendACP
-	if acp && run.SessionID == "" || !acp && (!s.Chat || strings.TrimSpace(run.Agent.Body()) == "") {
+	// A chat run that continued a stored session is recorded under it, whatever Chat says: the
+	// conversation went on there.
+	if acp && run.SessionID == "" || !acp && (!s.Chat && stored == "" || strings.TrimSpace(run.Agent.Body()) == "") {
 		return ""
 	}
 	prompt := s.Prompt
