@@ -430,13 +430,10 @@ type streamOut struct {
 	stop    func() // stops the run after a failed write
 }
 
-// holdBack covers the 100-byte window of the cut, a "\r\n" and a UTF-8 character.
-const holdBack = 128
-
 func newStreamOut(w io.Writer, limit int64, stop func()) *streamOut {
 	room := int64(-1)
 	if limit > 0 {
-		room = max(0, limit-holdBack)
+		room = max(0, limit-output.CutHoldBack)
 	}
 	return &streamOut{w: w, room: room, stop: stop}
 }

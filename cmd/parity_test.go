@@ -297,13 +297,6 @@ func (sc parityScenario) notApplicable(front parityFront, b parityBackend) parit
 	if _, ok := sc.knobs[b]; !ok {
 		return "the agent cannot be made to do it"
 	}
-	if front == pfACP && b != pbChat && sc.want == classCap {
-		// A mismatch, not a difference: the text path cuts the reply at agent.max_response_size
-		// with the runner's notice; the proxy passes every agent_message_chunk on (it keeps only
-		// its transcript's copy short). Left for a change of its own: the proxy would hold the
-		// chunks near the cap back and cut where the runner cuts (see the report of s18/proxyparity).
-		return "not enforced by the proxy yet: it forwards the whole reply (a known mismatch, reported)"
-	}
 	if front == pfMCP && b == pbTS {
 		// The tool runs on the ACP backend only when agent.backend is acp, with agent.command: the
 		// TS agent is such an agent like any other.

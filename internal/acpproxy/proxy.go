@@ -20,6 +20,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/mcpbridge"
+	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
@@ -112,6 +113,50 @@ type Session struct {
 	// deadline is the running turn's agent.timeout (nil: none), paused while the editor decides a
 	// permission request.
 	deadline *acpclient.Deadline
+	// capped is the running turn's reply measured against agent.max_response_size.
+	capped capped
+}
+
+// capped holds a turn's reply to agent.max_response_size as the runner does on every other path:
+// chunks go out as they come until output.CutHoldBack bytes before the limit; the rest is held
+// (only up to the limit, so memory stays flat) and counted, and the turn's end sends what the
+// runner would keep of it, cut where it cuts, with its notice.
+type capped struct {
+	limit   int64
+	shown   int64 // text bytes forwarded
+	held    []byte
+	total   int64 // text bytes the agent sent
+	holding bool
+}
+
+// pass counts one chunk of text and reports whether it goes out as it came.
+func (c *capped) pass(text string) bool {
+	c.total += int64(len(text))
+	if !c.holding && c.shown+int64(len(text)) <= max(c.limit-output.CutHoldBack, 0) {
+		c.shown += int64(len(text))
+		return true
+	}
+	c.holding = true
+	if room := c.limit - c.shown - int64(len(c.held)); room > 0 {
+		c.held = append(c.held, text[:min(int64(len(text)), room)]...)
+	}
+	return false
+}
+
+// finish is the text still to send when the turn ends (what was held, cut and with the notice
+// when the reply went past the limit) and the cut made, nil when none was.
+func (c *capped) finish() (string, *output.Truncation) {
+	if !c.holding {
+		return "", nil
+	}
+	if c.total <= c.limit {
+		return string(c.held), nil
+	}
+	// shown stopped at least CutHoldBack bytes before the limit, so the cut, within the last 100
+	// bytes, falls in what was held.
+	cut := output.CutPoint(c.held)
+	t := &output.Truncation{Original: c.total, Kept: c.shown + int64(cut), Limit: c.limit}
+	return string(c.held[:cut]) + t.Notice(), t
 }
 
 // transcriptKeep is how much of a proxied reply qkit's transcript keeps. The agent keeps the whole
@@ -365,6 +410,9 @@ func (p *Proxy) notify(method string, params json.RawMessage) {
 // deliver forwards one notification of s's agent session to the editor, under qkit's id.
 func (p *Proxy) deliver(s *Session, agentID, method string, params []byte) {
 	params = replaceSessionID(params, agentID, s.id)
+	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"agent_message_chunk"`)) && !s.passChunk(params) {
+		return
+	}
 	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"available_commands_update"`)) {
 		var n acp.SessionNotification
 		if json.Unmarshal(params, &n) == nil && n.Update.AvailableCommandsUpdate != nil {
@@ -385,6 +433,29 @@ func (p *Proxy) deliver(s *Session, agentID, method string, params []byte) {
 	line = append(line, params...)
 	line = append(line, "}\n"...)
 	s.forward(p, line)
+}
+
+// passChunk measures an agent_message_chunk of the running turn against agent.max_response_size;
+// it reports whether the chunk goes out as it came.
+func (s *Session) passChunk(params []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.inTurn || s.capped.limit <= 0 {
+		return true
+	}
+	var n struct {
+		Update struct {
+			Kind    string `json:"sessionUpdate"`
+			Content struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(params, &n) != nil || n.Update.Kind != "agent_message_chunk" || n.Update.Content.Type != "text" {
+		return true
+	}
+	return s.capped.pass(n.Update.Content.Text)
 }
 
 // forward writes one notification line, or keeps it until the editor knows the session.
@@ -948,6 +1019,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	}
 	s.mu.Lock()
 	s.inTurn, s.cut, s.deadline = true, false, deadline
+	s.capped = capped{limit: o.Limits.MaxResponseSize}
 	s.text.Reset()
 	s.tools, s.toolIndex, s.usage = nil, map[string]int{}, agent.Usage{}
 	s.mu.Unlock()
@@ -958,12 +1030,22 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	for i, t := range turn.Tools {
 		turn.Tools[i] = approval.Named(t)
 	}
-	if s.cut {
+	tail, truncated := s.capped.finish()
+	s.capped = capped{}
+	switch {
+	case truncated != nil:
+		// The transcript keeps what the editor was shown, as every other path keeps the runner's cut.
+		turn.Kept = turn.Kept[:min(len(turn.Kept), int(truncated.Kept))] + truncated.Notice()
+		o.Logger.Warn(truncated.Warning(), "session", sessionID)
+	case s.cut:
 		turn.Kept += "\n[… the rest of this reply is in the agent's own session]\n"
 	}
 	s.text.Reset()
 	s.tools, s.toolIndex = nil, nil
 	s.mu.Unlock()
+	if tail != "" {
+		p.say(s, tail)
+	}
 	switch {
 	case ctx.Err() != nil:
 		turn.Stop = acp.StopReasonCancelled

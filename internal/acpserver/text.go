@@ -15,6 +15,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
+	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -235,18 +236,13 @@ func (c *toolCalls) newRun(out *reply, before string) *textRun {
 	return r
 }
 
-// capHoldBack is what a run holds back of its stream near the size cap: the 100-byte window of
-// the runner's cut (output.CutPoint), a "\r\n" and a UTF-8 character (ask's streamOut holds back
-// as much).
-const capHoldBack = 128
-
 // room is how much of a run's text may go to the editor as it arrives (-1: all of it).
 func (r *textRun) room() int {
 	limit := r.out.limit
 	if limit <= 0 || r.cut {
 		return -1
 	}
-	return int(max(limit-capHoldBack, 0))
+	return int(max(limit-output.CutHoldBack, 0))
 }
 
 // finish sends what the runner kept of the run's text beyond what went out as it arrived: the

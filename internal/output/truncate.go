@@ -66,6 +66,11 @@ func CapHead(head []byte, total, limit int64) (string, *Truncation) {
 	return string(head[:cut]) + t.Notice(), t
 }
 
+// CutHoldBack is what a stream shown as it arrives holds back near the size limit, so that what
+// was shown never goes past where CutPoint cuts: the 100-byte window of the cut, a "\r\n" and a
+// UTF-8 character. ask's stream, acp serve's text path and its proxy hold back as much.
+const CutHoldBack = 128
+
 // CutPoint returns where to cut text that was stopped at the size limit (len(text) is the limit): at
 // the last line break within the last 100 bytes (the break itself dropped, a "\r\n" whole), otherwise
 // at the limit moved back to the start of a UTF-8 character that did not fit whole.
