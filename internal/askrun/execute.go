@@ -297,12 +297,14 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 	}
 	terms := &acpclient.DirTerminals{Root: dir, Logger: o.Limits.Logger, OnRefused: onRefused}
 	defer terms.Close()
+	// One agent process, one connection and one session for the whole run: a retry is another
+	// session/prompt on the session of the first answer; the run's timeout bounds them all.
+	runner := acpclient.NewRunner(ctx, acpclient.RunOptions{
+		Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
+		Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
+	})
 	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
-		r.Prompt = prompt
-		res, err := acpclient.Run(ctx, acpclient.RunOptions{
-			Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
-			Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
-		})
+		res, err := runner.Prompt(ctx, prompt)
 		run.Err, run.Agent = err, res.Result
 		run.SessionID, run.StopReason, run.Usage = res.SessionID, res.StopReason, m.attemptUsage(res.Usage)
 		// A tool is named and trusted as on the chat backend: by the name the agent trusts it under
@@ -326,16 +328,15 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 			}
 			run.Agent.Tools[i].Trusted = !t.Denied && p.Trusts(t)
 		}
-		if res.SessionID != "" {
-			session = res.SessionID // a retry loads the same session
-			if o.StateDir != "" {
-				if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
-					o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
-				}
+		if attempt == 1 && res.SessionID != "" && o.StateDir != "" {
+			if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
+				o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
 			}
 		}
 		return res.Body(), err
 	})
+	// The agent's exit and its stderr are known once it is stopped, after the last prompt.
+	run.Agent.ExitCode, run.Agent.Stderr = runner.Close()
 	return nil
 }
 
