@@ -250,10 +250,14 @@ func (o *Options) runChat(ctx context.Context, p *approval.Policy, m *meter, run
 	if p.OnPermission == approval.Ask {
 		o.warn("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
 	}
+	l := o.Limits
+	if l.Timeout > 0 {
+		l.Deadline = run.Started.Add(l.Timeout) // the timeout bounds the run, retries included
+	}
 	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
 		r := o.Request
 		r.Prompt, r.Resume = prompt, r.Resume || attempt > 1 // a retry resumes the conversation
-		run.Agent, run.Err = agent.Stream(ctx, o.Limits, r, o.OnEvent)
+		run.Agent, run.Err = agent.Stream(ctx, l, r, o.OnEvent)
 		run.StopReason, run.Denied = "end_turn", nil
 		// kiro-cli refused what the policy asked it to refuse (--deny-tools, --on-permission deny),
 		// and carried on: that is the run that was asked for, as on the ACP backend.
