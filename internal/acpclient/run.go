@@ -102,6 +102,7 @@ type Runner struct {
 	dir       string
 	err       error // the run cannot go on: nothing valid to run, or it ended
 	conn      *Conn
+	opened    bool // the agent started and the session is open
 	agentName string
 	sessionID string
 	started   time.Time
@@ -169,8 +170,8 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 		return res, err // nothing was sent: the run goes on
 	}
 	start := time.Now()
-	if r.conn == nil {
-		start = r.started
+	if !r.opened {
+		start = r.started // the first prompt's time includes the start
 	}
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -242,8 +243,9 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 	r.live.attach(handle)
 
 	var err error
-	if r.conn == nil {
+	if !r.opened {
 		err = r.open(pctx)
+		r.opened = err == nil
 		res.Agent, res.SessionID = r.agentName, r.sessionID
 	}
 	var stopReason acp.StopReason
@@ -257,7 +259,7 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 	stoppedByCtx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	timedOut := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(r.ctx), errTimeout)
 	login := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(r.ctx), errLogin)
-	if r.ctx.Err() != nil || r.conn == nil || r.conn.Err() != nil {
+	if r.ctx.Err() != nil || !r.opened || r.conn.Err() != nil {
 		// The run is over: the agent goes now, before the caller sees the result.
 		res.ExitCode, res.Stderr = r.Close()
 		r.err = errors.New("the ACP run has ended")

@@ -132,3 +132,21 @@ func TestRunnerCancelled(t *testing.T) {
 	gone(t, pidIn(t, gc))
 	oneProcessOneSession(t, sessions, 1)
 }
+
+// TestRunnerSessionFails: a session/new the agent refuses ends the run: the agent is stopped
+// before Prompt returns, and a later prompt is not sent on a session that does not exist.
+func TestRunnerSessionFails(t *testing.T) {
+	o, sessions, gc := runnerFake(t, []string{"never"}, "FAKEQ_LOGGED_OUT=1", "FAKEQ_ACP_LOGIN=error", "KIRO_API_KEY=k")
+	r := NewRunner(t.Context(), o)
+	defer r.Close()
+	if _, err := r.Prompt(t.Context(), "first"); err == nil {
+		t.Fatal("no error from a refused session/new")
+	}
+	gone(t, pidIn(t, gc))
+	if _, err := r.Prompt(t.Context(), "second"); err == nil {
+		t.Fatal("a prompt after a failed session/new went out")
+	}
+	if data, _ := os.ReadFile(sessions); strings.Contains(string(data), "prompt ") || strings.Count(string(data), "start process ") != 1 {
+		t.Fatalf("sessions:\n%s", data)
+	}
+}
