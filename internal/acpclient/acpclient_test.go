@@ -672,6 +672,16 @@ func TestRunGate(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+
+	// Between two prompts of a run, events are held for the next prompt, in order.
+	var next []string
+	g.detach()
+	g.event("s", agent.Event{Type: agent.EventUsage, Text: "between"})
+	g.attach(func(sessionID, sid string, ev agent.Event) { next = append(next, sessionID+"/"+sid+":"+ev.Text) })
+	g.event("s", agent.Event{Type: agent.EventMessage, Text: "second"})
+	if want := []string{"s/s:between", "s/s:second"}; !reflect.DeepEqual(next, want) || len(got) != 3 {
+		t.Errorf("next prompt got %v, want %v (the first still %v)", next, want, got)
+	}
 }
 
 // kiro 1.26.2 streamed its reply as bare {"content":…,"type":"text"} lines, and 2.19.0 sends a

@@ -73,55 +73,119 @@ func Argv(l agent.Limits, r agent.Request) []string {
 // error wraps ctx.Err(). A logged-out agent is an *agent.LoginError, caught as the text runner
 // catches it: at initialize when it says so (kiro's kiro-login method, see Start), else by asking
 // whoami once it has sent nothing of the turn for Limits.LoginProbeAfter. Every path ends with the
-// agent's whole process group gone.
+// agent's whole process group gone. Run is a Runner with one prompt.
 func Run(ctx context.Context, o RunOptions) (Result, error) {
-	l, r := o.Limits, o.Request
-	res := Result{Result: agent.Result{ExitCode: -1, Argv: Argv(l, r)}}
-	if err := agent.Validate(l, r); err != nil {
-		return res, err
+	r := NewRunner(ctx, o)
+	res, err := r.Prompt(ctx, o.Request.Prompt)
+	res.ExitCode, res.Stderr = r.Close()
+	return res, err
+}
+
+// Runner is one run of an ACP agent that may take several prompts (qkit ask --schema's
+// retries): the first Prompt starts the agent and opens (or loads) the session, each later one
+// is another session/prompt on the same session over the same connection, and Close stops the
+// agent. Limits.Timeout bounds the whole run, every prompt and the time between them (not the
+// time Permission takes), not each prompt. A Runner is used by one goroutine.
+type Runner struct {
+	o     RunOptions
+	outer context.Context // the caller's: the run ends with it
+	// ctx is the run's: it ends with outer, at the timeout (errTimeout), or when the login probe
+	// finds the agent waiting for a login (errLogin); cancel says which.
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	deadline *pausableDeadline
+	probe    *agent.LoginProbe
+	spoke    atomic.Bool // the agent has sent something of a turn
+	live     *runGate
+
+	argv      []string
+	dir       string
+	err       error // the run cannot go on: nothing valid to run, or it ended
+	conn      *Conn
+	opened    bool // the agent started and the session is open
+	agentName string
+	sessionID string
+	started   time.Time
+
+	closed   bool
+	exitCode int
+	stderr   string
+}
+
+// NewRunner prepares a run under ctx; nothing starts before the first Prompt.
+func NewRunner(ctx context.Context, o RunOptions) *Runner {
+	l, req := o.Limits, o.Request
+	r := &Runner{o: o, outer: ctx, argv: Argv(l, req), live: &runGate{}, started: time.Now(), exitCode: -1}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	if r.dir, r.err = runDir(req.Dir); r.err != nil {
+		return r
 	}
-	dir := r.Dir
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return res, err
-		}
-		dir = wd
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var deadline *pausableDeadline
 	if l.Timeout > 0 {
-		deadline = newPausableDeadline(l.Timeout, func() { cancel(errTimeout) })
-		defer deadline.stop()
+		r.deadline = newPausableDeadline(l.Timeout, func() { r.cancel(errTimeout) })
 		if perm := o.Permission; perm != nil {
 			// Waiting for a person's answer is not the agent's time.
-			o.Permission = func(ctx context.Context, req PermissionRequest) (Decision, error) {
-				deadline.pause()
-				defer deadline.resume()
+			r.o.Permission = func(ctx context.Context, req PermissionRequest) (Decision, error) {
+				r.deadline.pause()
+				defer r.deadline.resume()
 				return perm(ctx, req)
 			}
 		}
 	}
+	// An agent that says nothing for a while may be waiting for a login nobody can give (one that
+	// did not say so in initialize): then, and only then, whoami is asked, as the text runner does.
+	r.probe = agent.StartLoginProbe(r.ctx, l, agent.EnvLookup(o.Env), r.spoke.Load, func() { r.cancel(errLogin) })
+	return r
+}
+
+func runDir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	return filepath.Abs(dir)
+}
+
+// SessionID is the run's session, once the first Prompt has opened or loaded it.
+func (r *Runner) SessionID() string { return r.sessionID }
+
+// Prompt sends prompt: the first starts the agent and opens the session, a later one goes to the
+// same session. The Result is this prompt's (its reply, tools, usage and stop reason; ExitCode and
+// Stderr only when the run ended with it), with Run's semantics: a timeout is no error
+// (Result.TimedOut), ctx cancelled cancels the turn and the error wraps ctx.Err(). ctx may end
+// before the run's context (a budget stops one turn); the connection then stays open for another
+// prompt. A prompt that ends the run (the timeout, the run's context, the agent gone, a start or a
+// session that failed) stops the agent before it returns, and later prompts fail.
+func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
+	l := r.o.Limits
+	res := Result{Result: agent.Result{ExitCode: -1, Argv: r.argv}, Agent: r.agentName, SessionID: r.sessionID}
+	if r.err != nil {
+		return res, r.err
+	}
+	req := r.o.Request
+	req.Prompt = prompt
+	if err := agent.Validate(l, req); err != nil {
+		return res, err // nothing was sent: the run goes on
+	}
+	start := time.Now()
+	if !r.opened {
+		start = r.started // the first prompt's time includes the start
+	}
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unlink := context.AfterFunc(r.ctx, func() { cancel(context.Cause(r.ctx)) })
+	defer unlink()
 
 	reply := agent.NewReply(l.MaxResponseSize)
 	index := map[string]int{}
-	// An agent that says nothing for a while may be waiting for a login nobody can give (one that
-	// did not say so in initialize): then, and only then, whoami is asked, as the text runner does.
-	var spoke atomic.Bool // the agent has sent something of this run's turn
-	probe := agent.StartLoginProbe(runCtx, l, agent.EnvLookup(o.Env), spoke.Load, func() { cancel(errLogin) })
-	defer probe.Stop()
 	// The agent's text goes through the filter the chat runner reads stdout with, one stream each
 	// for the reply and the thoughts (a sequence split across chunks is still removed whole).
 	raw := l.RawText()
 	var replyText, thoughtText termtext.Stripper
 	var filtered []byte
-	// handle takes one event of the agent's into the run; gate calls it one event at a time.
+	// handle takes one event of the agent's into this prompt; the gate calls it one event at a time.
 	handle := func(sessionID, sid string, ev agent.Event) {
 		if sessionID != "" && sessionID != sid {
 			// Another session of the agent's (kiro's subagents stream under their own): its
@@ -132,7 +196,7 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 			return
 		}
 		if ev.Type != agent.EventUsage { // kiro's metadata comes with a new session, logged in or not
-			spoke.Store(true)
+			r.spoke.Store(true)
 		}
 		if !raw && (ev.Type == agent.EventMessage || ev.Type == agent.EventThought) {
 			f := &replyText
@@ -172,36 +236,35 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 				res.Tools[i].Denied = true
 			}
 		}
-		if o.OnEvent != nil {
-			o.OnEvent(ev)
+		if r.o.OnEvent != nil {
+			r.o.OnEvent(ev)
 		}
 	}
-	live := &runGate{handle: handle}
-	conn, err := Start(runCtx, Options{
-		Command: res.Argv[0], Args: res.Argv[1:], Agent: agent.Describe(l.Command), Dir: dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
-		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals, Access: o.Access,
-	})
+	r.live.attach(handle)
+
+	var err error
+	if !r.opened {
+		err = r.open(pctx)
+		r.opened = err == nil
+		res.Agent, res.SessionID = r.agentName, r.sessionID
+	}
 	var stopReason acp.StopReason
-	if nacp := (*NotACPError)(nil); errors.As(err, &nacp) && l.StateDir != "" {
-		// What agent.backend auto learned (acp) is out of date: the next auto run probes again.
-		if ferr := ForgetBackend(BackendCacheFile(l.StateDir), l.Command); ferr != nil && l.Logger != nil {
-			l.Logger.Warn("could not forget the agent's learned backend", "error", ferr)
-		}
+	if err == nil && r.ctx.Err() != nil {
+		err = context.Canceled // the run ended between two prompts (its timeout): nothing more is sent
 	}
 	if err == nil {
-		res.Agent = agentName(conn.Info())
-		stopReason, err = session(runCtx, conn, o, dir, &res, live)
+		stopReason, err = r.conn.Prompt(pctx, r.sessionID, []acp.ContentBlock{acp.TextBlock(prompt)})
 	}
 	// Only a run the deadline stopped timed out (Close may outlast it).
 	stoppedByCtx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	timedOut := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(runCtx), errTimeout)
-	if conn != nil {
-		conn.Close()
-		res.ExitCode = conn.ExitCode()
-		res.Stderr = conn.Stderr()
+	timedOut := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(r.ctx), errTimeout)
+	login := stoppedByCtx && ctx.Err() == nil && errors.Is(context.Cause(r.ctx), errLogin)
+	if r.ctx.Err() != nil || !r.opened || r.conn.Err() != nil {
+		// The run is over: the agent goes now, before the caller sees the result.
+		res.ExitCode, res.Stderr = r.Close()
+		r.err = errors.New("the ACP run has ended")
 	}
-	live.mu.Lock() // permission requests may outlast the turn
-	defer live.mu.Unlock()
+	r.live.detach() // permission requests may outlast the turn: this prompt's state is its own from here
 	res.StopReason = string(stopReason)
 	res.Duration = time.Since(start)
 
@@ -211,50 +274,91 @@ func Run(ctx context.Context, o RunOptions) (Result, error) {
 	}
 	reply.Finish(&res.Result, l.MaxResponseSize, timeout)
 	switch {
-	case ctx.Err() != nil && err != nil:
-		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
+	case (ctx.Err() != nil || r.outer.Err() != nil) && err != nil:
+		cause := ctx.Err()
+		if cause == nil {
+			cause = r.outer.Err()
+		}
+		return res, fmt.Errorf("agent run cancelled: %w", cause)
 	case timedOut:
 		return res, nil
-	case stoppedByCtx && errors.Is(context.Cause(runCtx), errLogin):
-		return res, probe.Found()
+	case login:
+		return res, r.probe.Found()
 	}
 	return res, err
 }
 
-// session opens or loads the session, then prompts. An agent that takes no launch flags (an ACP
-// agent given as a command line) gets --agent as the session's mode and the model through the
+// open starts the agent and opens or loads the session. An agent that takes no launch flags (an
+// ACP agent given as a command line) gets --agent as the session's mode and the model through the
 // session, before the prompt; a refusal fails the run.
-func session(ctx context.Context, conn *Conn, o RunOptions, dir string, res *Result, live *runGate) (acp.StopReason, error) {
+func (r *Runner) open(ctx context.Context) error {
+	l, o := r.o.Limits, r.o
+	conn, err := Start(ctx, Options{
+		Command: r.argv[0], Args: r.argv[1:], Agent: agent.Describe(l.Command), Dir: r.dir, Env: o.Env, Logger: l.Logger, Grace: l.Grace,
+		LoadTimeout: o.LoadTimeout, ClientVersion: o.ClientVersion, OnEvent: r.live.event, Permission: o.Permission, Files: o.Files, Terminals: o.Terminals, Access: o.Access,
+	})
+	if nacp := (*NotACPError)(nil); errors.As(err, &nacp) && l.StateDir != "" {
+		// What agent.backend auto learned (acp) is out of date: the next auto run probes again.
+		if ferr := ForgetBackend(BackendCacheFile(l.StateDir), l.Command); ferr != nil && l.Logger != nil {
+			l.Logger.Warn("could not forget the agent's learned backend", "error", ferr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r.conn, r.agentName = conn, agentName(conn.Info())
 	var choices SessionChoices
 	if o.SessionID != "" {
-		live.replaying(true)
-		r, err := conn.LoadSession(ctx, o.SessionID, dir, nil)
-		live.replaying(false)
+		r.live.replaying(true)
+		resp, err := conn.LoadSession(ctx, o.SessionID, r.dir, nil)
+		r.live.replaying(false)
 		if err != nil {
-			return "", err
+			return err
 		}
-		res.SessionID, choices = o.SessionID, LoadChoices(r)
+		r.sessionID, choices = o.SessionID, LoadChoices(resp)
 	} else {
-		s, err := conn.NewSession(ctx, dir, nil)
+		s, err := conn.NewSession(ctx, r.dir, nil)
 		if err != nil {
-			return "", err
+			return err
 		}
-		res.SessionID, choices = string(s.SessionId), NewChoices(s)
+		r.sessionID, choices = string(s.SessionId), NewChoices(s)
 	}
 	if d := conn.agent(); !d.LaunchFlags() {
 		if a := o.Request.Agent; a != "" {
-			if err := conn.SetMode(ctx, res.SessionID, a, choices); err != nil {
-				return "", err
+			if err := conn.SetMode(ctx, r.sessionID, a, choices); err != nil {
+				return err
 			}
 		}
-		if m := agent.ModelOf(o.Limits, o.Request); m != "" {
-			if err := conn.SetModel(ctx, res.SessionID, m, choices); err != nil {
-				return "", err
+		if m := agent.ModelOf(l, o.Request); m != "" {
+			if err := conn.SetModel(ctx, r.sessionID, m, choices); err != nil {
+				return err
 			}
 		}
 	}
-	live.open(res.SessionID)
-	return conn.Prompt(ctx, res.SessionID, []acp.ContentBlock{acp.TextBlock(o.Request.Prompt)})
+	r.live.open(r.sessionID)
+	return nil
+}
+
+// Close stops the agent and its whole process group, and returns the agent's exit status (-1 if
+// a signal ended it or it never ran) and the end of its stderr. It is safe to call more than once.
+func (r *Runner) Close() (exitCode int, stderr string) {
+	if r.closed {
+		return r.exitCode, r.stderr
+	}
+	r.closed = true
+	if r.deadline != nil {
+		r.deadline.stop()
+	}
+	if r.probe != nil {
+		r.probe.Stop()
+	}
+	if r.conn != nil {
+		r.conn.Close()
+		r.exitCode, r.stderr = r.conn.ExitCode(), r.conn.Stderr()
+	}
+	r.err = errors.New("the ACP run has ended")
+	r.cancel(nil)
+	return r.exitCode, r.stderr
 }
 
 // errTimeout ends a run that used up Limits.Timeout.
@@ -305,13 +409,13 @@ func (p *pausableDeadline) resume() {
 
 func (p *pausableDeadline) stop() { p.timer.Stop() }
 
-// runGate passes the agent's events to a run once it knows its session. Events that come before
-// (kiro's first _kiro.dev/metadata may overtake session/new's answer on its way to the caller)
-// are held and passed on, in order, when the session is known; those of a session/load's replay
-// are history, not this run's, and are dropped.
+// runGate passes the agent's events to the prompt in flight once it knows the run's session.
+// Events that come before (kiro's first _kiro.dev/metadata may overtake session/new's answer on
+// its way to the caller), or between two prompts of a run, are held and passed on, in order, to
+// the next prompt; those of a session/load's replay are history, not this run's, and are dropped.
 type runGate struct {
 	mu      sync.Mutex
-	handle  func(sessionID, sid string, ev agent.Event)
+	handle  func(sessionID, sid string, ev agent.Event) // the prompt's; nil between prompts
 	sid     string
 	replay  bool
 	pending []heldEvent
@@ -327,7 +431,7 @@ func (g *runGate) event(sessionID string, ev agent.Event) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case g.sid != "":
+	case g.sid != "" && g.handle != nil:
 		g.handle(sessionID, g.sid, ev)
 	case !g.replay:
 		g.pending = append(g.pending, heldEvent{sessionID, ev})
@@ -345,8 +449,30 @@ func (g *runGate) open(sid string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sid = sid
+	g.flush()
+}
+
+// attach makes h the prompt in flight's, and passes on what was held for it.
+func (g *runGate) attach(h func(sessionID, sid string, ev agent.Event)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.handle = h
+	g.flush()
+}
+
+// detach ends the prompt's part: once it returns, its handle is not running and is not called again.
+func (g *runGate) detach() {
+	g.mu.Lock()
+	g.handle = nil
+	g.mu.Unlock()
+}
+
+func (g *runGate) flush() {
+	if g.sid == "" || g.handle == nil {
+		return
+	}
 	for _, h := range g.pending {
-		g.handle(h.sessionID, sid, h.ev)
+		g.handle(h.sessionID, g.sid, h.ev)
 	}
 	g.pending = nil
 }

@@ -55,6 +55,10 @@ type Limits struct {
 	Command string
 	// Timeout bounds the run; 0 means none.
 	Timeout time.Duration
+	// Deadline, when set with Timeout, ends the run then if Timeout has not ended it before: the
+	// prompts of one run (qkit ask --schema's retries) share Timeout this way. A run it stops
+	// timed out (the notice names Timeout); one whose Deadline has passed starts nothing.
+	Deadline time.Time
 	// MaxResponseSize is how many bytes of output are kept; 0 means no limit.
 	MaxResponseSize int64
 	// StripANSI removes escape sequences and control characters from the output (q colours even

@@ -356,6 +356,32 @@ func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 	}
 }
 
+// TestRunDeadline: Limits.Deadline, the end of a run of several prompts, cuts a prompt before its
+// own Timeout (the notice still names Timeout), and one whose deadline has passed starts nothing.
+func TestRunDeadline(t *testing.T) {
+	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
+	l.Timeout, l.Deadline = time.Hour, time.Now().Add(startGrace)
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 3600 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
+	if !res.TimedOut || res.Output != want {
+		t.Fatalf("result %+v", res)
+	}
+
+	dir := t.TempDir()
+	l = fake(t, "FAKEQ_RECORD=argv.jsonl", "FAKEQ_OUTPUT=x")
+	l.Timeout, l.Deadline = time.Hour, time.Now().Add(-time.Millisecond)
+	res, err = Run(t.Context(), l, Request{Prompt: "p", Dir: dir}, nil)
+	if err != nil || !res.TimedOut || res.Body() != "" {
+		t.Fatalf("result %+v, err %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "argv.jsonl")); err == nil {
+		t.Fatal("the agent ran after the run's deadline")
+	}
+}
+
 // gone waits until pid has exited (a zombie counts: it holds no resources and runs nothing).
 func gone(t *testing.T, pid int) {
 	t.Helper()

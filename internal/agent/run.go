@@ -66,8 +66,18 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 
 	runCtx := ctx
 	if l.Timeout > 0 {
+		end := start.Add(l.Timeout)
+		if !l.Deadline.IsZero() && l.Deadline.Before(end) {
+			end = l.Deadline // the run's other prompts took the rest
+		}
+		if !end.After(start) {
+			res.TimedOut, res.Notice = true, timeoutNotice(l.Timeout)
+			res.Output = res.Notice
+			log.Warn("agent not started: the run's timeout has passed", "timeout", l.Timeout)
+			return res, nil
+		}
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, l.Timeout)
+		runCtx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 	}
 	// loginCtx is cancelled when stderr shows kiro-cli's device-login flow, which waits forever.

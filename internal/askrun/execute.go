@@ -254,10 +254,14 @@ func (o *Options) runChat(ctx context.Context, p *approval.Policy, m *meter, run
 	if p.OnPermission == approval.Ask {
 		o.warn("--on-permission ask needs the acp backend: chat --no-interactive cannot be asked, so a tool it does not trust fails the run")
 	}
+	l := o.Limits
+	if l.Timeout > 0 {
+		l.Deadline = run.Started.Add(l.Timeout) // the timeout bounds the run, retries included
+	}
 	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
 		r := o.Request
 		r.Prompt, r.Resume = prompt, r.Resume || attempt > 1 // a retry resumes the conversation
-		run.Agent, run.Err = agent.Stream(ctx, o.Limits, r, o.OnEvent)
+		run.Agent, run.Err = agent.Stream(ctx, l, r, o.OnEvent)
 		run.StopReason, run.Denied = "end_turn", nil
 		// kiro-cli refused what the policy asked it to refuse (--deny-tools, --on-permission deny),
 		// and carried on: that is the run that was asked for, as on the ACP backend.
@@ -301,12 +305,14 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 	}
 	terms := &acpclient.DirTerminals{Root: dir, Logger: o.Limits.Logger, OnRefused: onRefused}
 	defer terms.Close()
+	// One agent process, one connection and one session for the whole run: a retry is another
+	// session/prompt on the session of the first answer; the run's timeout bounds them all.
+	runner := acpclient.NewRunner(ctx, acpclient.RunOptions{
+		Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
+		Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
+	})
 	o.ask(ctx, m, run, func(ctx context.Context, prompt string, attempt int) (string, error) {
-		r.Prompt = prompt
-		res, err := acpclient.Run(ctx, acpclient.RunOptions{
-			Limits: o.Limits, Request: r, SessionID: session, ClientVersion: o.ClientVersion, OnEvent: o.OnEvent,
-			Permission: p.Decide, Files: &acpclient.DirFiles{Root: dir, OnRefused: onRefused}, Terminals: terms, Access: p.Access,
-		})
+		res, err := runner.Prompt(ctx, prompt)
 		run.Err, run.Agent = err, res.Result
 		run.SessionID, run.StopReason, run.Usage = res.SessionID, res.StopReason, m.attemptUsage(res.Usage)
 		// A tool is named and trusted as on the chat backend: by the name the agent trusts it under
@@ -330,16 +336,15 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 			}
 			run.Agent.Tools[i].Trusted = !t.Denied && p.Trusts(t)
 		}
-		if res.SessionID != "" {
-			session = res.SessionID // a retry loads the same session
-			if o.StateDir != "" {
-				if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
-					o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
-				}
+		if attempt == 1 && res.SessionID != "" && o.StateDir != "" {
+			if err := acpclient.RememberSession(SessionsFile(o.StateDir), dir, res.SessionID); err != nil && o.Limits.Logger != nil {
+				o.Limits.Logger.Debug("could not remember the ACP session", "error", err)
 			}
 		}
 		return res.Body(), err
 	})
+	// The agent's exit and its stderr are known once it is stopped, after the last prompt.
+	run.Agent.ExitCode, run.Agent.Stderr = runner.Close()
 	return nil
 }
 

@@ -118,6 +118,7 @@ func acpMain(args []string) int {
 			return 98
 		}
 	}
+	recordStart() // replies.go
 	a := &acpAgent{flags: parseACPFlags(args), sessions: map[string]*acpSession{}}
 	out := &lockedWriter{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
 	a.out = out

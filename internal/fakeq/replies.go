@@ -8,7 +8,8 @@ package fakeq
 //	FAKEQ_ACP_SESSIONS=file  (acp) append one line per session/new, session/load and
 //	                       session/prompt: "new|load|prompt session N (ID)", N numbering the
 //	                       distinct sessions this file has seen from 1, so a script can check that
-//	                       a retry went to the first session
+//	                       a retry went to the first session; and "start process PID" each time
+//	                       the agent starts, so it can check that the retry used the same process
 //	FAKEQ_ACP_CREDITS=x    (acp) a _kiro.dev/metadata with x credits for the session before the
 //	                       reply (the per-turn metadata after it still reports 0.05)
 
@@ -63,4 +64,18 @@ func recordSession(kind, id string) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s session %d (%s)\n", kind, n, id)
+}
+
+// recordStart appends the agent process's start to FAKEQ_ACP_SESSIONS.
+func recordStart() {
+	file := os.Getenv("FAKEQ_ACP_SESSIONS")
+	if file == "" {
+		return
+	}
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "start process %d\n", os.Getpid())
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // Send sends one prompt to the agent and returns its reply. attempt counts from 1; from the
-// second on, the prompt must go to the same session as the first (the ACP backend loads the
-// session the first attempt opened; chat runs with --resume), since a retry refers to the
-// earlier answer. A Send that hits the Budget (Budget.AddCredits) stops its turn and returns
+// second on, the prompt must go to the same session as the first (the ACP backend prompts the
+// first attempt's session again over the same connection; chat runs with --resume), since a
+// retry refers to the earlier answer. A Send that hits the Budget (Budget.AddCredits) stops its turn and returns
 // what arrived.
 type Send func(ctx context.Context, prompt string, attempt int) (reply string, err error)
 
