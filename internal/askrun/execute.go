@@ -329,11 +329,7 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 				}
 				run.Agent.Tools[i] = t
 			}
-			if _, _, mcp := t.MCP(); t.Name == "" && !mcp {
-				if name := approval.KindName(t.Kind); name != "" {
-					run.Agent.Tools[i].Name = name
-				}
-			}
+			run.Agent.Tools[i] = approval.Named(t)
 			run.Agent.Tools[i].Trusted = !t.Denied && p.Trusts(t)
 		}
 		if attempt == 1 && res.SessionID != "" && o.StateDir != "" {
