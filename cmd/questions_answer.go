@@ -36,7 +36,7 @@ marked abandoned here, never silently deleted.`,
 	}
 	c.Flags().BoolVar(&opts.all, "all", false, "include answered, rejected, timed-out and abandoned sets")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{id, shortId, callId, status, source, createdAt, updatedAt, expiresAt, ageSeconds, questionCount, header, rejectionReason, reason}]")
-	return exposeRead(c)
+	return tableOnTTY(exposeRead(c))
 }
 
 func runQuestionsList(a *app.App, opts *questionsListOptions) error {
@@ -65,7 +65,7 @@ func runQuestionsList(a *app.App, opts *questionsListOptions) error {
 		fmt.Fprintln(a.IO.ErrOut, "No question set is pending.")
 		return nil
 	}
-	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
+	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
 }
 
 type questionsShowOptions struct{ asJSON bool }

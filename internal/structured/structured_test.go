@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/qkit-cli/qkit/internal/structured"
+	"github.com/qkit-cli/qkit/internal/structured/schema"
 )
 
 const personSchema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0}},"required":["name","age"],"additionalProperties":false}`
 
 func mustCompile(t testing.TB, s string) *structured.Schema {
 	t.Helper()
-	sch, err := structured.Compile([]byte(s), "test")
+	sch, err := schema.Compile([]byte(s), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +52,14 @@ func TestLoad(t *testing.T) {
 		{name: "a URL reference is not loaded", arg: `{"$ref":"https://example.invalid/s.json"}`, err: "never to a file or URL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sch, err := structured.Load(c.arg, strings.NewReader(c.stdin))
+			sch, err := schema.Load(c.arg, strings.NewReader(c.stdin))
 			if c.err == "" {
 				if err != nil || sch == nil {
 					t.Fatalf("Load: %v", err)
 				}
 				return
 			}
-			var se *structured.SchemaError
+			var se *schema.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.err) {
 				t.Fatalf("Load: %v, want a SchemaError with %q", err, c.err)
 			}
@@ -70,7 +71,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestCompactSchemaInPrompt(t *testing.T) {
-	sch, err := structured.Load("{ \"type\" :\n \"object\" }", nil)
+	sch, err := schema.Load("{ \"type\" :\n \"object\" }", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
