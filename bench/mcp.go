@@ -106,7 +106,7 @@ func mcpSuite(b *bench) ([]figure, error) {
 
 	return []figure{
 		info("mcp: spawn + initialize + tools/list (median of 20)", ms(median(conn)), "ms"),
-		atMost("mcp: spawn + initialize + tools/list vs peer 74 ms", ms(median(conn)), "ms", 74),
+		atLeast("mcp: spawn + initialize + tools/list, times faster than the peer's 74 ms (qkit hands it to qkit-full)", 74/ms(median(conn)), "x", 5),
 		info("mcp: qkit_help calls per second, one connection", perSec, "calls/s"),
 		atMost("mcp: server peak RSS, q-developer-agent with 200 MB from q", float64(rss)/(1<<20), "MiB", 40),
 		atMost("mcp: call time, AGENT_TIMEOUT=1 with a grandchild holding stdout", ms(timeoutCall), "ms", 3000),
