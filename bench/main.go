@@ -336,7 +336,29 @@ func (b *bench) build() error {
 			return fmt.Errorf("go %s: %v\n%s", strings.Join(s.args, " "), err, out)
 		}
 	}
+	// Each binary is measured as installed, copied (make install's install(1) copies): as the linker
+	// writes it (through a memory map), the same qkit started 1-1.4 ms slower on this machine than a copy
+	// of it written in one piece (measured interleaved, 150 runs each), which would favour the small
+	// hello-world.
+	for _, bin := range []string{b.qkit, b.full, b.hello, b.agent} {
+		if err := recopy(bin); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// recopy replaces the file at path with a copy of it.
+func recopy(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".copy"
+	if err := os.WriteFile(tmp, data, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // startupSuite: the light qkit's start against a hello-world built in the same run with the same
