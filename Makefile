@@ -114,8 +114,11 @@ compile:
 race-deps:
 	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
 
+# The light build's own files (cmd/lite.go, build tag qkit_lite) are checked too: only cmd and the
+# root package differ between the builds.
 vet:
 	$(call timed,vet)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) vet ./...
+	env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) vet -tags qkit_lite . ./cmd
 
 # staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
 # `go tool` builds once into the build cache like any package.
@@ -126,6 +129,7 @@ lint: vet tidy gofmt staticcheck
 STATICCHECK_ENV ?= GOMAXPROCS=1 GOMEMLIMIT=700MiB
 staticcheck:
 	$(call timed,staticcheck)env $(STATICCHECK_ENV) $(GO) tool staticcheck ./...
+	env $(STATICCHECK_ENV) $(GO) tool staticcheck -tags qkit_lite . ./cmd
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:
