@@ -53,7 +53,8 @@ func Find() (string, error) {
 }
 
 // Exec replaces this process with the helper running args (the command line after the program
-// name). It returns only on failure.
+// name). It returns only on failure. On Windows, which has no exec, it always fails: the light
+// build is for unix systems, and Windows gets the full build as qkit.
 func Exec(args []string) error {
 	if os.Getenv(EnvForwarded) != "" {
 		return errors.New("this command needs " + Name + ", and the " + Name + " that ran is a light build of qkit: " +
