@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
@@ -136,3 +137,9 @@ func (s *Store) Continue(ctx context.Context, id string) (Continuation, error) {
 func WithHistory(history []Message, prompt string, budget int) (string, int) {
 	return sessionrec.WithHistory(history, prompt, budget)
 }
+
+// ToolCallsOf is sessionrec.ToolCallsOf: a run's tool calls, as they ended, for the transcript.
+func ToolCallsOf(tools []agent.ToolCall) []ToolCall { return sessionrec.ToolCallsOf(tools) }
+
+// UsageOf is sessionrec.UsageOf: the agent's usage for the transcript; nil when it reported none.
+func UsageOf(u agent.Usage) *Usage { return sessionrec.UsageOf(u) }
