@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/creack/pty"
@@ -30,38 +29,32 @@ var heavyInits = []string{"olekukonko/tablewriter", "modelcontextprotocol/go-sdk
 // emptied, so the check then covers them too.
 var pendingInits = []string{"nats-io/", "encoding/gob"}
 
-var (
-	liteOnce sync.Once
-	liteDir  string
-	liteErr  error
-)
-
-// liteBinaries builds bin/qkit (light) and qkit-full beside it into a folder shared by this test
-// process's tests, with make build's flags.
-func liteBinaries(t *testing.T) string {
-	t.Helper()
+// TestLite builds bin/qkit (light) and qkit-full beside it, with make build's flags, into a folder
+// its subtests share, and runs them.
+func TestLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the light and the full binary (go build); not under -short")
 	}
-	liteOnce.Do(func() {
-		liteDir, liteErr = os.MkdirTemp("", "qkit-lite-")
-		if liteErr != nil {
-			return
+	dir := t.TempDir()
+	for _, b := range []struct{ out, tags string }{{"qkit", "qkit_lite"}, {fullbin.Name, ""}} {
+		cmd := exec.Command("go", "build", "-trimpath", "-tags="+b.tags, "-ldflags=-s -w", "-o", filepath.Join(dir, b.out), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatal(&buildError{b.out, err, out})
 		}
-		for _, b := range []struct{ out, tags string }{{"qkit", "qkit_lite"}, {fullbin.Name, ""}} {
-			cmd := exec.Command("go", "build", "-trimpath", "-tags="+b.tags, "-ldflags=-s -w", "-o", filepath.Join(liteDir, b.out), ".")
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				liteErr = &buildError{b.out, err, out}
-				return
-			}
-		}
-		liteErr = readLiteSources()
-	})
-	if liteErr != nil {
-		t.Fatal(liteErr)
 	}
-	return liteDir
+	if err := readLiteSources(); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(*testing.T, string){
+		"StartupRunsNoHeavyInit": liteStartupRunsNoHeavyInit,
+		"Forwards":               liteForwards,
+		"CompletesAsFull":        liteCompletesAsFull,
+		"AskSessionIsListed":     liteAskSessionIsListed,
+		"TableOnTerminal":        liteTableOnTerminal,
+	} {
+		t.Run(name, func(t *testing.T) { f(t, dir) })
+	}
 }
 
 type buildError struct {
@@ -156,10 +149,9 @@ func runLite(t *testing.T, env []string, path string, args ...string) (string, s
 
 var initLine = regexp.MustCompile(`(?m)^init (\S+) @`)
 
-// TestLiteStartupRunsNoHeavyInit: the commands people run most start without the init of any
+// liteStartupRunsNoHeavyInit: the commands people run most start without the init of any
 // heavy package (read from GODEBUG=inittrace=1), and nothing was forwarded for them.
-func TestLiteStartupRunsNoHeavyInit(t *testing.T) {
-	dir := liteBinaries(t)
+func liteStartupRunsNoHeavyInit(t *testing.T, dir string) {
 	env := append(liteEnv(t), "GODEBUG=inittrace=1", fullbin.EnvPath+"="+filepath.Join(dir, "no-helper-here"))
 	seenPending := map[string]bool{}
 	for _, args := range [][]string{
@@ -198,10 +190,9 @@ func TestLiteStartupRunsNoHeavyInit(t *testing.T) {
 	}
 }
 
-// TestLiteForwards: what the light binary hands to qkit-full works through it (exec, same
+// liteForwards: what the light binary hands to qkit-full works through it (exec, same
 // command line), and a missing helper is a clear error naming where it was looked for (exit 1).
-func TestLiteForwards(t *testing.T) {
-	dir := liteBinaries(t)
+func liteForwards(t *testing.T, dir string) {
 	env := liteEnv(t)
 	light, full := filepath.Join(dir, "qkit"), filepath.Join(dir, fullbin.Name)
 
@@ -253,10 +244,9 @@ func TestLiteForwards(t *testing.T) {
 	}
 }
 
-// TestLiteCompletesAsFull: shell completion through the light binary is what qkit-full answers,
+// liteCompletesAsFull: shell completion through the light binary is what qkit-full answers,
 // for the commands it keeps and those it forwards alike.
-func TestLiteCompletesAsFull(t *testing.T) {
-	dir := liteBinaries(t)
+func liteCompletesAsFull(t *testing.T, dir string) {
 	env := liteEnv(t)
 	for _, line := range [][]string{
 		{""}, {"s"}, {"help", ""}, {"sessions", ""}, {"mcp", "serve", "--"}, {"acp", ""}, {"doctor", "--"},
@@ -276,10 +266,9 @@ func TestLiteCompletesAsFull(t *testing.T) {
 	}
 }
 
-// TestLiteAskSessionIsListed: a session the light binary's ask records (spooled: it links no
+// liteAskSessionIsListed: a session the light binary's ask records (spooled: it links no
 // SQLite) is in sessions list, which qkit-full answers after taking the spool in.
-func TestLiteAskSessionIsListed(t *testing.T) {
-	dir := liteBinaries(t)
+func liteAskSessionIsListed(t *testing.T, dir string) {
 	env := append(liteEnv(t), "QKIT_AGENT_BACKEND=acp")
 	stdout, stderr, code := runLite(t, env, filepath.Join(dir, "qkit"), "ask", "--no-context", "--json", "remember this")
 	if code != 0 {
@@ -299,10 +288,9 @@ func TestLiteAskSessionIsListed(t *testing.T) {
 	}
 }
 
-// TestLiteTableOnTerminal: a list that is a table on a terminal is printed by qkit-full (the light
+// liteTableOnTerminal: a list that is a table on a terminal is printed by qkit-full (the light
 // binary links no tablewriter); piped, the light binary prints it.
-func TestLiteTableOnTerminal(t *testing.T) {
-	dir := liteBinaries(t)
+func liteTableOnTerminal(t *testing.T, dir string) {
 	env := liteEnv(t)
 	onTTY := func(env []string) (string, int) {
 		f, tty, err := pty.Open()
