@@ -6,6 +6,7 @@ COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE        ?= $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS     := -s -w -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT) -X $(PKG)/cmd.date=$(DATE)
 BIN         := bin/qkit
+FULL_BIN    := bin/qkit-full
 PREFIX      ?= /usr/local
 
 # Go commands build as the release binary does (cgo off, -trimpath), so vet, staticcheck, the unit
@@ -33,15 +34,22 @@ timed = $(if $(PHASE_TIMES),/usr/bin/time -a -o $(PHASE_TIMES) -f "$(1) %e %U %S
 
 all: build
 
+# Two executables from one tree (docs/notes/startup.md): bin/qkit is the light build (tag qkit_lite),
+# which links none of the packages whose init every start would pay for (tablewriter, the MCP SDK,
+# SQLite) and runs bin/qkit-full, the whole of qkit, for the commands that need them (found beside
+# it, or in ../libexec/qkit/ once installed).
 build:
-	$(call timed,build)env CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(call timed,build)env CGO_ENABLED=0 $(GO) build -trimpath -tags qkit_lite -ldflags '$(LDFLAGS)' -o $(BIN) .
+	$(call timed,build-full)env CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(FULL_BIN) .
 
-# make install [PREFIX=~/.local] [DESTDIR=staging/]: the binary, man pages (dated SOURCE_DATE_EPOCH or
-# the commit's date) and completions under $(DESTDIR)$(PREFIX); PREFIX=~/.local needs no root.
+# make install [PREFIX=~/.local] [DESTDIR=staging/]: qkit in bin, its helper qkit-full in
+# libexec/qkit (as git keeps its helpers), man pages (dated SOURCE_DATE_EPOCH or the commit's date)
+# and completions under $(DESTDIR)$(PREFIX); PREFIX=~/.local needs no root.
 install: build
 	$(GO) run ./internal/docgen/gendocs -dir bin/docs
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/qkit $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/qkit
+	install -m 0755 $(FULL_BIN) $(DESTDIR)$(PREFIX)/libexec/qkit/qkit-full
 	install -m 0644 bin/docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 0644 bin/docs/completions/qkit.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/qkit
@@ -106,8 +114,11 @@ compile:
 race-deps:
 	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
 
+# The light build's own files (cmd/lite.go, build tag qkit_lite) are checked too: only cmd and the
+# root package differ between the builds.
 vet:
 	$(call timed,vet)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) vet ./...
+	env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) vet -tags qkit_lite . ./cmd
 
 # staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
 # `go tool` builds once into the build cache like any package.
@@ -118,6 +129,7 @@ lint: vet tidy gofmt staticcheck
 STATICCHECK_ENV ?= GOMAXPROCS=1 GOMEMLIMIT=700MiB
 staticcheck:
 	$(call timed,staticcheck)env $(STATICCHECK_ENV) $(GO) tool staticcheck ./...
+	env $(STATICCHECK_ENV) $(GO) tool staticcheck -tags qkit_lite . ./cmd
 
 # Every Go file must be as gofmt writes it (the unformatted ones are listed otherwise).
 gofmt:

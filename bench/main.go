@@ -1,7 +1,8 @@
 //go:build linux
 
 // Command bench measures qkit end to end and prints one table of figures against their targets.
-// It builds qkit, the fake q and a hello-world binary into a scratch folder, runs every suite, then
+// It builds qkit (the light build) and qkit-full beside it, the fake q, a one-line agent and a
+// hello-world binary into a scratch folder, runs every suite, then
 // the Go benchmarks of the repository. Run it with `make bench`.
 //
 //	go run ./bench [-only REGEXP] [-skip-go]
@@ -85,7 +86,9 @@ func suites() []suite {
 // bench holds the binaries and the scratch folder shared by the suites.
 type bench struct {
 	dir   string // scratch folder, removed at the end
-	qkit  string // qkit binary
+	qkit  string // qkit binary: the light build (tag qkit_lite), as make build makes bin/qkit
+	full  string // qkit-full beside it, which qkit runs for what it does not link
+	agent string // a compiled agent that prints one line: the floor of any ask
 	fakeq string // folder holding the fake `q`, to put first on PATH
 	hello string // hello-world binary, the baseline for process start-up
 	root  string // repository root
@@ -266,7 +269,8 @@ func run(only string, skipGo bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{dir: dir, root: root, qkit: filepath.Join(dir, "qkit"), fakeq: filepath.Join(dir, "fakeq"), hello: filepath.Join(dir, "hello")}
+	b := &bench{dir: dir, root: root, qkit: filepath.Join(dir, "qkit"), full: filepath.Join(dir, "qkit-full"),
+		fakeq: filepath.Join(dir, "fakeq"), hello: filepath.Join(dir, "hello"), agent: filepath.Join(dir, "oneline", "q")}
 	if err := b.build(); err != nil {
 		return err
 	}
@@ -298,24 +302,31 @@ func run(only string, skipGo bool) error {
 }
 
 func (b *bench) build() error {
-	hello := filepath.Join(b.dir, "hello-src")
-	if err := os.MkdirAll(hello, 0o755); err != nil {
-		return err
+	hello, agent := filepath.Join(b.dir, "hello-src"), filepath.Join(b.dir, "oneline-src")
+	for dir, src := range map[string]string{
+		hello: "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n",
+		agent: "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"the answer\\n\") }\n",
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+filepath.Base(dir)+"\n\ngo 1.25\n"), 0o644); err != nil {
+			return err
+		}
 	}
-	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"
-	if err := os.WriteFile(filepath.Join(hello, "main.go"), []byte(src), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(hello, "go.mod"), []byte("module hello\n\ngo 1.25\n"), 0o644); err != nil {
-		return err
-	}
+	// Every binary with the same flags as make build's (and the hello-world's).
 	steps := []struct {
 		dir  string
 		args []string
 	}{
-		{b.root, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.qkit, "."}},
+		{b.root, []string{"build", "-trimpath", "-tags", "qkit_lite", "-ldflags", "-s -w", "-o", b.qkit, "."}},
+		{b.root, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.full, "."}},
 		{b.root, []string{"build", "-o", filepath.Join(b.fakeq, "q"), "./internal/fakeq/q"}},
 		{hello, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.hello, "."}},
+		{agent, []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", b.agent, "."}},
 	}
 	for _, s := range steps {
 		c := exec.Command("go", s.args...)
@@ -325,28 +336,78 @@ func (b *bench) build() error {
 			return fmt.Errorf("go %s: %v\n%s", strings.Join(s.args, " "), err, out)
 		}
 	}
+	// Each binary is measured as installed, copied (make install's install(1) copies): as the linker
+	// writes it (through a memory map), the same qkit started 1-1.4 ms slower on this machine than a copy
+	// of it written in one piece (measured interleaved, 150 runs each), which would favour the small
+	// hello-world. A copy's peak RSS is higher by the file pages it maps (mcp serve's 200 MB figure:
+	// 54 MiB instead of 43; shared page cache, not the heap).
+	for _, bin := range []string{b.qkit, b.full, b.hello, b.agent} {
+		if err := recopy(bin); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// startupSuite: median wall time of `qkit version` and `qkit settings list --json` over 50 runs,
-// each as a ratio against the hello-world binary timed in the same run (the three interleaved, so
-// a change in the machine's load does not favour one of them).
+// recopy replaces the file at path with a copy of it.
+func recopy(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".copy"
+	if err := os.WriteFile(tmp, data, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// startupSuite: the light qkit's start against a hello-world built in the same run with the same
+// flags, medians of interleaved runs (so a change in the machine's load does not favour one):
+// `qkit version` and `qkit context show` within 2 hello-worlds, settings list --json within 4; qkit-full
+// for comparison (what one binary with everything would cost); `qkit ask` with a compiled
+// one-line agent, whose overhead over the agent run directly must stay within 3 hello-world
+// starts; the binaries' sizes.
 func startupSuite(b *bench) ([]figure, error) {
 	home := filepath.Join(b.dir, "startup")
 	env := b.env(home)
-	const n = 50
-	meds, err := interleaved(n, env, b.dir, []string{b.hello}, []string{b.qkit, "version"}, []string{b.qkit, "settings", "list", "--json"})
+	const n = 40
+	meds, err := interleaved(n, env, b.dir, []string{b.hello}, []string{b.qkit, "version"}, []string{b.qkit, "context", "show"},
+		[]string{b.qkit, "settings", "list", "--json"}, []string{b.full, "version"}, []string{b.full, "context", "show"})
 	if err != nil {
 		return nil, err
 	}
-	hello, version, list := meds[0], meds[1], meds[2]
-	return []figure{
+	hello, version, show, list, fullVersion, fullShow := meds[0], meds[1], meds[2], meds[3], meds[4], meds[5]
+	askEnv := append(env, "QKIT_AGENT_COMMAND="+b.agent)
+	askMeds, err := interleaved(n, askEnv, b.dir, []string{b.hello}, []string{b.agent, "chat", "--no-interactive", "hello"},
+		[]string{b.qkit, "ask", "--no-context", "hello"})
+	if err != nil {
+		return nil, err
+	}
+	askHello, direct, ask := askMeds[0], askMeds[1], askMeds[2]
+	ratio := func(d, base time.Duration) float64 { return float64(d) / float64(base) }
+	figs := []figure{
 		info("startup: hello-world median", ms(hello), "ms"),
 		info("startup: qkit version median", ms(version), "ms"),
-		atMost("startup: qkit version / hello-world", float64(version)/float64(hello), "x", 3),
+		atMost("startup: qkit version / hello-world", ratio(version, hello), "x", 2),
+		info("startup: qkit context show median", ms(show), "ms"),
+		atMost("startup: qkit context show / hello-world", ratio(show, hello), "x", 2),
 		info("startup: qkit settings list --json median", ms(list), "ms"),
-		atMost("startup: settings list --json / hello-world", float64(list)/float64(hello), "x", 4),
-	}, nil
+		atMost("startup: settings list --json / hello-world", ratio(list, hello), "x", 4),
+		info("startup: qkit-full version / hello-world (one binary with everything)", ratio(fullVersion, hello), "x"),
+		info("startup: qkit-full context show / hello-world", ratio(fullShow, hello), "x"),
+		info("startup: one-line agent direct median", ms(direct), "ms"),
+		info("startup: qkit ask --no-context with it, median", ms(ask), "ms"),
+		atMost("startup: ask overhead over the agent, in hello-world starts", ratio(ask-direct, askHello), "x", 3),
+	}
+	for _, bin := range []struct{ name, path string }{{"qkit", b.qkit}, {"qkit-full", b.full}} {
+		st, err := os.Stat(bin.path)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, info("startup: binary size, "+bin.name, float64(st.Size())/(1<<20), "MiB"))
+	}
+	return figs, nil
 }
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)

@@ -1,3 +1,5 @@
+//go:build !qkit_lite
+
 package cmd
 
 import (
@@ -27,17 +29,14 @@ const acpDisabled = "ACP is disabled. Enable it with: qkit settings set acp.enab
 const acpMemoryLimit = 64 << 20
 
 func newACPCmd(a *app.App) *cobra.Command {
-	c := &cobra.Command{
-		Use:   "acp <command>",
-		Short: "Serve Q to editors over the Agent Client Protocol",
+	c := withHead("acp", &cobra.Command{
 		Long: `Serve the Amazon Q Developer CLI to editors (Zed, Neovim, ...) as an Agent Client Protocol agent.
 
 The editor starts 'qkit acp serve' and talks JSON-RPC to it over stdin and stdout.`,
 		Example: `  qkit settings set acp.enabled true
   qkit acp serve --agent my-profile`,
-		GroupID: groupServe,
-		Args:    cobra.NoArgs,
-	}
+		Args: cobra.NoArgs,
+	})
 	c.AddCommand(newACPServeCmd(a))
 	return c
 }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !qkit_lite
 
 package cmd
 

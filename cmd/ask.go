@@ -22,7 +22,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
-	"github.com/qkit-cli/qkit/internal/sessions"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
 // askOptions are the flags of `qkit ask`.
@@ -112,7 +112,9 @@ More in qkit help <topic>:
 	_ = c.RegisterFlagCompletionFunc("trust-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askToolNames(a, approval.ToolNames), cobra.ShellCompDirectiveNoFileComp
 	})
-	return interruptible(c)
+	// The light build hands these to qkit-full: --schema needs the JSON Schema validator,
+	// --session the session store (forward.go).
+	return opensQuestionStore(fullFlags(interruptible(c), "schema,session"))
 }
 
 // askConfig returns the configuration: completion runs before it is loaded, so it is loaded here
@@ -344,7 +346,7 @@ func askRunOptions(a *app.App, opts *askOptions, prompt string) (askrun.Options,
 		OnACP:  func(p *approval.Policy) error { return askAsker(a, p) },
 		// qkit sessions: --session may name a stored session (its folder checked, its history
 		// replayed when the agent has none); the turn is recorded under origin ask.
-		Sessions: &askrun.Sessions{Path: sessionsPath(a), Origin: sessions.OriginAsk, Prompt: prompt, Name: "--session",
+		Sessions: &askrun.Sessions{Store: sessionStore(a), Origin: sessionrec.OriginAsk, Prompt: prompt, Name: "--session",
 			HistoryBytes: max(int(config.ContextMaxTokens.Get(a.Config)), 1) * 4 / 2, Now: a.Now},
 	}, nil
 }

@@ -54,7 +54,7 @@ func checkAskStructured(a *app.App, o *askStructuredOptions, args []string) erro
 		if o.schemaArg == "-" && (len(args) == 0 || args[0] == "-") {
 			return output.UsageErrorf("--schema - reads the schema from stdin, so the prompt cannot come from there too: give it as an argument")
 		}
-		sch, err := structured.Load(o.schemaArg, a.IO.In)
+		sch, err := loadSchema(o.schemaArg, a.IO.In) // full.go
 		if err != nil {
 			return output.UsageErrorf("--schema: %v", err)
 		}

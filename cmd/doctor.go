@@ -1,3 +1,5 @@
+//go:build !qkit_lite
+
 package cmd
 
 import (
@@ -22,9 +24,7 @@ type doctorOptions struct {
 
 func newDoctorCmd(a *app.App) *cobra.Command {
 	opts := &doctorOptions{}
-	c := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check why qkit would not work here, and say how to fix it",
+	c := withHead("doctor", &cobra.Command{
 		Long: fmt.Sprintf(`Check, in one pass, what qkit needs and print one line per check: ok, warn or fail, what was
 found and, for each that is not ok, the command that fixes it. Exits 0 when nothing fails
 (warnings allowed) and 1 when a check fails.
@@ -58,8 +58,7 @@ method (ACP).`, doctor.Timeout),
   qkit doctor --json | jq -r '.checks[] | select(.status != "ok") | .fix'
   qkit --profile work doctor
   qkit doctor --login`,
-		Args:    cobra.NoArgs,
-		GroupID: groupConfig,
+		Args: cobra.NoArgs,
 		Annotations: map[string]string{
 			// Bad values are what doctor reports, not a reason to refuse to run.
 			annLenientConfig: "true",
@@ -71,7 +70,7 @@ method (ACP).`, doctor.Timeout),
 			}
 			return runDoctor(c, a, opts)
 		},
-	}
+	})
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print {status, checks: [{name, status, detail, fix}]}")
 	c.Flags().BoolVar(&opts.login, "login", false, "run the agent's login in this terminal, then check the login again")
 	c.MarkFlagsMutuallyExclusive("json", "login")

@@ -127,6 +127,9 @@ internal command's (3 when the change was declined, 2 when the request was refus
 // --json it prints the result object for a refused or unconfirmed request too; the message still
 // goes to stderr and the exit code is the same.
 func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []string) error {
+	if lite && execNeedsFull(opts, args) {
+		return forwardToFull() // nothing has run yet (forward.go)
+	}
 	err := runExecInternal(ctx, a, execRegistry(a, opts, args), opts, args)
 	var failed execFailure
 	if errors.As(err, &failed) {
@@ -154,6 +157,18 @@ func execRegistry(a *app.App, opts *execInternalOptions, args []string) *command
 		}
 	}
 	return internalRegistry(a, nil)
+}
+
+// execNeedsFull reports whether the light build hands exec internal to qkit-full: a request that
+// needs the whole command tree (--list, --request, a word that names no top-level command, whose
+// error lists them all) or one of the commands the light build hands over.
+func execNeedsFull(opts *execInternalOptions, args []string) bool {
+	if opts.list || opts.request != "" || len(args) == 0 {
+		return true
+	}
+	only := commandNamed(args[:1])
+	_, forwarded := forwardedHeads[only]
+	return only == "" || forwarded
 }
 
 // execFailure is a request that failed before its command ran (refused, or not confirmed), with
@@ -309,5 +324,5 @@ func printInternalList(a *app.App, reg *commands.Registry, asJSON bool) error {
 		}
 		rows[i] = []string{e.Name, access, e.Short}
 	}
-	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"command", "access", "description"}, rows)
+	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"command", "access", "description"}, rows)
 }

@@ -1,3 +1,5 @@
+//go:build !qkit_lite
+
 package cmd
 
 import (
@@ -16,9 +18,7 @@ import (
 )
 
 func newMCPCmd(a *app.App) *cobra.Command {
-	c := &cobra.Command{
-		Use:   "mcp <command>",
-		Short: "Serve qkit's tools over the Model Context Protocol",
+	c := withHead("mcp", &cobra.Command{
 		Long: `Serve qkit's tools to MCP clients (Claude Code, Gemini CLI, Cursor, Q itself) and inspect them.
 
 Tools: ask_user_questions, internal_command, qkit_help and, when enabled, q-developer-agent
@@ -27,8 +27,7 @@ Tools: ask_user_questions, internal_command, qkit_help and, when enabled, q-deve
 		Example: `  qkit mcp serve
   qkit mcp tools
   qkit mcp tools help q-developer-agent`,
-		GroupID: groupServe,
-	}
+	})
 	c.AddCommand(newMCPServeCmd(a), newMCPToolsCmd(a))
 	return c
 }
@@ -144,7 +143,7 @@ func runMCPTools(ctx context.Context, a *app.App, opts *mcpToolsOptions) error {
 		desc, _, _ := strings.Cut(e.Description, "\n")
 		rows[i] = []string{e.Name, state, desc}
 	}
-	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"name", "state", "description"}, rows)
+	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"name", "state", "description"}, rows)
 }
 
 func newMCPToolsHelpCmd(a *app.App) *cobra.Command {

@@ -1,3 +1,5 @@
+//go:build !qkit_lite
+
 package cmd
 
 import (

@@ -14,8 +14,6 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/questions"
-	"github.com/qkit-cli/qkit/internal/questions/dirstore"
-	"github.com/qkit-cli/qkit/internal/questions/natsstore"
 	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
@@ -48,18 +46,12 @@ is optional, the only pending set is meant.`,
 	}
 	c.AddCommand(newQuestionsListCmd(a), newQuestionsShowCmd(a), newQuestionsWaitCmd(a),
 		newQuestionsAnswerCmd(a), newQuestionsRejectCmd(a), newQuestionsAskCmd(a), newQuestionsServeCmd(a))
-	return c
+	return opensQuestionStore(c)
 }
 
-// openQuestions opens the session store the settings choose (questions.store).
+// openQuestions opens the questions store the settings choose (questions.store).
 func openQuestions(a *app.App) (questions.Store, error) {
 	return questionStores().Open(a.Config, questions.Options{Now: a.Now, Logger: a.Logger})
-}
-
-// questionStores are the question stores qkit links: the files under the state folder and the
-// NATS bucket. The core links neither; this is where the binary says which it has.
-func questionStores() questions.Kinds {
-	return questions.Kinds{"file": dirstore.Open, "nats": natsstore.Open}
 }
 
 // questionsErr maps the core's errors to exit codes. A set that was already answered, rejected or

@@ -39,7 +39,7 @@ questionCount, header, rejectionReason, reason}].`,
 	}
 	c.Flags().BoolVar(&opts.all, "all", false, "include answered, rejected, timed-out and abandoned sets")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON (fields above)")
-	return exposeRead(c)
+	return tableOnTTY(exposeRead(c))
 }
 
 func runQuestionsList(a *app.App, opts *questionsListOptions) error {
@@ -68,7 +68,7 @@ func runQuestionsList(a *app.App, opts *questionsListOptions) error {
 		fmt.Fprintln(a.IO.ErrOut, "No question set is pending.")
 		return nil
 	}
-	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
+	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"id", "age", "status", "questions", "header"}, rows)
 }
 
 type questionsShowOptions struct{ asJSON bool }

@@ -22,7 +22,16 @@ import (
 )
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
-func Main(args []string) int { return MainStreams(app.System(), args) }
+func Main(args []string) int {
+	starting()
+	if lite && forwardsWhole(args) {
+		// The light build hands these to qkit-full before anything else (forward.go).
+		err := forwardToFull()
+		fmt.Fprintf(os.Stderr, "qkit: %v\n", err)
+		return output.Code(err)
+	}
+	return MainStreams(app.System(), args)
+}
 
 // MainStreams is Main on the given streams (the testscripts keep a copy of stdout through it).
 func MainStreams(s *app.Streams, args []string) int {
@@ -177,8 +186,17 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 			if err := checkFlags(c); err != nil {
 				return err
 			}
+			if lite && needsFull(a, c) {
+				return forwardToFull() // before the command has any effect (forward.go)
+			}
 			catchInterrupts(c)
-			return loadApp(a, c, opts)
+			if err := loadApp(a, c, opts); err != nil {
+				return err
+			}
+			if lite && needsOtherStore(a, c) {
+				return forwardToFull() // the configuration is read, nothing else done
+			}
+			return nil
 		},
 	}
 	root.SetIn(a.IO.In)
@@ -319,12 +337,12 @@ func topCommands() []topCommand {
 		{"context", newContextCmd},
 		{"exec", newExecCmd},
 		{"settings", newSettingsCmd},
-		{"mcp", newMCPCmd},
+		{"mcp", forwardedCommand("mcp")}, // forward.go: the light build's stubs hand these to qkit-full
 		{"ask", newAskCmd},
 		{"questions", newQuestionsCmd},
-		{"sessions", newSessionsCmd},
-		{"acp", newACPCmd},
-		{"doctor", newDoctorCmd},
+		{"sessions", forwardedCommand("sessions")},
+		{"acp", forwardedCommand("acp")},
+		{"doctor", forwardedCommand("doctor")},
 		{"version", newVersionCmd},
 		{"exit-codes", func(*app.App) *cobra.Command { return newExitCodesTopic() }},
 	}
@@ -334,28 +352,36 @@ func topCommands() []topCommand {
 // global flags, if it names one. Anything else (help, completion, an unknown word or flag) gets the
 // whole tree, so help, suggestions and completion see every command.
 func commandNamed(args []string) string {
+	if i := firstWord(args); i >= 0 {
+		for _, tc := range topCommands() {
+			if tc.name == args[i] {
+				return args[i]
+			}
+		}
+	}
+	return ""
+}
+
+// firstWord is the index in args of the first word after the global flags, or -1 when there is
+// none or a flag comes first that is not a global one given as --name (the tree has to parse it).
+func firstWord(args []string) int {
 	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
 	defineGlobalFlags(global, &rootOptions{}, new(string))
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if !strings.HasPrefix(arg, "-") {
-			for _, tc := range topCommands() {
-				if tc.name == arg {
-					return arg
-				}
-			}
-			return ""
+			return i
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
 		f := global.Lookup(name)
 		if f == nil || !strings.HasPrefix(arg, "--") {
-			return ""
+			return -1
 		}
 		if !hasValue && f.NoOptDefVal == "" {
 			i++ // the flag's value is the next word
 		}
 	}
-	return ""
+	return -1
 }
 
 // annCreatesConfig marks the command that may be given a --config file that does not exist yet:

@@ -1,3 +1,5 @@
+//go:build !qkit_lite
+
 package cmd
 
 import (
@@ -23,9 +25,7 @@ import (
 )
 
 func newSessionsCmd(a *app.App) *cobra.Command {
-	c := &cobra.Command{
-		Use:   "sessions <command>",
-		Short: "List, show, export, import and remove conversations with the agent",
+	c := withHead("sessions", &cobra.Command{
 		Long: `Every conversation qkit has with the agent is kept in one store, qkit.db in qkit's data folder:
   - sessions of qkit acp serve (both paths);
   - qkit ask on the ACP backend;
@@ -39,8 +39,7 @@ A session whose folder no longer exists is listed, marked; ask --session refuses
   qkit sessions show 3f2a
   qkit sessions export 3f2a -o fix-login.json && qkit sessions import fix-login.json
   qkit sessions prune --older-than 30d --keep 100 --yes`,
-		GroupID: groupCore,
-	}
+	})
 	c.AddCommand(newSessionsListCmd(a), newSessionsShowCmd(a), newSessionsExportCmd(a), newSessionsImportCmd(a),
 		newSessionsRmCmd(a), newSessionsPruneCmd(a))
 	return c
@@ -176,7 +175,7 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 		a.Errorf("no sessions")
 		return nil
 	}
-	return output.Table(a.IO.Out, tty, []string{"id", "title", "folder", "backend", "model", "updated", "turns", "origin"}, rows)
+	return printTable(a.IO.Out, tty, []string{"id", "title", "folder", "backend", "model", "updated", "turns", "origin"}, rows)
 }
 
 func shortID(id string) string {

@@ -104,7 +104,7 @@ array of {key, value, source, origin, default, type, description}.`,
 		RunE: func(*cobra.Command, []string) error { return runSettingsList(a, opts) },
 	}
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: [{key, value, source, origin, default, type, description}]")
-	return exposeRead(c)
+	return tableOnTTY(exposeRead(c))
 }
 
 func runSettingsList(a *app.App, opts *settingsListOptions) error {
@@ -124,7 +124,7 @@ func runSettingsList(a *app.App, opts *settingsListOptions) error {
 		}
 		rows[i] = []string{v.Key.Name, v.Display(), src}
 	}
-	return output.Table(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
+	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
 }
 
 // settingsGetOptions are the flags of `settings get`.

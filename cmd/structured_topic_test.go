@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/qkit-cli/qkit/internal/structured"
+	"github.com/qkit-cli/qkit/internal/structured/schema"
 )
 
 // TestStructuredTopicQuotesWhatIsSent: `qkit help structured-output` shows exactly the text
@@ -15,7 +16,7 @@ func TestStructuredTopicQuotesWhatIsSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := string(data)
-	sch, err := structured.Compile([]byte(`{}`), "test")
+	sch, err := schema.Compile([]byte(`{}`), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,16 +8,29 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/output"
-	"github.com/qkit-cli/qkit/internal/sessions"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/termtext"
 )
+
+// Store is qkit's session store as a run uses it: internal/sessions' PathStore, or in the light
+// binary, which links no SQLite, a sessionrec.Spool (which only records; ask hands --session to
+// qkit-full).
+type Store interface {
+	// Continue finds a stored session by id or unambiguous prefix (errors: sessionrec's
+	// ErrSessionNotFound, ErrAmbiguous, ErrFolderGone).
+	Continue(ctx context.Context, id string) (sessionrec.Continuation, error)
+	// Messages is a stored session's transcript.
+	Messages(ctx context.Context, id string) ([]sessionrec.Message, error)
+	// Record stores one exchange and returns its session's id.
+	Record(ctx context.Context, ex sessionrec.Exchange, now time.Time) (string, error)
+}
 
 // Sessions ties a run to qkit's session store (`qkit sessions`): Options.SessionID is first looked
 // up there, and the run's turn is recorded there afterwards.
 type Sessions struct {
-	// Path is the store (sessions.Path of the data folder).
-	Path string
-	// Origin is the front end the turn is recorded under (sessions.OriginAsk, sessions.OriginMCP).
+	// Store is where sessions are looked up and recorded.
+	Store Store
+	// Origin is the front end the turn is recorded under (sessionrec.OriginAsk, sessionrec.OriginMCP).
 	Origin string
 	// Prompt is the prompt as recorded: the user's, without the context files (empty: the request's).
 	Prompt string
@@ -48,21 +61,16 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	if s == nil || o.SessionID == "" {
 		return "", nil
 	}
-	st, err := sessions.Open(ctx, s.Path)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
 	id := termtext.VisibleLine(o.SessionID)
-	c, err := st.Continue(ctx, o.SessionID)
+	c, err := s.Store.Continue(ctx, o.SessionID)
 	switch {
-	case errors.Is(err, sessions.ErrSessionNotFound) && !s.KnownOnly:
+	case errors.Is(err, sessionrec.ErrSessionNotFound) && !s.KnownOnly:
 		return "", nil // the agent's own session id, passed on as it was
-	case errors.Is(err, sessions.ErrSessionNotFound):
+	case errors.Is(err, sessionrec.ErrSessionNotFound):
 		return "", output.NotFoundf("%s %s: no such session: see qkit sessions list", s.Name, id)
-	case errors.Is(err, sessions.ErrAmbiguous):
+	case errors.Is(err, sessionrec.ErrAmbiguous):
 		return "", output.UsageErrorf("%s %s: %s", s.Name, id, termtext.VisibleLine(err.Error()))
-	case errors.Is(err, sessions.ErrFolderGone):
+	case errors.Is(err, sessionrec.ErrFolderGone):
 		return "", output.NotFoundf("%s %s: %s; qkit sessions show %s has its transcript", s.Name, id, termtext.VisibleLine(err.Error()), id)
 	case err != nil:
 		return "", err
@@ -70,7 +78,7 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	o.SessionID = c.AgentSession
 	if o.SessionID != "" && o.Backend == acpclient.BackendChat {
 		// chat cannot load an agent session: the transcript goes before the prompt instead.
-		if c.History, err = st.Messages(ctx, c.Session.ID); err != nil {
+		if c.History, err = s.Store.Messages(ctx, c.Session.ID); err != nil {
 			return "", err
 		}
 		o.SessionID = ""
@@ -79,7 +87,7 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 		s.Prompt = o.Request.Prompt
 	}
 	if len(c.History) > 0 {
-		o.Request.Prompt, _ = sessions.WithHistory(c.History, o.Request.Prompt, max(s.HistoryBytes, 1))
+		o.Request.Prompt, _ = sessionrec.WithHistory(c.History, o.Request.Prompt, max(s.HistoryBytes, 1))
 	}
 	return c.Session.ID, nil
 }
@@ -102,9 +110,9 @@ func (o *Options) recordSession(ctx context.Context, stored string, run Run) str
 	if prompt == "" {
 		prompt = o.Request.Prompt
 	}
-	backend := sessions.BackendText
+	backend := sessionrec.BackendText
 	if acp {
-		backend = sessions.BackendACP
+		backend = sessionrec.BackendACP
 	}
 	var trusted []string
 	for _, list := range o.Request.TrustTools {
@@ -122,12 +130,12 @@ func (o *Options) recordSession(ctx context.Context, stored string, run Run) str
 	if s.Now != nil {
 		now = s.Now
 	}
-	ex := sessions.Exchange{
+	ex := sessionrec.Exchange{
 		ID: stored, AgentSession: run.SessionID, Continue: s.Continue && stored == "", Origin: s.Origin, Cwd: dir, Backend: backend,
 		Model: o.Request.Model, TrustedTools: trusted,
-		Turn: sessions.Turn{Prompt: prompt, Reply: run.Agent.Body(), Tools: sessions.ToolCallsOf(run.Agent.Tools), Usage: sessions.UsageOf(run.Usage)},
+		Turn: sessionrec.Turn{Prompt: prompt, Reply: run.Agent.Body(), Tools: sessionrec.ToolCallsOf(run.Agent.Tools), Usage: sessionrec.UsageOf(run.Usage)},
 	}
-	id, err := sessions.Record(context.WithoutCancel(ctx), s.Path, ex, now())
+	id, err := s.Store.Record(context.WithoutCancel(ctx), ex, now())
 	if err != nil {
 		o.warn("the session was not recorded in qkit sessions: %v", err)
 	}

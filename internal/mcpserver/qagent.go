@@ -21,6 +21,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/structured"
+	"github.com/qkit-cli/qkit/internal/structured/schema"
 )
 
 // qAgentName is the tool's name, as MCP clients already configure it.
@@ -202,7 +203,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		// qkit sessions: each call is recorded (origin mcp); resume goes on with the tool's latest,
 		// session_id with the stored session it names (an unknown one is an error).
 		SessionID: strings.TrimSpace(in.SessionID),
-		Sessions: &askrun.Sessions{Path: sessions.Path(d.App.Config.Paths.Data), Origin: sessions.OriginMCP, Prompt: in.Prompt,
+		Sessions: &askrun.Sessions{Store: sessions.PathStore(sessions.Path(d.App.Config.Paths.Data)), Origin: sessions.OriginMCP, Prompt: in.Prompt,
 			Continue: in.Resume, Chat: true, KnownOnly: true, Name: "session_id", Now: d.App.Now,
 			HistoryBytes: max(int(config.ContextMaxTokens.Get(d.App.Config)), 1) * 4 / 2},
 		OnEvent: func(e agent.Event) {
@@ -264,15 +265,15 @@ func qAgentResult(run askrun.Run, sch *askrun.Structured) *mcp.CallToolResult {
 
 // qAgentOutputSchema compiles the call's output_schema (nil: none); each answer that is not
 // valid is said in a progress notification.
-func qAgentOutputSchema(schema map[string]any, p *Progress) (*askrun.Structured, error) {
-	if schema == nil {
+func qAgentOutputSchema(outSchema map[string]any, p *Progress) (*askrun.Structured, error) {
+	if outSchema == nil {
 		return nil, nil
 	}
-	data, err := json.Marshal(schema)
+	data, err := json.Marshal(outSchema)
 	if err != nil {
 		return nil, fmt.Errorf("output_schema: %v", err)
 	}
-	sch, err := structured.Compile(data, "output_schema")
+	sch, err := schema.Compile(data, "output_schema")
 	if err != nil {
 		return nil, fmt.Errorf("invalid %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 )
 
@@ -30,22 +29,12 @@ func TestCode(t *testing.T) {
 	}
 }
 
-func TestTablePlainIsTabSeparated(t *testing.T) {
+func TestTSV(t *testing.T) {
 	var b bytes.Buffer
-	if err := Table(&b, false, []string{"KEY", "VALUE"}, [][]string{{"a", "1\t2"}, {"b", "x"}}); err != nil {
+	if err := TSV(&b, [][]string{{"a", "1\t2"}, {"b", "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	if b.String() != "a\t1 2\nb\tx\n" {
-		t.Fatalf("got %q", b.String())
-	}
-}
-
-func TestTableTTYHasHeader(t *testing.T) {
-	var b bytes.Buffer
-	if err := Table(&b, true, []string{"key", "value"}, [][]string{{"agent.command", "q"}}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "KEY") || !strings.Contains(b.String(), "agent.command") {
 		t.Fatalf("got %q", b.String())
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 )
 
@@ -30,48 +27,23 @@ func JSON(w io.Writer, v any) error {
 	return err
 }
 
-// Table prints rows under a header: an aligned table when tty is set, as wide as the terminal at
-// most (long cells wrap), otherwise tab-separated lines without a header, which scripts cut and awk.
-func Table(w io.Writer, tty bool, header []string, rows [][]string) error {
-	if !tty {
-		// Buffered: one write per line made a list of 10,000 rows cost 10,000 system calls.
-		b := bufio.NewWriter(w)
-		clean := strings.NewReplacer("\t", " ", "\n", " ")
-		for _, r := range rows {
-			for i, c := range r {
-				if i > 0 {
-					b.WriteByte('\t')
-				}
-				b.WriteString(clean.Replace(c))
-			}
-			b.WriteByte('\n')
-		}
-		return b.Flush()
-	}
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-			Symbols: tw.NewSymbols(tw.StyleNone),
-		})),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithHeaderAutoFormat(tw.On),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-	)
-	if width := TerminalWidth(w); width > 0 {
-		t.Options(tablewriter.WithMaxWidth(width), tablewriter.WithRowAutoWrap(tw.WrapNormal))
-	}
-	t.Header(toAny(header)...)
+// TSV prints rows as tab-separated lines without a header, which scripts cut and awk: what a
+// table is when stdout is no terminal (tabs and line breaks inside a cell become spaces). The
+// aligned table for a terminal is internal/output/table's.
+func TSV(w io.Writer, rows [][]string) error {
+	// Buffered: one write per line made a list of 10,000 rows cost 10,000 system calls.
+	b := bufio.NewWriter(w)
+	clean := strings.NewReplacer("\t", " ", "\n", " ")
 	for _, r := range rows {
-		if err := t.Append(toAny(r)...); err != nil {
-			return err
+		for i, c := range r {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(clean.Replace(c))
 		}
+		b.WriteByte('\n')
 	}
-	return t.Render()
+	return b.Flush()
 }
 
 // TerminalWidth is the number of columns of the terminal w writes to, or else $COLUMNS, or 0 when
@@ -86,12 +58,4 @@ func TerminalWidth(w io.Writer) int {
 		return n
 	}
 	return 0
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }

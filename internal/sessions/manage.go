@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
 // FileName is the store's file in qkit's data folder.
@@ -17,11 +19,11 @@ const FileName = "qkit.db"
 // Path is the store's file for the data folder dataDir.
 func Path(dataDir string) string { return filepath.Join(dataDir, FileName) }
 
-// ErrAmbiguous is returned for an id prefix that more than one session starts with.
-var ErrAmbiguous = errors.New("ambiguous session id")
-
-// ErrFolderGone is returned for a session whose folder no longer exists.
-var ErrFolderGone = errors.New("folder no longer exists")
+// ErrAmbiguous and ErrFolderGone are sessionrec's (the light binary's askrun matches them too).
+var (
+	ErrAmbiguous  = sessionrec.ErrAmbiguous
+	ErrFolderGone = sessionrec.ErrFolderGone
+)
 
 // Summary is a session as `sessions list` shows it (MCPServers, TrustedTools and AgentSession are
 // not read).

@@ -8,24 +8,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
-// Exchange is one prompt and its reply run by a front end other than acp serve (ask on the ACP
-// backend, the q-developer-agent MCP tool), for Record.
-type Exchange struct {
-	// ID is the session to append to. Empty: the session whose agent session is AgentSession, else
-	// (Continue) the latest session of Origin in Cwd, else a new session (named AgentSession when
-	// there is one, so `ask --session` finds it under the id ask printed).
-	ID           string
-	AgentSession string
-	Continue     bool
-	Origin       string
-	Cwd          string
-	Backend      string
-	Model        string
-	TrustedTools []string
-	Turn         Turn
-}
+// Exchange is sessionrec.Exchange, for Record.
+type Exchange = sessionrec.Exchange
 
 // Record stores ex's turn in one transaction, creating its session first when needed, and returns
 // the session's id.
@@ -37,40 +26,7 @@ func (s *Store) Record(ctx context.Context, ex Exchange, now time.Time) (string,
 			return err
 		}
 		defer tx.Rollback()
-		id = ex.ID
-		if id == "" && ex.AgentSession != "" {
-			id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE agent_session = ? ORDER BY updated_at DESC LIMIT 1`, ex.AgentSession)
-		} else if id == "" && ex.Continue {
-			id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE origin = ? AND cwd = ? ORDER BY updated_at DESC LIMIT 1`, ex.Origin, ex.Cwd)
-		}
-		if err != nil {
-			return err
-		}
-		if id == "" {
-			if id = ex.AgentSession; id == "" {
-				id = uuid.NewString()
-			}
-		}
-		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&exists); err != nil {
-			return err
-		}
-		if exists == 0 {
-			backend := ex.Backend
-			if backend == "" {
-				backend = BackendText
-			}
-			r := SessionRecord{ID: id, Cwd: ex.Cwd, Model: ex.Model, TrustedTools: ex.TrustedTools, Backend: backend,
-				AgentSession: ex.AgentSession, Origin: ex.Origin, CreatedAt: now, UpdatedAt: now}
-			if err := insertSession(ctx, tx, r); err != nil {
-				return err
-			}
-		} else if ex.AgentSession != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_session = ? WHERE id = ?`, ex.AgentSession, id); err != nil {
-				return err
-			}
-		}
-		if err := appendTurnTx(ctx, tx, id, ex.Turn, now); err != nil {
+		if id, err = recordTx(ctx, tx, ex, now, false); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -79,6 +35,59 @@ func (s *Store) Record(ctx context.Context, ex Exchange, now time.Time) (string,
 		return "", fmt.Errorf("recording the session: %w", err)
 	}
 	return id, nil
+}
+
+// recordTx is Record inside tx. once skips a turn its session already holds (the same prompt
+// stored at the same time): a spool file taken in twice (a crash between the commit and the
+// file's removal) is recorded once.
+func recordTx(ctx context.Context, tx *sql.Tx, ex Exchange, now time.Time, once bool) (string, error) {
+	id := ex.ID
+	var err error
+	if id == "" && ex.AgentSession != "" {
+		id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE agent_session = ? ORDER BY updated_at DESC LIMIT 1`, ex.AgentSession)
+	} else if id == "" && ex.Continue {
+		id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE origin = ? AND cwd = ? ORDER BY updated_at DESC LIMIT 1`, ex.Origin, ex.Cwd)
+	}
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		if id = ex.AgentSession; id == "" {
+			id = uuid.NewString()
+		}
+	}
+	var exists int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists == 0 {
+		backend := ex.Backend
+		if backend == "" {
+			backend = BackendText
+		}
+		r := SessionRecord{ID: id, Cwd: ex.Cwd, Model: ex.Model, TrustedTools: ex.TrustedTools, Backend: backend,
+			AgentSession: ex.AgentSession, Origin: ex.Origin, CreatedAt: now, UpdatedAt: now}
+		if err := insertSession(ctx, tx, r); err != nil {
+			return "", err
+		}
+	} else {
+		if once {
+			var seen int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND created_at = ? AND text = ?`,
+				id, now.UnixNano(), ex.Turn.Prompt).Scan(&seen); err != nil {
+				return "", err
+			}
+			if seen > 0 {
+				return id, nil
+			}
+		}
+		if ex.AgentSession != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_session = ? WHERE id = ?`, ex.AgentSession, id); err != nil {
+				return "", err
+			}
+		}
+	}
+	return id, appendTurnTx(ctx, tx, id, ex.Turn, now)
 }
 
 // Record opens the store at path, records ex (see Store.Record) and closes it: for front ends that
@@ -101,14 +110,8 @@ func lookup(ctx context.Context, tx *sql.Tx, query string, args ...any) (string,
 	return id, err
 }
 
-// Continuation is what a front end needs to go on with a stored session: the session, the agent's
-// own session to load (empty: open a new one), and, when there is none, the transcript to put
-// before the next prompt.
-type Continuation struct {
-	Session      SessionRecord
-	AgentSession string
-	History      []Message
-}
+// Continuation is sessionrec.Continuation.
+type Continuation = sessionrec.Continuation
 
 // Continue finds session id (an unambiguous prefix will do) for a front end that goes on with it.
 // A session whose folder no longer exists is an error wrapping ErrFolderGone. A session with no
@@ -129,3 +132,14 @@ func (s *Store) Continue(ctx context.Context, id string) (Continuation, error) {
 	}
 	return c, nil
 }
+
+// WithHistory is sessionrec.WithHistory: the session's earlier turns before prompt, within budget bytes.
+func WithHistory(history []Message, prompt string, budget int) (string, int) {
+	return sessionrec.WithHistory(history, prompt, budget)
+}
+
+// ToolCallsOf is sessionrec.ToolCallsOf: a run's tool calls, as they ended, for the transcript.
+func ToolCallsOf(tools []agent.ToolCall) []ToolCall { return sessionrec.ToolCallsOf(tools) }
+
+// UsageOf is sessionrec.UsageOf: the agent's usage for the transcript; nil when it reported none.
+func UsageOf(u agent.Usage) *Usage { return sessionrec.UsageOf(u) }

@@ -17,100 +17,34 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+
+	"github.com/qkit-cli/qkit/internal/sessionrec"
+)
+
+// The record types and errors live in internal/sessionrec, which links no SQLite (the light qkit
+// binary builds and spools records with them); these names are the same types.
+type (
+	Role          = sessionrec.Role
+	Message       = sessionrec.Message
+	ToolCall      = sessionrec.ToolCall
+	Usage         = sessionrec.Usage
+	Turn          = sessionrec.Turn
+	SessionRecord = sessionrec.SessionRecord
 )
 
 // ErrSessionNotFound is returned for a session id the database does not hold.
-var ErrSessionNotFound = errors.New("session not found")
+var ErrSessionNotFound = sessionrec.ErrSessionNotFound
 
-// Role says who wrote a transcript message.
-type Role string
-
-// The roles of a transcript.
+// The roles, front ends and backends of sessionrec.
 const (
-	RoleUser  Role = "user"
-	RoleAgent Role = "agent"
-)
-
-// Message is one entry of a session's transcript.
-type Message struct {
-	Role Role
-	// Text is what q was given (a prompt, with its resources converted to text) or what it said.
-	Text string
-	// Blocks are a prompt's content blocks as the client sent them, a JSON array, so session/load
-	// replays them as they were; nil for replies and for prompts stored before migration 2.
-	Blocks json.RawMessage
-	// Tools are the tool calls of a reply, when the front end reported them (ask, the MCP tool).
-	Tools []ToolCall
-	// Usage is what a reply cost, when the agent said.
-	Usage *Usage
-	// At is when the message was stored.
-	At time.Time
-}
-
-// ToolCall is one tool call of a reply and how it ended.
-type ToolCall struct {
-	Name   string `json:"name"`
-	Server string `json:"server,omitempty"`
-	Title  string `json:"title,omitempty"`
-	Kind   string `json:"kind,omitempty"`
-	// Status is how the call ended: completed, failed, or empty when the front end does not know.
-	Status string `json:"status,omitempty"`
-	Denied bool   `json:"denied,omitempty"`
-}
-
-// Usage is what one reply cost, as far as the agent tells (kiro: credits and a share of the
-// context window; no tokens).
-type Usage struct {
-	Credits        float64 `json:"credits,omitempty"`
-	ContextPercent float64 `json:"context_percent,omitempty"`
-	TurnDurationMs int64   `json:"turn_duration_ms,omitempty"`
-	InputTokens    int64   `json:"input_tokens,omitempty"`
-	OutputTokens   int64   `json:"output_tokens,omitempty"`
-}
-
-// Turn is one prompt and its reply, as AppendTurn stores them.
-type Turn struct {
-	Prompt string
-	Blocks json.RawMessage // the prompt's content blocks (a JSON array); nil: Prompt alone
-	Reply  string
-	Tools  []ToolCall // the reply's tool calls, when known
-	Usage  *Usage     // the reply's usage, when known
-}
-
-// SessionRecord is a session as the database keeps it.
-type SessionRecord struct {
-	ID  string
-	Cwd string
-	// MCPServers is the client's list from session/new, as JSON (stored, see the README).
-	MCPServers   json.RawMessage
-	Model        string
-	TrustedTools []string
-	Title        string
-	// Backend is how the session's prompts reach the agent: "" or BackendText (the agent CLI's
-	// chat, the transcript pasted in), or BackendACP (a session of `<agent> acp`, AgentSession).
-	Backend string
-	// AgentSession is the agent's own id of the session (ACP backend).
-	AgentSession string
-	// Origin is the front end that started the session (OriginACPServe, OriginAsk, ...).
-	Origin string
-	// Mode is the agent mode the session runs in (kiro's agent), when one was chosen.
-	Mode      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// The front ends a session can come from (SessionRecord.Origin).
-const (
-	OriginACPServe = "acp-serve"
-	OriginAsk      = "ask"
-	OriginMCP      = "mcp"
-	OriginImport   = "import"
-)
-
-// The backends a session can have.
-const (
-	BackendText = "text"
-	BackendACP  = "acp"
+	RoleUser       = sessionrec.RoleUser
+	RoleAgent      = sessionrec.RoleAgent
+	OriginACPServe = sessionrec.OriginACPServe
+	OriginAsk      = sessionrec.OriginAsk
+	OriginMCP      = sessionrec.OriginMCP
+	OriginImport   = sessionrec.OriginImport
+	BackendText    = sessionrec.BackendText
+	BackendACP     = sessionrec.BackendACP
 )
 
 // Store keeps sessions and their transcripts in SQLite. It is safe for concurrent use, also
@@ -202,6 +136,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(f, 0o600) // transcripts are private; SQLite creates its files with the umask's mode
+	}
+	if err := s.ingestSpool(ctx, path); err != nil { // spool.go: what the light binary recorded
+		db.Close()
+		return nil, fmt.Errorf("session database %s: %w", path, err)
 	}
 	return s, nil
 }

@@ -1,132 +1,24 @@
-// Package structured gets checked JSON out of an agent: the schema a caller gives (a file, stdin
-// or inline JSON), the instruction sent with the prompt, the JSON taken from the reply, its
+// Package structured gets checked JSON out of an agent: the compiled schema (internal/structured/schema
+// reads and compiles it), the instruction sent with the prompt, the JSON taken from the reply, its
 // validation, the loop that asks again in the same session with the errors, the run's budgets
 // (prompts and credits) and the atomic write of the final answer. Front ends (`qkit ask`, the MCP
 // tool) plug their backend in through Send; nothing here knows a backend or a protocol.
 package structured
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
-)
-
-// Schema is a compiled JSON Schema and the text it came from.
+// Schema is a compiled JSON Schema and the text it came from (internal/structured/schema compiles
+// one: the validator is a package apart, since its package init costs every process that links
+// it, and the light qkit binary does not).
 type Schema struct {
 	// Text is the schema as compact JSON: what the instruction shows the agent.
 	Text     string
-	compiled *jsonschema.Resolved
+	compiled Validator
 }
 
-// SchemaError is a schema that could not be read or compiled: the caller's mistake (exit 2),
-// found before anything runs.
-type SchemaError struct {
-	Source string // "FILE", "stdin" or "the inline schema"
-	Err    error
+// Validator checks one decoded JSON value (as json.Unmarshal into an any makes it); its error
+// says what is wrong, one problem per line.
+type Validator interface {
+	Validate(v any) error
 }
 
-func (e *SchemaError) Error() string { return fmt.Sprintf("schema %s: %v", e.Source, e.Err) }
-func (e *SchemaError) Unwrap() error { return e.Err }
-
-// maxSchemaSize bounds what is read of a schema file or stdin.
-const maxSchemaSize = 1 << 20
-
-// Load reads the schema arg names: "-" reads stdin, text that starts with "{" (after blanks) is
-// the schema itself, anything else is a file name. Then it compiles it (Compile).
-func Load(arg string, stdin io.Reader) (*Schema, error) {
-	trimmed := strings.TrimSpace(arg)
-	switch {
-	case trimmed == "":
-		return nil, &SchemaError{Source: "argument", Err: errors.New("empty: give a file, - for stdin, or the schema as JSON")}
-	case arg == "-":
-		data, err := io.ReadAll(io.LimitReader(stdin, maxSchemaSize+1))
-		if err != nil {
-			return nil, &SchemaError{Source: "on stdin", Err: err}
-		}
-		return compileSized(data, "on stdin")
-	case strings.HasPrefix(trimmed, "{"):
-		return Compile([]byte(arg), "given inline")
-	}
-	f, err := os.Open(arg)
-	if err != nil {
-		return nil, &SchemaError{Source: arg, Err: plainPathError(err)}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSchemaSize+1))
-	if err != nil {
-		return nil, &SchemaError{Source: arg, Err: plainPathError(err)}
-	}
-	return compileSized(data, arg)
-}
-
-// plainPathError drops the path an *os.PathError repeats (the SchemaError names it already).
-func plainPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-func compileSized(data []byte, source string) (*Schema, error) {
-	if len(data) > maxSchemaSize {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("larger than %d bytes", maxSchemaSize)}
-	}
-	return Compile(data, source)
-}
-
-// schemaURL is where the compiler files the schema; nothing is ever fetched from it.
-const schemaURL = "qkit:///output-schema.json"
-
-// Compile compiles data as a JSON Schema: draft 2020-12 unless its $schema names draft-07, the
-// other draft the validator reads (google/jsonschema-go, which the MCP SDK links already: a
-// validator whose package init compiles every draft's meta-schema cost every qkit command 6 ms).
-// A $ref may point only inside the schema: no file and no URL is ever loaded (a schema from an MCP
-// client must not read this machine's files). source names the schema in errors.
-func Compile(data []byte, source string) (*Schema, error) {
-	var doc any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not JSON: %v", err)}
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		if _, isBool := doc.(bool); !isBool {
-			return nil, &SchemaError{Source: source, Err: errors.New("not a JSON Schema: a schema is a JSON object (or true/false)")}
-		}
-	}
-	var sch jsonschema.Schema
-	if err := json.Unmarshal(data, &sch); err != nil {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema: %s", compileMessage(err))}
-	}
-	switch sch.Schema {
-	case "", "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema":
-	default:
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema qkit reads: $schema %q (draft 2020-12 and draft-07 are read)", sch.Schema)}
-	}
-	compiled, err := sch.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL, Loader: refuseLoad})
-	if err != nil {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not a JSON Schema: %s", compileMessage(err))}
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, data); err != nil {
-		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not JSON: %v", err)}
-	}
-	return &Schema{Text: compact.String(), compiled: compiled}, nil
-}
-
-// compileMessage is the compiler's error without the internal URL it files the schema under.
-func compileMessage(err error) string {
-	msg := strings.ReplaceAll(err.Error(), schemaURL, "schema")
-	return strings.ReplaceAll(msg, "\n", "; ")
-}
-
-// refuseLoad refuses every external reference.
-func refuseLoad(u *url.URL) (*jsonschema.Schema, error) {
-	return nil, fmt.Errorf("%s: the schema may refer only to itself ($ref to #/$defs/...), never to a file or URL", u)
-}
+// NewSchema is the schema text (compact JSON) with its compiled validator.
+func NewSchema(text string, v Validator) *Schema { return &Schema{Text: text, compiled: v} }

@@ -46,9 +46,9 @@ func (s *Schema) Validate(doc []byte) error {
 	return nil
 }
 
-// problem is the validator's message without the internal URL it files the schema under.
+// problem is the validator's message on one line.
 func problem(err error) string {
-	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), schemaURL, "schema"), "\n", "; ")
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // Problems is what err (from Extract or Validate) says is wrong, as retry lines.

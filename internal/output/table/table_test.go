@@ -1,4 +1,4 @@
-package output
+package table
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestTableFitsTheTerminal(t *testing.T) {
 	for width, limit := range map[string]int{"60": 60, "100": 100} {
 		t.Setenv("COLUMNS", width)
 		var b bytes.Buffer
-		if err := Table(&b, true, []string{"name", "state", "description"}, rows); err != nil {
+		if err := Render(&b, []string{"name", "state", "description"}, rows); err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
@@ -29,5 +29,15 @@ func TestTableFitsTheTerminal(t *testing.T) {
 		if !strings.Contains(b.String(), "q-developer-agent") || !strings.Contains(strings.Join(strings.Fields(b.String()), " "), "wait Ask the user") {
 			t.Errorf("COLUMNS=%s: content lost:\n%s", width, b.String())
 		}
+	}
+}
+
+func TestRenderHasHeader(t *testing.T) {
+	var b bytes.Buffer
+	if err := Render(&b, []string{"key", "value"}, [][]string{{"agent.command", "q"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "KEY") || !strings.Contains(b.String(), "agent.command") {
+		t.Fatalf("got %q", b.String())
 	}
 }

@@ -1,4 +1,4 @@
-package sessions
+package sessionrec
 
 import (
 	"fmt"

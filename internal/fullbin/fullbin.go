@@ -1,0 +1,72 @@
+// Package fullbin finds and runs qkit-full, the helper executable the light qkit binary (build tag
+// qkit_lite) hands the commands to that need packages it does not link (the MCP and ACP servers,
+// the SQLite session store, aligned tables, JSON Schema validation), as git runs its helpers from
+// libexec. The hand-over replaces the light process (exec), so the helper's signals, streams and
+// exit code are the caller's own.
+package fullbin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Name is the helper's file name.
+const Name = "qkit-full"
+
+// EnvPath names the helper to run instead of looking for it (tests, unusual installs).
+const EnvPath = "QKIT_FULL_BIN"
+
+// EnvForwarded is set in the helper's environment: a light binary that finds it set was itself
+// started as the helper, and refuses to forward again (a light build installed as qkit-full would
+// otherwise run itself forever). The full binary clears it as it starts, so the processes it runs
+// (an agent that starts qkit again) do not inherit it.
+const EnvForwarded = "QKIT_FORWARDED"
+
+// Candidates are the paths the helper is looked for at, in order, for the executable at exe:
+// beside it, then ../libexec/qkit/ (make install's layout). $QKIT_FULL_BIN, when set, is the only one.
+func Candidates(exe string) []string {
+	if p := os.Getenv(EnvPath); p != "" {
+		return []string{p}
+	}
+	dir := filepath.Dir(exe)
+	return []string{filepath.Join(dir, Name), filepath.Join(dir, "..", "libexec", "qkit", Name)}
+}
+
+// Find returns the first candidate that is an executable file; the error names every path tried.
+func Find() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot find qkit's own executable to look beside it: %w", Name, err)
+	}
+	tried := Candidates(exe)
+	for _, p := range tried {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("this command needs %s, qkit's helper executable, and it is not installed: looked for %s "+
+		"(make install puts it in PREFIX/libexec/qkit; $%s names another path)", Name, strings.Join(tried, " and "), EnvPath)
+}
+
+// Exec replaces this process with the helper running args (the command line after the program
+// name). It returns only on failure. On Windows, which has no exec, it always fails: the light
+// build is for unix systems, and Windows gets the full build as qkit.
+func Exec(args []string) error {
+	if os.Getenv(EnvForwarded) != "" {
+		return errors.New("this command needs " + Name + ", and the " + Name + " that ran is a light build of qkit: " +
+			"install the full binary as " + Name + " (make build makes both)")
+	}
+	path, err := Find()
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), EnvForwarded+"=1")
+	if err := syscall.Exec(path, append([]string{path}, args...), env); err != nil {
+		return fmt.Errorf("running %s: %w", path, err)
+	}
+	return nil
+}
