@@ -42,7 +42,8 @@ type Filter struct {
 
 // Summaries returns the sessions filter selects, most recently updated first.
 func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
-	// Only what a list shows: each column costs per row, and a list may have 10,000 rows.
+	// Only what a list shows: each column costs per row, and a list may have 10,000 rows. These
+	// columns are all in the index sessions_list (migration 5), so the rows come from it alone.
 	query := `SELECT id, cwd, model, title, backend, origin, mode, turns, created_at, updated_at FROM sessions`
 	var where []string
 	var args []any
@@ -62,10 +63,20 @@ func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
 		}
 		args = append(args, f.Backend)
 	}
+	cond := ""
 	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+		cond = " WHERE " + strings.Join(where, " AND ")
 	}
-	query += " ORDER BY updated_at DESC, id DESC"
+	// Counted first so the result is allocated once: growing it by appending copied and
+	// collected a list's worth of Summaries several times over (half the memory of a long list).
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sessions`+cond, args...).Scan(&n); err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	query += cond + " ORDER BY updated_at DESC, id DESC"
 	if f.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -74,7 +85,7 @@ func (s *Store) Summaries(ctx context.Context, f Filter) ([]Summary, error) {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
 	defer rows.Close()
-	var out []Summary
+	out := make([]Summary, 0, n)
 	gone := map[string]bool{} // one stat per folder, however many sessions it has
 	for rows.Next() {
 		var sum Summary
