@@ -23,6 +23,9 @@ type Schema struct {
 	// Text is the schema as compact JSON: what the instruction shows the agent.
 	Text     string
 	compiled *jsonschema.Resolved
+	// quick is the schema's quick check (quick.go), nil when it uses a keyword the check does not
+	// know.
+	quick *quickSchema
 }
 
 // SchemaError is a schema that could not be read or compiled: the caller's mistake (exit 2),
@@ -117,7 +120,7 @@ func Compile(data []byte, source string) (*Schema, error) {
 	if err := json.Compact(&compact, data); err != nil {
 		return nil, &SchemaError{Source: source, Err: fmt.Errorf("not JSON: %v", err)}
 	}
-	return &Schema{Text: compact.String(), compiled: compiled}, nil
+	return &Schema{Text: compact.String(), compiled: compiled, quick: compileQuick(data)}, nil
 }
 
 // compileMessage is the compiler's error without the internal URL it files the schema under.
