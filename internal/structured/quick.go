@@ -221,8 +221,8 @@ func exactFloat(lit string) (float64, bool) {
 const maxQuickDepth = 512
 
 // quickCheck reports whether doc is one JSON document valid against q, for certain; with q nil,
-// whether it is one JSON document (json.Valid's answer, except that nesting deeper than
-// maxQuickDepth is not known valid).
+// whether it is one JSON document that encoding/json decodes (json.Valid's answer, except that
+// nesting deeper than maxQuickDepth and numbers beyond float64 are not known valid).
 func quickCheck(q *quickSchema, doc string) bool {
 	r := &quickReader{data: doc}
 	if !r.value(q) {
@@ -275,6 +275,13 @@ func (r *quickReader) value(q *quickSchema) bool {
 	integer, ok := r.number()
 	if !ok {
 		return false
+	}
+	if lit := r.data[start:r.i]; !integer || len(lit) > 300 {
+		// Too large for a float64 (1e400): encoding/json does not decode it, so the validator
+		// refuses the document.
+		if _, err := strconv.ParseFloat(lit, 64); err != nil {
+			return false
+		}
 	}
 	if q == nil {
 		return true

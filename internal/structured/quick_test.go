@@ -25,7 +25,7 @@ var quickDocs = []string{
 	`{"name":"Ada","age":36.0}`, `{"name":"Ada","age":3.6e1}`, `{"name":"\u00c5da","age":1}`, `{"n\u0061me":"Ada","age":1}`,
 	`{"name":"Ada","age":36,"age":"x"}`, `{"name":"Ada","age":12345678901234567890}`, `{"name":"Åda","age":1}`,
 	`["error"]`, `["error","warning",null,true]`, `[]`, `["note"]`, `[false]`, `["err\u006fr"]`, `["error","error","error","error"]`,
-	`-1.5`, `-1.6`, `1000`, `1000.0001`, `null`, `"1"`, `-1.9`, `1e3`, `0.5e-3`,
+	`-1.5`, `-1.6`, `1000`, `1000.0001`, `null`, `"1"`, `-1.9`, `1e3`, `0.5e-3`, `1e400`, `[1e400]`, `{"b":-1e999}`,
 	`{"a":1}`, `{"b":[1,{"x":2}]}`, `{"c":"x"}`, `{"c":"y"}`, `{"d":true}`, `{"d":1}`, `{}`,
 	`{"s":"x"}`, `{"s":1}`, `{"s":"x\n\"y\""}`,
 	`{"name":"Ada","age":36} x`, `{"name":"Ada" "age":36}`, `[1,]`, `01`, `"\x"`, "\"\x01\"", `[` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 601),
@@ -96,6 +96,11 @@ func FuzzQuickCheck(f *testing.F) {
 		}
 		var v any
 		if json.Unmarshal([]byte(doc), &v) != nil {
+			for i, sch := range schemas {
+				if quickCheck(sch.quick, doc) {
+					t.Fatalf("schema %d, %q: the quick check passes what encoding/json does not decode", i, doc)
+				}
+			}
 			return
 		}
 		for i, sch := range schemas {
