@@ -154,7 +154,11 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 		return output.JSON(a.IO.Out, out)
 	}
 	tty := a.IO.StdoutTTY
-	var rows [][]string
+	var rows [][]string // for the aligned table, which measures every row first
+	var lines *output.Lines
+	if !tty {
+		lines = output.NewLines(a.IO.Out)
+	}
 	err = st.EachSummary(ctx, f, func(s *sessions.Summary) error {
 		id, folder, updated := s.ID, s.Cwd, s.UpdatedAt.Format(time.RFC3339)
 		if tty {
@@ -168,12 +172,20 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 			backend = sessions.BackendText
 		}
 		// Titles and folders come from prompts and editors: one line each, nothing a terminal obeys.
-		rows = append(rows, []string{id, termtext.VisibleLine(s.Title), termtext.VisibleLine(folder), backend,
-			termtext.VisibleLine(s.Model), updated, strconv.Itoa(s.Turns), s.Origin})
+		row := [...]string{id, termtext.VisibleLine(s.Title), termtext.VisibleLine(folder), backend,
+			termtext.VisibleLine(s.Model), updated, strconv.Itoa(s.Turns), s.Origin}
+		if lines != nil {
+			lines.Row(row[:]...)
+		} else {
+			rows = append(rows, append([]string(nil), row[:]...))
+		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if lines != nil {
+		return lines.Flush()
 	}
 	if len(rows) == 0 && tty {
 		a.Errorf("no sessions")
