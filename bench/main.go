@@ -410,6 +410,22 @@ func startupSuite(b *bench) ([]figure, error) {
 	return figs, nil
 }
 
+// goTarget turns one metric of a Go benchmark into a row with a target.
+type goTarget struct {
+	name  string  // the row's name
+	unit  string  // the metric it reads, e.g. ns/op
+	scale float64 // the metric times scale is the row's value
+	shown string  // the row's unit
+	limit float64 // at most this
+}
+
+// goTargets are the Go benchmarks that carry a target, keyed "package Benchmark" as goBenchmarks
+// names them; the others are rows without one.
+var goTargets = map[string]goTarget{
+	"internal/structured BenchmarkExtractValidate100KB": {name: "structured: extract + validate a 100 KB reply (Go benchmark)",
+		unit: "ns/op", scale: 1e-6, shown: "ms", limit: 1},
+}
+
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 // goBenchmarks runs every Go benchmark once (-benchtime=1x is too noisy; 1s each keeps the run
@@ -440,6 +456,9 @@ func goBenchmarks(root string) ([]figure, error) {
 			var v float64
 			if _, err := fmt.Sscan(fields[i], &v); err != nil {
 				continue
+			}
+			if t, ok := goTargets[pkg+" "+m[1]]; ok && t.unit == fields[i+1] {
+				figs = append(figs, atMost(t.name, v*t.scale, t.shown, t.limit))
 			}
 			figs = append(figs, info(fmt.Sprintf("go: %s %s", pkg, m[1]), v, fields[i+1]))
 		}

@@ -141,21 +141,27 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 		return err
 	}
 	defer st.Close()
-	list, err := st.Summaries(ctx, f)
-	if err != nil {
-		return err
-	}
+	// Rendered as the store reads them: no slice of every session's Summary (10,000 of them
+	// were a third of what a list allocated).
 	if opts.asJSON {
-		out := make([]sessionListJSON, 0, len(list))
-		for _, s := range list {
+		out := []sessionListJSON{}
+		err := st.EachSummary(ctx, f, func(s *sessions.Summary) error {
 			out = append(out, sessionListJSON{ID: s.ID, Title: s.Title, Cwd: s.Cwd, FolderExists: !s.FolderGone, Backend: s.Backend,
 				Model: s.Model, Mode: s.Mode, Origin: s.Origin, Turns: s.Turns, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return output.JSON(a.IO.Out, out)
 	}
 	tty := a.IO.StdoutTTY
-	rows := make([][]string, 0, len(list))
-	for _, s := range list {
+	var rows [][]string // for the aligned table, which measures every row first
+	var lines *output.Lines
+	if !tty {
+		lines = output.NewLines(a.IO.Out)
+	}
+	err = st.EachSummary(ctx, f, func(s *sessions.Summary) error {
 		id, folder, updated := s.ID, s.Cwd, s.UpdatedAt.Format(time.RFC3339)
 		if tty {
 			id, updated = shortID(id), s.UpdatedAt.Local().Format("2006-01-02 15:04")
@@ -168,8 +174,20 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 			backend = sessions.BackendText
 		}
 		// Titles and folders come from prompts and editors: one line each, nothing a terminal obeys.
-		rows = append(rows, []string{id, termtext.VisibleLine(s.Title), termtext.VisibleLine(folder), backend,
-			termtext.VisibleLine(s.Model), updated, strconv.Itoa(s.Turns), s.Origin})
+		row := [...]string{id, termtext.VisibleLine(s.Title), termtext.VisibleLine(folder), backend,
+			termtext.VisibleLine(s.Model), updated, strconv.Itoa(s.Turns), s.Origin}
+		if lines != nil {
+			lines.Row(row[:]...)
+		} else {
+			rows = append(rows, append([]string(nil), row[:]...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if lines != nil {
+		return lines.Flush()
 	}
 	if len(rows) == 0 && tty {
 		a.Errorf("no sessions")

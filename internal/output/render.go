@@ -31,20 +31,40 @@ func JSON(w io.Writer, v any) error {
 // table is when stdout is no terminal (tabs and line breaks inside a cell become spaces). The
 // aligned table for a terminal is internal/output/table's.
 func TSV(w io.Writer, rows [][]string) error {
-	// Buffered: one write per line made a list of 10,000 rows cost 10,000 system calls.
-	b := bufio.NewWriter(w)
-	clean := strings.NewReplacer("\t", " ", "\n", " ")
+	l := NewLines(w)
 	for _, r := range rows {
-		for i, c := range r {
-			if i > 0 {
-				b.WriteByte('\t')
-			}
-			b.WriteString(clean.Replace(c))
-		}
-		b.WriteByte('\n')
+		l.Row(r...)
 	}
-	return b.Flush()
+	return l.Flush()
 }
+
+// Lines writes a table's rows as TSV does (tab-separated cells, a tab or
+// newline inside a cell as a space, no header), one row at a time, so a long list need not hold
+// every row first. Buffered: one write per line made a list of 10,000 rows cost 10,000 system
+// calls. Flush writes what is left and returns the first error.
+type Lines struct {
+	b     *bufio.Writer
+	clean *strings.Replacer
+}
+
+// NewLines returns a Lines writing to w.
+func NewLines(w io.Writer) *Lines {
+	return &Lines{b: bufio.NewWriter(w), clean: strings.NewReplacer("\t", " ", "\n", " ")}
+}
+
+// Row writes one row.
+func (l *Lines) Row(cells ...string) {
+	for i, c := range cells {
+		if i > 0 {
+			l.b.WriteByte('\t')
+		}
+		l.b.WriteString(l.clean.Replace(c))
+	}
+	l.b.WriteByte('\n')
+}
+
+// Flush writes what is buffered.
+func (l *Lines) Flush() error { return l.b.Flush() }
 
 // TerminalWidth is the number of columns of the terminal w writes to, or else $COLUMNS, or 0 when
 // neither is known.

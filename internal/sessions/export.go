@@ -3,6 +3,7 @@ package sessions
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,30 +97,44 @@ func ParseExport(data []byte) (Export, error) {
 	if len(data) > MaxExportSize {
 		return bad("%d bytes, more than the %d MiB an export can have", len(data), MaxExportSize>>20)
 	}
-	// The kind and version first, so a file of a later version is named as such rather than
-	// failing on a field that changed.
-	var head struct {
-		Kind    *string `json:"kind"`
-		Version *int    `json:"version"`
+	// One decoding in the usual case (an export of this version): a file this qkit reads.
+	var file struct {
+		Kind       *string           `json:"kind"`
+		Version    *int              `json:"version"`
+		Session    ExportedSession   `json:"session"`
+		Transcript []ExportedMessage `json:"transcript"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return bad("%v", jsonProblem(err))
-	}
-	if head.Kind == nil || *head.Kind != ExportKind {
-		return bad(`no "kind": %q field`, ExportKind)
-	}
-	if head.Version == nil {
-		return bad(`no "version" field`)
-	}
-	if *head.Version != ExportVersion {
-		return bad("version %d; this qkit reads version %d (a newer qkit wrote it?)", *head.Version, ExportVersion)
-	}
-	var e Export
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	err := dec.Decode(&file)
+	if err == nil && len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+		err = errors.New("more after the JSON document")
+	}
+	// Otherwise (and for a missing kind or version) the kind and version are looked at first, so
+	// a file of a later version is named as such rather than failing on a field that changed.
+	if err != nil || file.Kind == nil || file.Version == nil {
+		var head struct {
+			Kind    *string `json:"kind"`
+			Version *int    `json:"version"`
+		}
+		if herr := json.Unmarshal(data, &head); herr != nil {
+			return bad("%v", jsonProblem(herr))
+		}
+		file.Kind, file.Version = head.Kind, head.Version
+	}
+	if file.Kind == nil || *file.Kind != ExportKind {
+		return bad(`no "kind": %q field`, ExportKind)
+	}
+	if file.Version == nil {
+		return bad(`no "version" field`)
+	}
+	if *file.Version != ExportVersion {
+		return bad("version %d; this qkit reads version %d (a newer qkit wrote it?)", *file.Version, ExportVersion)
+	}
+	if err != nil {
 		return bad("%v", jsonProblem(err))
 	}
+	e := Export{Kind: ExportKind, Version: ExportVersion, Session: file.Session, Transcript: file.Transcript}
 	if e.Session.Cwd == "" || !filepath.IsAbs(e.Session.Cwd) {
 		return bad("session.cwd %q is not an absolute path", e.Session.Cwd)
 	}
@@ -189,15 +204,8 @@ func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) 
 		if err := insertSession(ctx, tx, r); err != nil {
 			return err
 		}
-		for i, m := range e.Transcript {
-			at := m.At
-			if at.IsZero() {
-				at = now
-			}
-			msg := Message{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: at}
-			if err := insertMessage(ctx, tx, id, int64(i+1), msg); err != nil {
-				return err
-			}
+		if err := insertTranscript(ctx, tx, id, e.Transcript, now); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET turns = ? WHERE id = ?`, turns, id); err != nil {
 			return err
@@ -208,4 +216,44 @@ func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) 
 		return SessionRecord{}, fmt.Errorf("importing session %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// importBatch is how many messages one INSERT of insertTranscript stores: a statement per message
+// (parsed, planned and run for each) was most of an import's time.
+const importBatch = 64
+
+// insertTranscript stores msgs as the transcript of session id, inside tx, importBatch messages a
+// statement; a message without a time gets now.
+func insertTranscript(ctx context.Context, tx *sql.Tx, id string, msgs []ExportedMessage, now time.Time) error {
+	var full *sql.Stmt
+	args := make([]any, 0, 8*importBatch)
+	for start := 0; start < len(msgs); start += importBatch {
+		batch := msgs[start:min(start+importBatch, len(msgs))]
+		args = args[:0]
+		for i, m := range batch {
+			at := m.At
+			if at.IsZero() {
+				at = now
+			}
+			msg := Message{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: at}
+			args = appendMessageArgs(args, id, int64(start+i+1), msg)
+		}
+		if len(batch) < importBatch {
+			if _, err := tx.ExecContext(ctx, insertMessages(len(batch)), args...); err != nil {
+				return err
+			}
+			continue
+		}
+		if full == nil {
+			var err error
+			if full, err = tx.PrepareContext(ctx, insertMessages(importBatch)); err != nil {
+				return err
+			}
+			defer full.Close()
+		}
+		if _, err := full.ExecContext(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -66,6 +66,55 @@ func TestSummariesFiltersOrderAndTurns(t *testing.T) {
 	}
 }
 
+// TestListReadsOneIndex: the unfiltered list (sessions list's usual query) is answered from the
+// covering index alone, with no table lookup per row and no sort: what keeps 10,000 sessions
+// within 50 ms. A column added to the list without the index fails here.
+func TestListReadsOneIndex(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	for _, where := range []string{"", " WHERE updated_at >= 0"} { // all, --since
+		rows, err := s.db.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT id, cwd, model, title, backend, origin, mode, turns, created_at, updated_at FROM sessions`+
+			where+` ORDER BY updated_at DESC, id DESC`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "COVERING INDEX sessions_list") || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("%q: plan %q, want the covering index sessions_list and no sort", where, p)
+		}
+	}
+}
+
+// TestEachSummaryStops: EachSummary stops at the first error of its function and returns it.
+func TestEachSummaryStops(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	for i := range 3 {
+		mustCreate(t, s, fmt.Sprint("s", i), "/x", BackendText, t0.Add(time.Duration(i)*time.Minute))
+	}
+	stop := errors.New("enough")
+	var seen []string
+	err := s.EachSummary(ctx, Filter{}, func(sum *Summary) error {
+		seen = append(seen, sum.ID)
+		if len(seen) == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || strings.Join(seen, ",") != "s2,s1" {
+		t.Fatalf("EachSummary: %v after %v, want %v after s2,s1", err, seen, stop)
+	}
+}
+
 func TestFindByPrefix(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)

@@ -107,6 +107,11 @@ var migrations = []string{
 	ALTER TABLE messages ADD COLUMN tools TEXT;
 	ALTER TABLE messages ADD COLUMN usage TEXT;
 	CREATE INDEX sessions_updated ON sessions(updated_at, id);`,
+	// 5: sessions list's index: newest first, with every column a list shows, so listing 10,000
+	// sessions reads the index alone instead of looking each row up in the table (a third of the
+	// list's time). It starts as sessions_updated did, which it replaces.
+	`CREATE INDEX sessions_list ON sessions(updated_at, id, cwd, model, title, backend, origin, mode, turns, created_at);
+	DROP INDEX sessions_updated;`,
 }
 
 // Open opens (creating it and its folder when needed) the database at path and brings its
@@ -148,12 +153,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 func (s *Store) migrate(ctx context.Context) error {
+	// Up to date, as nearly always: a plain read, no write lock (which would queue every command
+	// that only reads behind any process writing).
+	var version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version == len(migrations) {
+		return nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil) // immediate: two processes starting at once migrate one after the other
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
@@ -352,6 +365,27 @@ func appendTurnTx(ctx context.Context, tx *sql.Tx, id string, t Turn, now time.T
 
 // insertMessage stores message m of session id at position seq (NULL columns for what m lacks).
 func insertMessage(ctx context.Context, db execer, id string, seq int64, m Message) error {
+	_, err := db.ExecContext(ctx, insertMessages(1), appendMessageArgs(nil, id, seq, m)...)
+	return err
+}
+
+// insertMessages is the statement that inserts n messages, each with the arguments
+// appendMessageArgs gives.
+func insertMessages(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO messages (session_id, seq, role, text, blocks, tools, usage, created_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?)`)
+	}
+	return b.String()
+}
+
+// appendMessageArgs appends the arguments of insertMessages for message m of session id at
+// position seq (NULL for what m lacks).
+func appendMessageArgs(args []any, id string, seq int64, m Message) []any {
 	var blocks, tools, usage any
 	if len(m.Blocks) > 0 {
 		blocks = string(m.Blocks)
@@ -364,9 +398,7 @@ func insertMessage(ctx context.Context, db execer, id string, seq int64, m Messa
 		b, _ := json.Marshal(m.Usage)
 		usage = string(b)
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO messages (session_id, seq, role, text, blocks, tools, usage, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, seq, string(m.Role), m.Text, blocks, tools, usage, m.At.UnixNano())
-	return err
+	return append(args, id, seq, string(m.Role), m.Text, blocks, tools, usage, m.At.UnixNano())
 }
 
 // Messages returns the session's transcript in order.

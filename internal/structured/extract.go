@@ -35,7 +35,7 @@ func (e *ExtractError) Error() string {
 // Text outside the blocks is ignored; JSON inside prose without a fence is not looked for.
 func Extract(reply string) ([]byte, error) {
 	whole := strings.TrimSpace(reply)
-	if whole != "" && json.Valid([]byte(whole)) {
+	if whole != "" && validJSON(whole) {
 		return []byte(whole), nil
 	}
 	var found []string
@@ -46,7 +46,7 @@ func Extract(reply string) ([]byte, error) {
 		if !isJSON && (b.info != "" || !(strings.HasPrefix(body, "{") || strings.HasPrefix(body, "["))) {
 			continue
 		}
-		if json.Valid([]byte(body)) {
+		if validJSON(body) {
 			found = append(found, body)
 			continue
 		}
@@ -64,6 +64,16 @@ func Extract(reply string) ([]byte, error) {
 	return nil, &ExtractError{Found: len(found), Tagged: tagged, Detail: detail}
 }
 
+// validJSON is json.Valid(s): the quick reader first, several times faster (a reply of 100 KB:
+// most of Extract's time was json.Valid), and json.Valid only for what it does not pass (it stops
+// at nesting that encoding/json still reads).
+func validJSON(s string) bool {
+	if t := strings.TrimLeft(s, " \t\r\n"); t == "" || !strings.ContainsAny(t[:1], "{[\"-0123456789tfn") {
+		return false // not even the start of a JSON value: most prose
+	}
+	return quickCheck(nil, s) || json.Valid([]byte(s))
+}
+
 // block is one fenced code block: its info string's first word (lower case) and its text.
 type block struct {
 	info string
@@ -78,10 +88,15 @@ func fencedBlocks(s string) []block {
 	var out []block
 	var cur *block
 	var fence string
-	var body strings.Builder
-	for len(s) > 0 {
-		line, rest, _ := strings.Cut(s, "\n")
-		s = rest
+	bodyStart := 0 // where the current block's text starts in s
+	for pos := 0; pos < len(s); {
+		lineStart := pos
+		line := s[pos:]
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line, pos = line[:i], pos+i+1
+		} else {
+			pos = len(s)
+		}
 		trimmed := strings.TrimRight(line, " \t\r")
 		indent := len(trimmed) - len(strings.TrimLeft(trimmed, " "))
 		marker := strings.TrimLeft(trimmed, " ")
@@ -100,21 +115,18 @@ func fencedBlocks(s string) []block {
 			if i := strings.IndexAny(info, " \t{"); i >= 0 {
 				info = info[:i]
 			}
-			cur, fence = &block{info: strings.ToLower(info)}, f
-			body.Reset()
+			cur, fence, bodyStart = &block{info: strings.ToLower(info)}, f, pos
 			continue
 		}
 		if indent <= 3 && strings.HasPrefix(marker, fence) && strings.Trim(marker, fence[:1]) == "" {
-			cur.body = body.String()
+			// The lines between the fences, each with its newline: a slice of s, not a copy.
+			cur.body = s[bodyStart:lineStart]
 			out = append(out, *cur)
 			cur = nil
-			continue
 		}
-		body.WriteString(line)
-		body.WriteByte('\n')
 	}
 	if cur != nil {
-		cur.body = body.String()
+		cur.body = s[bodyStart:]
 		out = append(out, *cur)
 	}
 	return out

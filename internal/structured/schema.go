@@ -12,6 +12,9 @@ type Schema struct {
 	// Text is the schema as compact JSON: what the instruction shows the agent.
 	Text     string
 	compiled Validator
+	// quick is the schema's quick check (quick.go), nil when it uses a keyword the check does not
+	// know.
+	quick *quickSchema
 }
 
 // Validator checks one decoded JSON value (as json.Unmarshal into an any makes it); its error
@@ -21,4 +24,6 @@ type Validator interface {
 }
 
 // NewSchema is the schema text (compact JSON) with its compiled validator.
-func NewSchema(text string, v Validator) *Schema { return &Schema{Text: text, compiled: v} }
+func NewSchema(text string, v Validator) *Schema {
+	return &Schema{Text: text, compiled: v, quick: compileQuick([]byte(text))}
+}
