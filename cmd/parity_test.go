@@ -24,6 +24,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 	"github.com/qkit-cli/qkit/internal/streamjson"
 )
 
@@ -576,13 +577,7 @@ func parityMCP(t *testing.T, a *app.App, sc parityScenario) parityOutcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	s := text.String()
+	s := mcptest.Text(res) // the reply, without the block that carries the session's id
 	o := parityOutcome{}
 	body, failure := s, ""
 	for _, sep := range []string{"\n\nOutput before the failure:\n", "\n\nOutput:\n"} {

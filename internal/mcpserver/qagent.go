@@ -64,7 +64,8 @@ valid, isError with the last answer's errors and the last reply. A schema that d
 refers to a file or URL ($ref outside itself), fails the call before the agent runs.
 
 Each call is kept in qkit's session store (qkit sessions list shows it, origin mcp), and its result carries
-that session's id in _meta as "qkit/session_id" (on an error result too, once the agent replied). Pass it back as
+that session's id in _meta as "qkit/session_id" and in a last text block for the assistant, "[qkit session_id:
+ID: ...]" (on an error result too, once the agent replied). Pass it back as
 session_id to continue that conversation: on the chat backend the earlier turns go before the prompt (within
 context.max_tokens), on acp the agent's own session is loaded. session_id also takes any id, or unambiguous
 prefix, of qkit sessions list (an editor's session, an import); an id the store does not know, or a session
@@ -227,9 +228,22 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	res := qAgentResult(run, sch)
 	if run.StoredSession != "" {
 		res.Meta = mcp.Meta{qAgentSessionMeta: run.StoredSession}
+		res.Content = append(res.Content, qAgentSessionBlock(run.StoredSession))
 	}
 	return res
 }
+
+// qAgentSessionBlock is the last content block of a result that has a session: the id where the
+// model sees it (most clients show a model the content and nothing of _meta), for the assistant.
+func qAgentSessionBlock(id string) *mcp.TextContent {
+	return &mcp.TextContent{
+		Text:        QAgentSessionPrefix + id + ": pass it as session_id to continue this conversation]",
+		Annotations: &mcp.Annotations{Audience: []mcp.Role{"assistant"}},
+	}
+}
+
+// QAgentSessionPrefix starts the text of the session block (qAgentSessionBlock).
+const QAgentSessionPrefix = "[qkit session_id: "
 
 // qAgentSessionMeta is the key of the result's _meta that carries the qkit session the call was
 // recorded in (what session_id takes to continue it).

@@ -146,8 +146,13 @@ func TestQAgentMapsParameters(t *testing.T) {
 		"prompt": "@main.go explain", "resume": true, "agent": "dev", "override-model": "claude-3.7-sonnet",
 		"yolo-mode": true, "trust-tools": "fs_read,fs_write", "verbose": true,
 	})
-	if res.IsError || mcptest.Text(res) != "the reply\n" || len(res.Content) != 1 {
+	if res.IsError || mcptest.Text(res) != "the reply\n" || len(res.Content) != 2 {
 		t.Fatalf("result %+v %q", res, mcptest.Text(res))
+	}
+	// The session's id is in _meta and, for the model (clients show it the content, not _meta),
+	// in the last block.
+	if id, _ := res.Meta["qkit/session_id"].(string); id == "" || !strings.HasPrefix(mcptest.Session(res), mcpserver.QAgentSessionPrefix+id+": ") {
+		t.Errorf("session block %q, _meta %v", mcptest.Session(res), res.Meta)
 	}
 	data, _ := os.ReadFile(rec)
 	var argv []string

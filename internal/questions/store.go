@@ -92,12 +92,6 @@ type Session struct {
 	// Refused says why answers.json was not read (not a regular file, or too large); the set
 	// stays open, as if there were no answers.json.
 	Refused string
-	// answersBad: answers.json exists but does not parse (perhaps a non-atomic write in progress).
-	answersBad bool
-	// answersMod is answers.json's modification time, when it exists.
-	answersMod time.Time
-	// rev is the NATS key's revision the session was read at (0 in the file store).
-	rev uint64
 }
 
 // Set returns the session's question set (empty when request.json is unreadable).

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -81,15 +82,26 @@ func ConnectVersion(t testing.TB, d *mcpserver.Deps, opts *mcp.ClientOptions, ve
 	return cs
 }
 
-// Text joins the text contents of a result.
+// Text joins the text contents of a result but q-developer-agent's session block (Session gives
+// that one).
 func Text(res *mcp.CallToolResult) string {
 	var s string
 	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
+		if tc, ok := c.(*mcp.TextContent); ok && !strings.HasPrefix(tc.Text, mcpserver.QAgentSessionPrefix) {
 			s += tc.Text
 		}
 	}
 	return s
+}
+
+// Session is the text of q-developer-agent's session block, "" when the result has none.
+func Session(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok && strings.HasPrefix(tc.Text, mcpserver.QAgentSessionPrefix) {
+			return tc.Text
+		}
+	}
+	return ""
 }
 
 // logBuffer collects the server's log; it is printed when the test fails. (Logging straight to
