@@ -23,8 +23,8 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
-	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
+	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/streamjson"
 )
 
