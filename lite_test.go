@@ -23,7 +23,6 @@ import (
 // of tablewriter, the MCP SDK and what it brings (jsonschema-go, gob), SQLite, the NATS client.
 var heavyInits = []string{"olekukonko/tablewriter", "modelcontextprotocol/go-sdk", "google/jsonschema-go", "encoding/gob", "modernc.org/", "nats-io/"}
 
-
 // TestLite builds bin/qkit (light) and qkit-full beside it, with make build's flags, into a folder
 // its subtests share, and runs them.
 func TestLite(t *testing.T) {
@@ -47,6 +46,7 @@ func TestLite(t *testing.T) {
 		"CompletesAsFull":        liteCompletesAsFull,
 		"AskSessionIsListed":     liteAskSessionIsListed,
 		"TableOnTerminal":        liteTableOnTerminal,
+		"Installed":              liteInstalled,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, dir) })
 	}
