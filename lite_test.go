@@ -46,6 +46,7 @@ func TestLite(t *testing.T) {
 		"CompletesAsFull":        liteCompletesAsFull,
 		"AskSessionIsListed":     liteAskSessionIsListed,
 		"TableOnTerminal":        liteTableOnTerminal,
+		"Installed":              liteInstalled,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, dir) })
 	}
