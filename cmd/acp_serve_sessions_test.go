@@ -12,7 +12,7 @@ import (
 
 // TestACPServeRecordsToolsAndUsage: a turn of acp serve, on the text path and on the proxy, is
 // stored with its tool calls (name, how they ended) and, when the agent reported it, its usage,
-// as `sessions show --json` gives them (issue 22). The editor is the ACP SDK's client; it allows
+// as `sessions show --json` gives them. The editor is the ACP SDK's client; it allows
 // the tool, or refuses it.
 func TestACPServeRecordsToolsAndUsage(t *testing.T) {
 	rows := map[string]struct {

@@ -28,7 +28,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/streamjson"
 )
 
-// The parity table (issue 19, item 5): each scenario runs on each backend and through each front
+// The parity table: each scenario runs on each backend and through each front
 // end (`qkit ask --json`, the q-developer-agent MCP tool through the MCP SDK's client, `acp
 // serve`'s text path through the ACP SDK's client as an editor). What a front says of a run is
 // normalised (parityOutcome); within a front it must be the same on every backend that can

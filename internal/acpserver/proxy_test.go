@@ -860,7 +860,7 @@ func TestProxyAgentMalformedStopped(t *testing.T) {
 }
 
 // TestProxyUnaskedWriteRefused: an editor without fs leaves the files to qkit, and then qkit's
-// rule holds (issue 18's hole 4 on the proxy path): a write the agent sends without the editor's
+// rule holds on the proxy path too: a write the agent sends without the editor's
 // permission for its tool call is refused, and nothing is written; one that belongs to a tool
 // call the editor allowed is served while that call runs; after "allow always" for an edit (and
 // not after "allow once"), the session's later writes are served. An editor that serves files
