@@ -27,7 +27,11 @@ async function connect(extra = {}) {
   };
 }
 
-const text = (res) => res.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+// The reply's text: every text block but the last one q-developer-agent adds for the assistant with
+// the session's id (session() gives that one).
+const forAssistant = (c) => c.annotations?.audience?.length === 1 && c.annotations.audience[0] === 'assistant';
+const text = (res) => res.content.filter((c) => c.type === 'text' && !forAssistant(c)).map((c) => c.text).join('');
+const session = (res) => res.content.filter((c) => c.type === 'text' && forAssistant(c)).map((c) => c.text).join('');
 
 test('server identifies itself and lists tools without the optional one', async () => {
   const s = await connect();
@@ -75,6 +79,10 @@ test('enabled, q-developer-agent is listed with its parameters and runs q', asyn
     });
     assert.equal(res.isError ?? false, false, text(res));
     assert.equal(text(res), 'reply from q\n'); // the reply only: no "> " prefix, no colour
+    // The session's id, for the model as well as in _meta (clients show a model the content).
+    const id = res._meta?.['qkit/session_id'];
+    assert.match(id ?? '', /^[0-9a-f-]{36}$/);
+    assert.equal(session(res), `[qkit session_id: ${id}: pass it as session_id to continue this conversation]`);
 
     const bad = await s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: '   ' } });
     assert.equal(bad.isError, true);
