@@ -23,7 +23,6 @@ import (
 // of tablewriter, the MCP SDK and what it brings (jsonschema-go, gob), SQLite, the NATS client.
 var heavyInits = []string{"olekukonko/tablewriter", "modelcontextprotocol/go-sdk", "google/jsonschema-go", "encoding/gob", "modernc.org/", "nats-io/"}
 
-
 // TestLite builds bin/qkit (light) and qkit-full beside it, with make build's flags, into a folder
 // its subtests share, and runs them.
 func TestLite(t *testing.T) {
@@ -44,6 +43,7 @@ func TestLite(t *testing.T) {
 	for name, f := range map[string]func(*testing.T, string){
 		"StartupRunsNoHeavyInit": liteStartupRunsNoHeavyInit,
 		"Forwards":               liteForwards,
+		"HandsOverEarly":         liteHandsOverEarly,
 		"CompletesAsFull":        liteCompletesAsFull,
 		"AskSessionIsListed":     liteAskSessionIsListed,
 		"TableOnTerminal":        liteTableOnTerminal,
@@ -237,6 +237,42 @@ func liteForwards(t *testing.T, dir string) {
 	_, stderr, code = runLite(t, loop, light, "sessions", "list")
 	if code != 1 || !strings.Contains(stderr, "is a light build of qkit") {
 		t.Errorf("a light helper: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// liteHandsOverEarly: `qkit mcp serve` (what MCP clients start) and the other commands forwarded
+// whole are handed over from package early's init, before cobra, viper and qkit's own packages run
+// theirs; a command line early cannot place (a global flag first) is handed over by cmd.Main.
+// Read from GODEBUG=inittrace=1: the light binary's lines come before qkit-full's own "init runtime".
+func liteHandsOverEarly(t *testing.T, dir string) {
+	env := append(liteEnv(t), "GODEBUG=inittrace=1")
+	light := filepath.Join(dir, "qkit")
+	lightInits := func(args ...string) []string {
+		t.Helper()
+		_, stderr, code := runLite(t, env, light, args...)
+		if code != 0 {
+			t.Fatalf("qkit %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+		var names []string
+		for _, m := range initLine.FindAllStringSubmatch(stderr, -1) {
+			if m[1] == "runtime" && slices.Contains(names, "runtime") {
+				return names // qkit-full starts
+			}
+			names = append(names, m[1])
+		}
+		t.Fatalf("qkit %s: no second runtime init: was it handed over?\n%s", strings.Join(args, " "), stderr)
+		return nil
+	}
+	late := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "github.com/qkit-cli/qkit/internal/config"}
+	for _, args := range [][]string{{"mcp", "serve", "--help"}, {"sessions", "list", "--json"}, {"doctor", "--help"}} {
+		for _, name := range lightInits(args...) {
+			if slices.Contains(late, name) {
+				t.Errorf("qkit %s: the light binary ran the init of %s before handing over", strings.Join(args, " "), name)
+			}
+		}
+	}
+	if names := lightInits("--log-level=warn", "mcp", "serve", "--help"); !slices.Contains(names, "github.com/spf13/cobra") {
+		t.Errorf("qkit --log-level=warn mcp serve --help: handed over before cobra's init (%q); package early should leave it to cmd.Main", names)
 	}
 }
 

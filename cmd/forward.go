@@ -33,7 +33,9 @@ type commandHead struct {
 
 // forwardedHeads are the top-level commands the light binary hands whole to qkit-full: the servers
 // (the MCP SDK), sessions (SQLite) and doctor (it checks the NATS store). Both builds take their
-// Use, Short and group from here, so `qkit --help` and completion are the same in both.
+// Use, Short and group from here, so `qkit --help` and completion are the same in both. The names
+// are fullbin.Commands: the light binary's package early hands a command line starting with one
+// of them over from its init, before most packages' init and before Main.
 var forwardedHeads = map[string]commandHead{
 	"mcp":      {"mcp <command>", "Serve qkit's tools over the Model Context Protocol", groupServe},
 	"acp":      {"acp <command>", "Serve Q to editors over the Agent Client Protocol", groupServe},
