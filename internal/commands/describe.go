@@ -57,14 +57,14 @@ func (r *Registry) Examples() []Example {
 // command's parser).
 func (r *Registry) fits(q Request) bool {
 	if q.Command == HelpName {
-		_, ok := r.byName[strings.Join(append([]string{q.Subcommand}, q.Args...), " ")]
+		_, ok := r.index().byName[strings.Join(append([]string{q.Subcommand}, q.Args...), " ")]
 		return ok
 	}
 	name := q.Command
 	if q.Subcommand != "" {
 		name += " " + q.Subcommand
 	}
-	e, ok := r.byName[name]
+	e, ok := r.index().byName[name]
 	if !ok || !e.Runnable {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -105,10 +106,15 @@ type Options struct {
 // Registry holds the exposed commands and runs requests against them. It is safe for concurrent
 // use: it is read-only once built.
 type Registry struct {
+	index func() *index
+	exec  Executor
+	opts  Options
+}
+
+// index is what a Registry knows of the tree: every entry, sorted by name, and each by name.
+type index struct {
 	entries []Entry
 	byName  map[string]*Entry
-	exec    Executor
-	opts    Options
 }
 
 // HelpName is the built-in entry that prints help for an exposed command.
@@ -117,10 +123,28 @@ const HelpName = "help"
 // New builds a registry from the entries found in the command tree. Groups of exposed commands that
 // are not in entries themselves are added, and so is the help entry.
 func New(entries []Entry, exec Executor, opts Options) *Registry {
+	idx := newIndex(entries)
+	return newRegistry(func() *index { return idx }, exec, opts)
+}
+
+// NewLazy is New with the entries found when the registry is first used (or Load is called):
+// finding them means building the whole command tree, which a server does not need before a
+// client lists its tools, and can do meanwhile on another core.
+func NewLazy(entries func() []Entry, exec Executor, opts Options) *Registry {
+	return newRegistry(sync.OnceValue(func() *index { return newIndex(entries()) }), exec, opts)
+}
+
+func newRegistry(idx func() *index, exec Executor, opts Options) *Registry {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Registry{exec: exec, opts: opts, byName: map[string]*Entry{}}
+	return &Registry{index: idx, exec: exec, opts: opts}
+}
+
+// Load finds the entries of a registry from NewLazy now, if that has not been done yet.
+func (r *Registry) Load() { r.index() }
+
+func newIndex(entries []Entry) *index {
 	all := map[string]Entry{}
 	for _, e := range entries {
 		e.Name = strings.Join(e.Path, " ")
@@ -154,16 +178,16 @@ func New(entries []Entry, exec Executor, opts Options) *Registry {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	r.entries = make([]Entry, 0, len(names))
+	x := &index{entries: make([]Entry, 0, len(names)), byName: map[string]*Entry{}}
 	for _, n := range names {
 		e := all[n]
 		sort.Strings(e.Children)
-		r.entries = append(r.entries, e)
+		x.entries = append(x.entries, e)
 	}
-	for i := range r.entries {
-		r.byName[r.entries[i].Name] = &r.entries[i]
+	for i := range x.entries {
+		x.byName[x.entries[i].Name] = &x.entries[i]
 	}
-	return r
+	return x
 }
 
 func contains(ss []string, s string) bool {
@@ -176,12 +200,12 @@ func contains(ss []string, s string) bool {
 }
 
 // List returns every entry, groups included, sorted by name. The slice is a copy.
-func (r *Registry) List() []Entry { return append([]Entry(nil), r.entries...) }
+func (r *Registry) List() []Entry { return append([]Entry(nil), r.index().entries...) }
 
 // Runnable returns the entries that can be run (no bare groups), sorted by name.
 func (r *Registry) Runnable() []Entry {
 	var out []Entry
-	for _, e := range r.entries {
+	for _, e := range r.index().entries {
 		if e.Runnable {
 			out = append(out, e)
 		}
@@ -191,7 +215,7 @@ func (r *Registry) Runnable() []Entry {
 
 // Lookup finds an entry by name ("context add").
 func (r *Registry) Lookup(name string) (Entry, bool) {
-	e, ok := r.byName[name]
+	e, ok := r.index().byName[name]
 	if !ok {
 		return Entry{}, false
 	}
@@ -201,7 +225,7 @@ func (r *Registry) Lookup(name string) (Entry, bool) {
 // TopLevel returns the names of the top-level entries: what `Unknown command` lists.
 func (r *Registry) TopLevel() []string {
 	var out []string
-	for _, e := range r.entries {
+	for _, e := range r.index().entries {
 		if len(e.Path) == 1 {
 			out = append(out, e.Name)
 		}
