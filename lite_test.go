@@ -232,6 +232,35 @@ func liteForwards(t *testing.T, dir string) {
 			t.Errorf("qkit %s with the file store: exit %d, stderr %q; want it run here", strings.Join(args, " "), code, stderr)
 		}
 	}
+	// exec internal runs a command the light tree has here (no helper needed), as words or as
+	// --request JSON, and its help; it hands over what the light registry lacks: a forwarded
+	// command, its help, the whole listing, a request on stdin.
+	for _, args := range [][]string{
+		{"exec", "internal", "context", "show", "--flag", "json"},
+		{"exec", "internal", "--request", `{"command":"settings","subcommand":"get","args":["agent.timeout"]}`},
+		{"exec", "internal", "help", "context", "show"},
+		{"exec", "internal", "--json", "version"},
+	} {
+		if stdout, stderr, code := runLite(t, missing, light, args...); code != 0 || stdout == "" {
+			t.Errorf("qkit %s with no helper: exit %d, stdout %q, stderr %q; want it run here", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"exec", "internal", "sessions", "list", "--flag", "json"},
+		{"exec", "internal", "--request", `{"command":"doctor"}`},
+		{"exec", "internal", "help", "sessions", "list"},
+		{"exec", "internal", "--list", "--json"},
+		{"exec", "internal", "--request", "-"},
+		{"exec", "internal", "no-such-command"},
+	} {
+		if _, stderr, code := runLite(t, missing, light, args...); code != 1 || !strings.Contains(stderr, "needs qkit-full") {
+			t.Errorf("qkit %s with no helper: exit %d, stderr %q; want it handed over", strings.Join(args, " "), code, stderr)
+		}
+	}
+	stdout, stderr, code = runLite(t, env, light, "exec", "internal", "sessions", "list", "--flag", "json")
+	if code != 0 || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("exec internal sessions list --flag json through qkit-full: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 	// A light build installed as the helper would run itself forever: refused.
 	loop := append(slices.Clone(env), fullbin.EnvPath+"="+light)
 	_, stderr, code = runLite(t, loop, light, "sessions", "list")

@@ -127,10 +127,11 @@ internal command's (3 when the change was declined, 2 when the request was refus
 // --json it prints the result object for a refused or unconfirmed request too; the message still
 // goes to stderr and the exit code is the same.
 func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []string) error {
-	if lite && execNeedsFull(opts, args) {
+	reg := execRegistry(a, opts, args)
+	if lite && execNeedsFull(reg, opts, args) {
 		return forwardToFull() // nothing has run yet (forward.go)
 	}
-	err := runExecInternal(ctx, a, execRegistry(a, opts, args), opts, args)
+	err := runExecInternal(ctx, a, reg, opts, args)
 	var failed execFailure
 	if errors.As(err, &failed) {
 		err = failed.err
@@ -159,16 +160,32 @@ func execRegistry(a *app.App, opts *execInternalOptions, args []string) *command
 	return internalRegistry(a, nil)
 }
 
-// execNeedsFull reports whether the light build hands exec internal to qkit-full: a request that
-// needs the whole command tree (--list, --request, a word that names no top-level command, whose
-// error lists them all) or one of the commands the light build hands over.
-func execNeedsFull(opts *execInternalOptions, args []string) bool {
-	if opts.list || opts.request != "" || len(args) == 0 {
+// execNeedsFull reports whether the light build hands exec internal to qkit-full, asking reg, the
+// registry the light build would run the request with: a request for a command reg does not have
+// (a command the light build hands over is a stub there, exposing nothing; an unknown one's error
+// lists every command of the whole tree), the help of one, or the whole listing (--list, bare
+// help). A request on stdin (--request -) is handed over unread: qkit-full could not read it again.
+// A command reg has runs here, whether given as words or with --request JSON; so does a request
+// that does not parse (both builds report it alike).
+func execNeedsFull(reg *commands.Registry, opts *execInternalOptions, args []string) bool {
+	if opts.list || opts.request == "-" || opts.request == "" && len(args) == 0 {
 		return true
 	}
-	only := commandNamed(args[:1])
-	_, forwarded := forwardedHeads[only]
-	return only == "" || forwarded
+	req := reg.FromWords(args, nil)
+	if opts.request != "" {
+		var err error
+		if req, err = commands.ParseRequestNamed([]byte(opts.request), "--request"); err != nil {
+			return false
+		}
+	}
+	name := req.Command
+	if name == commands.HelpName {
+		if name = req.Subcommand; name == "" {
+			return true // help lists every command
+		}
+	}
+	_, ok := reg.Lookup(name)
+	return !ok
 }
 
 // execFailure is a request that failed before its command ran (refused, or not confirmed), with

@@ -15,7 +15,8 @@ package cmd
 //   - a command that may open the questions store (annQuestionStore: questions and ask) when
 //     questions.store names a store the light build does not link (NATS), decided once the
 //     configuration is read;
-//   - exec internal with --list, --request, or a forwarded command (execNeedsFull), and exec's
+//   - exec internal with --list, --request -, bare help, or a command (or its help) the light
+//     registry does not have: a forwarded one, or an unknown one (execNeedsFull), and exec's
 //     completion, which offers the commands of the whole tree.
 // Each is decided before the command has any effect, so nothing is done twice.
 
