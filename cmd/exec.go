@@ -36,6 +36,9 @@ type execInternalOptions struct {
 	yes     bool
 	asJSON  bool
 	list    bool
+	// catchInterrupts installs the Ctrl-C and SIGTERM handler on the command and returns its
+	// context, cancelled by them (nil: none is installed).
+	catchInterrupts func() context.Context
 }
 
 // execResultJSON is what `qkit exec internal --json` prints.
@@ -74,7 +77,10 @@ internal command's (3 when the change was declined, 2 when the request was refus
   qkit exec internal settings get agent.timeout
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
-		RunE: func(c *cobra.Command, args []string) error { return runExec(c.Context(), a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.catchInterrupts = func() context.Context { catchInterruptsOn(c); return c.Context() }
+			return runExec(c.Context(), a, opts, args)
+		},
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.flags, "flag", nil, "an internal command's flag, `NAME=VALUE` or NAME for a switch (repeatable)")
@@ -120,7 +126,10 @@ internal command's (3 when the change was declined, 2 when the request was refus
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return interruptible(c)
+	// Not interruptible as a whole: exec internal waits only where its command would, or at the
+	// question before a change (runExecInternal installs the handler for a change; an
+	// interruptible command installs its own as it runs).
+	return c
 }
 
 // runExec is `qkit exec internal`: it builds the registry the request needs and runs it. With
@@ -227,6 +236,12 @@ func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, op
 	call, err := reg.Prepare(req)
 	if err != nil {
 		return fail(words, err)
+	}
+	if call.Access == commands.Change && opts.catchInterrupts != nil {
+		// A change may ask first and must be audited: Ctrl-C at the question, or while it runs,
+		// cancels it and exits 130 instead of ending the process at once. A read keeps the
+		// default, immediate exit, as the command run directly does (the handler costs a thread).
+		ctx = opts.catchInterrupts()
 	}
 	res, err := reg.Run(ctx, call, commands.RunOptions{Source: commands.SourceCLI, Confirm: cliConfirm(a, opts.yes)})
 	if err != nil && !errors.Is(err, commands.ErrDeclined) {

@@ -442,6 +442,12 @@ func catchInterrupts(c *cobra.Command) {
 	if c.Annotations[annInterruptible] == "" {
 		return
 	}
+	catchInterruptsOn(c)
+}
+
+// catchInterruptsOn installs the handler catchInterrupts installs for an interruptible command on c,
+// whatever its annotations (exec internal, for a change).
+func catchInterruptsOn(c *cobra.Command) {
 	parent := c.Context()
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
