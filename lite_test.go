@@ -292,7 +292,9 @@ func liteHandsOverEarly(t *testing.T, dir string) {
 		t.Fatalf("qkit %s: no second runtime init: was it handed over?\n%s", strings.Join(args, " "), stderr)
 		return nil
 	}
-	late := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "github.com/qkit-cli/qkit/internal/config"}
+	// unicode: package early and fullbin import only errors, os and syscall; importing strings (which
+	// imports unicode) would hold the hand-over until crypto, reflect, encoding... had run theirs.
+	late := []string{"unicode", "reflect", "github.com/spf13/cobra", "github.com/spf13/viper", "github.com/qkit-cli/qkit/internal/config"}
 	for _, args := range [][]string{{"mcp", "serve", "--help"}, {"sessions", "list", "--json"}, {"doctor", "--help"}} {
 		for _, name := range lightInits(args...) {
 			if slices.Contains(late, name) {

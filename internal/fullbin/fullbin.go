@@ -8,14 +8,15 @@ package fullbin
 import (
 	"errors"
 	"os"
-	"strings"
 	"syscall"
 )
 
-// The package imports nothing os does not import itself (no fmt, no path/filepath): the light
+// The package imports errors, os and syscall only (no fmt, path/filepath, even strings): the light
 // binary's package early hands `qkit mcp serve` and the like over from its init, which Go runs
-// only once every package it imports has run its own, in import-path order (see package early).
-// The light build is for unix systems, so paths are joined with "/".
+// once every package it imports has been initialised, and Go initialises the packages that are
+// ready in import-path order: strings (like every package after "github.com/qkit-cli" in that
+// order) would wait for crypto, encoding, reflect, x/text... (see package early). The light build
+// is for unix systems, so paths are joined with "/".
 
 // Name is the helper's file name.
 const Name = "qkit-full"
@@ -46,15 +47,20 @@ func Candidates(exe string) []string {
 
 // parent is the folder holding the file at the absolute, clean path p (os.Executable's).
 func parent(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		return p[:i]
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
 	}
 	return "/"
 }
 
 // join is dir/name for a folder dir from parent.
 func join(dir, name string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + name
+	if dir != "" && dir[len(dir)-1] == '/' {
+		return dir + name
+	}
+	return dir + "/" + name
 }
 
 // Find returns the first candidate that is an executable file; the error names every path tried.
@@ -69,8 +75,15 @@ func Find() (string, error) {
 			return p, nil
 		}
 	}
+	looked := ""
+	for i, p := range tried {
+		if i > 0 {
+			looked += " and "
+		}
+		looked += p
+	}
 	return "", errors.New("this command needs " + Name + ", qkit's helper executable, and it is not installed: looked for " +
-		strings.Join(tried, " and ") + " (make install puts it in PREFIX/libexec/qkit; $" + EnvPath + " names another path)")
+		looked + " (make install puts it in PREFIX/libexec/qkit; $" + EnvPath + " names another path)")
 }
 
 // Exec replaces this process with the helper running args (the command line after the program
