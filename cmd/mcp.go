@@ -88,11 +88,7 @@ func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
 		a.Errorf("waiting for an MCP client on stdin (JSON-RPC, one message a line); Ctrl-C stops. " +
 			"Configure your client to run: qkit mcp serve (e.g. claude mcp add qkit -- qkit mcp serve; see qkit mcp serve --help)")
 	}
-	d := mcpDeps(a)
-	// The internal commands' tree is built on another core while the SDK sets up the other tools;
-	// internal_command, added last, waits for it (its description lists the commands).
-	go d.Commands.Load()
-	return mcpserver.Serve(ctx, d, &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger})
+	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger})
 }
 
 // mcpDeps is what the MCP tools need of qkit: the app and the internal commands.

@@ -479,3 +479,13 @@ func TestNewLazyFindsEntriesOnce(t *testing.T) {
 		t.Errorf("lazy List = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestDescribeFromOptionsNeedsNoEntries: a lazy registry given its description answers Describe
+// without finding its entries.
+func TestDescribeFromOptionsNeedsNoEntries(t *testing.T) {
+	var calls atomic.Int32
+	r := NewLazy(func() []Entry { calls.Add(1); return testEntries() }, &fakeExec{}, Options{Description: "generated"})
+	if got := r.Describe(); got != "generated" || calls.Load() != 0 {
+		t.Errorf("Describe = %q after finding the entries %d times; want the given text, none", got, calls.Load())
+	}
+}

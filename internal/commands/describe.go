@@ -105,6 +105,9 @@ const Summary = "Run one of qkit's own commands on the user's behalf."
 // Describe is the description of the internal_command tool, generated from the registry: what it is
 // for, every command with its purpose, usage and whether it needs confirmation, and example mappings.
 func (r *Registry) Describe() string {
+	if r.opts.Description != "" {
+		return r.opts.Description
+	}
 	var b strings.Builder
 	b.WriteString(Summary + `
 

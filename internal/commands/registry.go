@@ -101,6 +101,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger is told about output that was cut (the assistant reads the notice); nil discards.
 	Logger *slog.Logger
+	// Description, when set, is what Describe returns, so a lazy registry's description needs no
+	// entries: a copy of Describe's text generated with the program (cmd keeps it, and a test keeps
+	// it equal to the text the entries give).
+	Description string
 }
 
 // Registry holds the exposed commands and runs requests against them. It is safe for concurrent

@@ -81,8 +81,8 @@ func registry() []Tool {
 	return []Tool{
 		helpTool(),
 		qAgentTool(),
+		internalCommandTool(),
 		questionsTool(),
-		internalCommandTool(), // last: its description waits for the command tree (cmd builds it meanwhile)
 	}
 }
 
