@@ -236,8 +236,8 @@ func globalArgs(a *app.App) []string {
 
 // InternalRegistry returns the internal-command registry over a fresh command tree, with a's
 // settings (a's configuration must be loaded). Servers (MCP, ACP) build one when they start; the
-// tree is built when the registry is first used (its Load builds it at once), except for Describe,
-// which the full build answers from the text generated with it (DescribeInternalCommands).
+// tree is built when the registry is first used, except by Describe, which the full build answers
+// from the text generated with it (DescribeInternalCommands).
 func InternalRegistry(a *app.App) *commands.Registry { return internalRegistry(a, nil) }
 
 // DescribeInternalCommands is the internal_command tool's description as the whole tree gives it,

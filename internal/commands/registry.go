@@ -131,9 +131,9 @@ func New(entries []Entry, exec Executor, opts Options) *Registry {
 	return newRegistry(func() *index { return idx }, exec, opts)
 }
 
-// NewLazy is New with the entries found when the registry is first used (or Load is called):
-// finding them means building the whole command tree, which a server does not need before a
-// client lists its tools, and can do meanwhile on another core.
+// NewLazy is New with the entries found when the registry is first used: finding them means
+// building the whole command tree, which a server does not need before its first internal
+// command (with Options.Description, Describe needs no entries).
 func NewLazy(entries func() []Entry, exec Executor, opts Options) *Registry {
 	return newRegistry(sync.OnceValue(func() *index { return newIndex(entries()) }), exec, opts)
 }
@@ -144,9 +144,6 @@ func newRegistry(idx func() *index, exec Executor, opts Options) *Registry {
 	}
 	return &Registry{index: idx, exec: exec, opts: opts}
 }
-
-// Load finds the entries of a registry from NewLazy now, if that has not been done yet.
-func (r *Registry) Load() { r.index() }
 
 func newIndex(entries []Entry) *index {
 	all := map[string]Entry{}
