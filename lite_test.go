@@ -43,6 +43,7 @@ func TestLite(t *testing.T) {
 	for name, f := range map[string]func(*testing.T, string){
 		"StartupRunsNoHeavyInit": liteStartupRunsNoHeavyInit,
 		"Forwards":               liteForwards,
+		"HandsOverEarly":         liteHandsOverEarly,
 		"CompletesAsFull":        liteCompletesAsFull,
 		"AskSessionIsListed":     liteAskSessionIsListed,
 		"TableOnTerminal":        liteTableOnTerminal,
@@ -232,11 +233,78 @@ func liteForwards(t *testing.T, dir string) {
 			t.Errorf("qkit %s with the file store: exit %d, stderr %q; want it run here", strings.Join(args, " "), code, stderr)
 		}
 	}
+	// exec internal runs a command the light tree has here (no helper needed), as words or as
+	// --request JSON, and its help; it hands over what the light registry lacks: a forwarded
+	// command, its help, the whole listing, a request on stdin.
+	for _, args := range [][]string{
+		{"exec", "internal", "context", "show", "--flag", "json"},
+		{"exec", "internal", "--request", `{"command":"settings","subcommand":"get","args":["agent.timeout"]}`},
+		{"exec", "internal", "help", "context", "show"},
+		{"exec", "internal", "--json", "version"},
+	} {
+		if stdout, stderr, code := runLite(t, missing, light, args...); code != 0 || stdout == "" {
+			t.Errorf("qkit %s with no helper: exit %d, stdout %q, stderr %q; want it run here", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"exec", "internal", "sessions", "list", "--flag", "json"},
+		{"exec", "internal", "--request", `{"command":"doctor"}`},
+		{"exec", "internal", "help", "sessions", "list"},
+		{"exec", "internal", "--list", "--json"},
+		{"exec", "internal", "--request", "-"},
+		{"exec", "internal", "no-such-command"},
+	} {
+		if _, stderr, code := runLite(t, missing, light, args...); code != 1 || !strings.Contains(stderr, "needs qkit-full") {
+			t.Errorf("qkit %s with no helper: exit %d, stderr %q; want it handed over", strings.Join(args, " "), code, stderr)
+		}
+	}
+	stdout, stderr, code = runLite(t, env, light, "exec", "internal", "sessions", "list", "--flag", "json")
+	if code != 0 || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("exec internal sessions list --flag json through qkit-full: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 	// A light build installed as the helper would run itself forever: refused.
 	loop := append(slices.Clone(env), fullbin.EnvPath+"="+light)
 	_, stderr, code = runLite(t, loop, light, "sessions", "list")
 	if code != 1 || !strings.Contains(stderr, "is a light build of qkit") {
 		t.Errorf("a light helper: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// liteHandsOverEarly: `qkit mcp serve` (what MCP clients start) and the other commands forwarded
+// whole are handed over from package early's init, before cobra, viper and qkit's own packages run
+// theirs; a command line early cannot place (a global flag first) is handed over by cmd.Main.
+// Read from GODEBUG=inittrace=1: the light binary's lines come before qkit-full's own "init runtime".
+func liteHandsOverEarly(t *testing.T, dir string) {
+	env := append(liteEnv(t), "GODEBUG=inittrace=1")
+	light := filepath.Join(dir, "qkit")
+	lightInits := func(args ...string) []string {
+		t.Helper()
+		_, stderr, code := runLite(t, env, light, args...)
+		if code != 0 {
+			t.Fatalf("qkit %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+		var names []string
+		for _, m := range initLine.FindAllStringSubmatch(stderr, -1) {
+			if m[1] == "runtime" && slices.Contains(names, "runtime") {
+				return names // qkit-full starts
+			}
+			names = append(names, m[1])
+		}
+		t.Fatalf("qkit %s: no second runtime init: was it handed over?\n%s", strings.Join(args, " "), stderr)
+		return nil
+	}
+	// unicode: package early and fullbin import only errors, os and syscall; importing strings (which
+	// imports unicode) would hold the hand-over until crypto, reflect, encoding... had run theirs.
+	late := []string{"unicode", "reflect", "github.com/spf13/cobra", "github.com/spf13/viper", "github.com/qkit-cli/qkit/internal/config"}
+	for _, args := range [][]string{{"mcp", "serve", "--help"}, {"sessions", "list", "--json"}, {"doctor", "--help"}} {
+		for _, name := range lightInits(args...) {
+			if slices.Contains(late, name) {
+				t.Errorf("qkit %s: the light binary ran the init of %s before handing over", strings.Join(args, " "), name)
+			}
+		}
+	}
+	if names := lightInits("--log-level=warn", "mcp", "serve", "--help"); !slices.Contains(names, "github.com/spf13/cobra") {
+		t.Errorf("qkit --log-level=warn mcp serve --help: handed over before cobra's init (%q); package early should leave it to cmd.Main", names)
 	}
 }
 

@@ -36,6 +36,9 @@ type execInternalOptions struct {
 	yes     bool
 	asJSON  bool
 	list    bool
+	// catchInterrupts installs the Ctrl-C and SIGTERM handler on the command and returns its
+	// context, cancelled by them (nil: none is installed).
+	catchInterrupts func() context.Context
 }
 
 // execResultJSON is what `qkit exec internal --json` prints.
@@ -74,7 +77,10 @@ internal command's (3 when the change was declined, 2 when the request was refus
   qkit exec internal settings get agent.timeout
   qkit exec internal context add --flag global 'docs/**/*.md'
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
-		RunE: func(c *cobra.Command, args []string) error { return runExec(c.Context(), a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.catchInterrupts = func() context.Context { catchInterruptsOn(c); return c.Context() }
+			return runExec(c.Context(), a, opts, args)
+		},
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.flags, "flag", nil, "an internal command's flag, `NAME=VALUE` or NAME for a switch (repeatable)")
@@ -120,17 +126,21 @@ internal command's (3 when the change was declined, 2 when the request was refus
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return interruptible(c)
+	// Not interruptible as a whole: exec internal waits only where its command would, or at the
+	// question before a change (runExecInternal installs the handler for a change; an
+	// interruptible command installs its own as it runs).
+	return c
 }
 
 // runExec is `qkit exec internal`: it builds the registry the request needs and runs it. With
 // --json it prints the result object for a refused or unconfirmed request too; the message still
 // goes to stderr and the exit code is the same.
 func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []string) error {
-	if lite && execNeedsFull(opts, args) {
+	reg := execRegistry(a, opts, args)
+	if lite && execNeedsFull(reg, opts, args) {
 		return forwardToFull() // nothing has run yet (forward.go)
 	}
-	err := runExecInternal(ctx, a, execRegistry(a, opts, args), opts, args)
+	err := runExecInternal(ctx, a, reg, opts, args)
 	var failed execFailure
 	if errors.As(err, &failed) {
 		err = failed.err
@@ -159,16 +169,32 @@ func execRegistry(a *app.App, opts *execInternalOptions, args []string) *command
 	return internalRegistry(a, nil)
 }
 
-// execNeedsFull reports whether the light build hands exec internal to qkit-full: a request that
-// needs the whole command tree (--list, --request, a word that names no top-level command, whose
-// error lists them all) or one of the commands the light build hands over.
-func execNeedsFull(opts *execInternalOptions, args []string) bool {
-	if opts.list || opts.request != "" || len(args) == 0 {
+// execNeedsFull reports whether the light build hands exec internal to qkit-full, asking reg, the
+// registry the light build would run the request with: a request for a command reg does not have
+// (a command the light build hands over is a stub there, exposing nothing; an unknown one's error
+// lists every command of the whole tree), the help of one, or the whole listing (--list, bare
+// help). A request on stdin (--request -) is handed over unread: qkit-full could not read it again.
+// A command reg has runs here, whether given as words or with --request JSON; so does a request
+// that does not parse (both builds report it alike).
+func execNeedsFull(reg *commands.Registry, opts *execInternalOptions, args []string) bool {
+	if opts.list || opts.request == "-" || opts.request == "" && len(args) == 0 {
 		return true
 	}
-	only := commandNamed(args[:1])
-	_, forwarded := forwardedHeads[only]
-	return only == "" || forwarded
+	req := reg.FromWords(args, nil)
+	if opts.request != "" {
+		var err error
+		if req, err = commands.ParseRequestNamed([]byte(opts.request), "--request"); err != nil {
+			return false
+		}
+	}
+	name := req.Command
+	if name == commands.HelpName {
+		if name = req.Subcommand; name == "" {
+			return true // help lists every command
+		}
+	}
+	_, ok := reg.Lookup(name)
+	return !ok
 }
 
 // execFailure is a request that failed before its command ran (refused, or not confirmed), with
@@ -210,6 +236,12 @@ func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, op
 	call, err := reg.Prepare(req)
 	if err != nil {
 		return fail(words, err)
+	}
+	if call.Access == commands.Change && opts.catchInterrupts != nil {
+		// A change may ask first and must be audited: Ctrl-C at the question, or while it runs,
+		// cancels it and exits 130 instead of ending the process at once. A read keeps the
+		// default, immediate exit, as the command run directly does (the handler costs a thread).
+		ctx = opts.catchInterrupts()
 	}
 	res, err := reg.Run(ctx, call, commands.RunOptions{Source: commands.SourceCLI, Confirm: cliConfirm(a, opts.yes)})
 	if err != nil && !errors.Is(err, commands.ErrDeclined) {

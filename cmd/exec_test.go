@@ -479,3 +479,30 @@ func TestInternalCommandLogsTruncation(t *testing.T) {
 		t.Fatalf("not logged: %q", errOut)
 	}
 }
+
+// TestExecInternalCatchesInterruptsForChangesOnly: exec internal installs the Ctrl-C handler for
+// a change (it may ask, and must finish and be audited) and not for a read, which keeps the
+// default, immediate exit, as the command run directly does.
+func TestExecInternalCatchesInterruptsForChangesOnly(t *testing.T) {
+	a, _, _ := testApp(t)
+	for _, tc := range []struct {
+		args    []string
+		catches int
+	}{
+		{[]string{"settings", "get", "agent.timeout"}, 0},
+		{[]string{"version"}, 0},
+		{[]string{"settings", "set", "agent.timeout", "5m"}, 1},
+	} {
+		caught := 0
+		opts := &execInternalOptions{yes: true, catchInterrupts: func() context.Context {
+			caught++
+			return context.Background()
+		}}
+		if err := runExec(context.Background(), a, opts, tc.args); err != nil {
+			t.Fatalf("exec internal %v: %v", tc.args, err)
+		}
+		if caught != tc.catches {
+			t.Errorf("exec internal %v installed the handler %d times, want %d", tc.args, caught, tc.catches)
+		}
+	}
+}

@@ -15,7 +15,8 @@ package cmd
 //   - a command that may open the questions store (annQuestionStore: questions and ask) when
 //     questions.store names a store the light build does not link (NATS), decided once the
 //     configuration is read;
-//   - exec internal with --list, --request, or a forwarded command (execNeedsFull), and exec's
+//   - exec internal with --list, --request -, bare help, or a command (or its help) the light
+//     registry does not have: a forwarded one, or an unknown one (execNeedsFull), and exec's
 //     completion, which offers the commands of the whole tree.
 // Each is decided before the command has any effect, so nothing is done twice.
 
@@ -33,7 +34,9 @@ type commandHead struct {
 
 // forwardedHeads are the top-level commands the light binary hands whole to qkit-full: the servers
 // (the MCP SDK), sessions (SQLite) and doctor (it checks the NATS store). Both builds take their
-// Use, Short and group from here, so `qkit --help` and completion are the same in both.
+// Use, Short and group from here, so `qkit --help` and completion are the same in both. The names
+// are fullbin.Commands: the light binary's package early hands a command line starting with one
+// of them over from its init, before most packages' init and before Main.
 var forwardedHeads = map[string]commandHead{
 	"mcp":      {"mcp <command>", "Serve qkit's tools over the Model Context Protocol", groupServe},
 	"acp":      {"acp <command>", "Serve Q to editors over the Agent Client Protocol", groupServe},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/qkit-cli/qkit/internal/app"
+	"github.com/qkit-cli/qkit/internal/fullbin"
 )
 
 // TestForwardsWhole: the command lines the light binary hands to qkit-full before building any
@@ -80,4 +81,17 @@ func TestTableCommandsAreAnnotated(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestForwardedHeadsAreFullbinsCommands: the commands package early hands over from its init
+// (fullbin.Commands) are the ones forwardsWhole hands over, each with its head.
+func TestForwardedHeadsAreFullbinsCommands(t *testing.T) {
+	if len(fullbin.Commands) != len(forwardedHeads) {
+		t.Errorf("fullbin.Commands %q, forwardedHeads has %d", fullbin.Commands, len(forwardedHeads))
+	}
+	for _, name := range fullbin.Commands {
+		if _, ok := forwardedHeads[name]; !ok {
+			t.Errorf("%s is in fullbin.Commands and not in forwardedHeads", name)
+		}
+	}
 }

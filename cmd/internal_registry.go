@@ -29,17 +29,23 @@ var inheritedExposed = map[string][]string{
 
 // internalRegistry builds the internal-command registry over the command tree of root (a fresh tree
 // when root is nil), with a's settings for trust, output cap and the audit log.
+// A registry over a fresh tree finds its entries when first used (commands.NewLazy): building the
+// whole tree was most of what a server did before it could list its tools.
 func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
-	if root == nil {
-		root = NewRoot(scratchApp(a))
-	}
 	opts := commands.Options{Now: a.Now, Logger: a.Logger}
 	if a.Config != nil {
 		opts.Trusted = config.InternalTrusted.Get(a.Config)
 		opts.MaxOutput = config.AgentMaxResponseSize.Get(a.Config)
 		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
 	}
-	return commands.New(internalEntries(root), treeExecutor{parent: a, maxOutput: opts.MaxOutput}, opts)
+	exec := treeExecutor{parent: a, maxOutput: opts.MaxOutput}
+	if root == nil {
+		// The whole tree's description is generated with the program (describedCommands): a server
+		// lists internal_command without building the tree, which its first call builds.
+		opts.Description = describedCommands
+		return commands.NewLazy(func() []commands.Entry { return internalEntries(NewRoot(scratchApp(a))) }, exec, opts)
+	}
+	return commands.New(internalEntries(root), exec, opts)
 }
 
 // flagSet reads an annotation listing flag names, comma-separated.
@@ -229,5 +235,15 @@ func globalArgs(a *app.App) []string {
 }
 
 // InternalRegistry returns the internal-command registry over a fresh command tree, with a's
-// settings (a's configuration must be loaded). Servers (MCP, ACP) build one when they start.
+// settings (a's configuration must be loaded). Servers (MCP, ACP) build one when they start; the
+// tree is built when the registry is first used, except by Describe, which the full build answers
+// from the text generated with it (DescribeInternalCommands).
 func InternalRegistry(a *app.App) *commands.Registry { return internalRegistry(a, nil) }
+
+// DescribeInternalCommands is the internal_command tool's description as the whole tree gives it,
+// built now: what make docs writes to cmd/internal_commands.txt, the copy the full build serves.
+func DescribeInternalCommands() string {
+	streams, _, _, _ := app.Test()
+	a := app.New(streams, app.VersionInfo{})
+	return commands.New(internalEntries(NewRoot(a)), treeExecutor{parent: a}, commands.Options{}).Describe()
+}

@@ -59,3 +59,6 @@ func sessionStore(a *app.App) askrun.Store {
 func questionStores() questions.Kinds {
 	return questions.Kinds{"file": dirstore.Open}
 }
+
+// describedCommands is empty: the light build serves no MCP tools (Describe builds the text).
+const describedCommands = ""

@@ -227,6 +227,10 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 	}
 	if only == "" {
 		root.AddCommand(newTopics()...)
+	} else {
+		// A tree for one named command never runs `completion` (commandNamed does not name it), and
+		// cobra's completion commands cost about as much to build as a small command group.
+		root.CompletionOptions.DisableDefaultCmd = true
 	}
 	root.InitDefaultCompletionCmd()
 	addCompletionExamples(root)
@@ -438,6 +442,12 @@ func catchInterrupts(c *cobra.Command) {
 	if c.Annotations[annInterruptible] == "" {
 		return
 	}
+	catchInterruptsOn(c)
+}
+
+// catchInterruptsOn installs the handler catchInterrupts installs for an interruptible command on c,
+// whatever its annotations (exec internal, for a change).
+func catchInterruptsOn(c *cobra.Command) {
 	parent := c.Context()
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)

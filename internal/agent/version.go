@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -31,7 +32,9 @@ func (v Version) Major() string {
 	return major
 }
 
-var versionNumber = regexp.MustCompile(`(?:^|[^0-9A-Za-z.])v?([0-9]+\.[0-9]+(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.-]+)?)`)
+var versionNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^0-9A-Za-z.])v?([0-9]+\.[0-9]+(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.-]+)?)`)
+})
 
 // maxVersionText is how much of the version line is kept: enough for any real one.
 const maxVersionText = 120
@@ -42,7 +45,7 @@ const maxVersionText = 120
 // `q` itself runs kiro-cli and may say so), a first word q, qchat or "Amazon Q" is the Q CLI.
 func ParseVersion(out string) (v Version, ok bool) {
 	v.Text = firstLine(out)
-	if m := versionNumber.FindStringSubmatch(v.Text); m != nil {
+	if m := versionNumber().FindStringSubmatch(v.Text); m != nil {
 		v.Number = m[1]
 	}
 	lower := strings.ToLower(v.Text)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,5 +456,36 @@ func TestResultMessage(t *testing.T) {
 	}
 	if got := DeclinedMessage(&Call{CommandLine: "qkit context add x"}); got != "The user declined to run \"qkit context add x\"; it did not run.\n" {
 		t.Errorf("DeclinedMessage = %q", got)
+	}
+}
+
+// TestNewLazyFindsEntriesOnce: a lazy registry finds its entries at its first use, once
+// however many goroutines use it at the same time, and is then the registry New builds.
+func TestNewLazyFindsEntriesOnce(t *testing.T) {
+	var calls atomic.Int32
+	r := NewLazy(func() []Entry { calls.Add(1); return testEntries() }, &fakeExec{}, Options{})
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("entries found %d times before any use", n)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _, _ = r.Lookup("version"); _ = r.Describe() })
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("entries found %d times, want once", n)
+	}
+	if got, want := r.List(), New(testEntries(), &fakeExec{}, Options{}).List(); !reflect.DeepEqual(got, want) {
+		t.Errorf("lazy List = %+v\nwant %+v", got, want)
+	}
+}
+
+// TestDescribeFromOptionsNeedsNoEntries: a lazy registry given its description answers Describe
+// without finding its entries.
+func TestDescribeFromOptionsNeedsNoEntries(t *testing.T) {
+	var calls atomic.Int32
+	r := NewLazy(func() []Entry { calls.Add(1); return testEntries() }, &fakeExec{}, Options{Description: "generated"})
+	if got := r.Describe(); got != "generated" || calls.Load() != 0 {
+		t.Errorf("Describe = %q after finding the entries %d times; want the given text, none", got, calls.Load())
 	}
 }

@@ -57,14 +57,14 @@ func (r *Registry) Examples() []Example {
 // command's parser).
 func (r *Registry) fits(q Request) bool {
 	if q.Command == HelpName {
-		_, ok := r.byName[strings.Join(append([]string{q.Subcommand}, q.Args...), " ")]
+		_, ok := r.index().byName[strings.Join(append([]string{q.Subcommand}, q.Args...), " ")]
 		return ok
 	}
 	name := q.Command
 	if q.Subcommand != "" {
 		name += " " + q.Subcommand
 	}
-	e, ok := r.byName[name]
+	e, ok := r.index().byName[name]
 	if !ok || !e.Runnable {
 		return false
 	}
@@ -105,6 +105,9 @@ const Summary = "Run one of qkit's own commands on the user's behalf."
 // Describe is the description of the internal_command tool, generated from the registry: what it is
 // for, every command with its purpose, usage and whether it needs confirmation, and example mappings.
 func (r *Registry) Describe() string {
+	if r.opts.Description != "" {
+		return r.opts.Description
+	}
 	var b strings.Builder
 	b.WriteString(Summary + `
 

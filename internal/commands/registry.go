@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -100,15 +101,24 @@ type Options struct {
 	Now func() time.Time
 	// Logger is told about output that was cut (the assistant reads the notice); nil discards.
 	Logger *slog.Logger
+	// Description, when set, is what Describe returns, so a lazy registry's description needs no
+	// entries: a copy of Describe's text generated with the program (cmd keeps it, and a test keeps
+	// it equal to the text the entries give).
+	Description string
 }
 
 // Registry holds the exposed commands and runs requests against them. It is safe for concurrent
 // use: it is read-only once built.
 type Registry struct {
+	index func() *index
+	exec  Executor
+	opts  Options
+}
+
+// index is what a Registry knows of the tree: every entry, sorted by name, and each by name.
+type index struct {
 	entries []Entry
 	byName  map[string]*Entry
-	exec    Executor
-	opts    Options
 }
 
 // HelpName is the built-in entry that prints help for an exposed command.
@@ -117,10 +127,25 @@ const HelpName = "help"
 // New builds a registry from the entries found in the command tree. Groups of exposed commands that
 // are not in entries themselves are added, and so is the help entry.
 func New(entries []Entry, exec Executor, opts Options) *Registry {
+	idx := newIndex(entries)
+	return newRegistry(func() *index { return idx }, exec, opts)
+}
+
+// NewLazy is New with the entries found when the registry is first used: finding them means
+// building the whole command tree, which a server does not need before its first internal
+// command (with Options.Description, Describe needs no entries).
+func NewLazy(entries func() []Entry, exec Executor, opts Options) *Registry {
+	return newRegistry(sync.OnceValue(func() *index { return newIndex(entries()) }), exec, opts)
+}
+
+func newRegistry(idx func() *index, exec Executor, opts Options) *Registry {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Registry{exec: exec, opts: opts, byName: map[string]*Entry{}}
+	return &Registry{index: idx, exec: exec, opts: opts}
+}
+
+func newIndex(entries []Entry) *index {
 	all := map[string]Entry{}
 	for _, e := range entries {
 		e.Name = strings.Join(e.Path, " ")
@@ -154,16 +179,16 @@ func New(entries []Entry, exec Executor, opts Options) *Registry {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	r.entries = make([]Entry, 0, len(names))
+	x := &index{entries: make([]Entry, 0, len(names)), byName: map[string]*Entry{}}
 	for _, n := range names {
 		e := all[n]
 		sort.Strings(e.Children)
-		r.entries = append(r.entries, e)
+		x.entries = append(x.entries, e)
 	}
-	for i := range r.entries {
-		r.byName[r.entries[i].Name] = &r.entries[i]
+	for i := range x.entries {
+		x.byName[x.entries[i].Name] = &x.entries[i]
 	}
-	return r
+	return x
 }
 
 func contains(ss []string, s string) bool {
@@ -176,12 +201,12 @@ func contains(ss []string, s string) bool {
 }
 
 // List returns every entry, groups included, sorted by name. The slice is a copy.
-func (r *Registry) List() []Entry { return append([]Entry(nil), r.entries...) }
+func (r *Registry) List() []Entry { return append([]Entry(nil), r.index().entries...) }
 
 // Runnable returns the entries that can be run (no bare groups), sorted by name.
 func (r *Registry) Runnable() []Entry {
 	var out []Entry
-	for _, e := range r.entries {
+	for _, e := range r.index().entries {
 		if e.Runnable {
 			out = append(out, e)
 		}
@@ -191,7 +216,7 @@ func (r *Registry) Runnable() []Entry {
 
 // Lookup finds an entry by name ("context add").
 func (r *Registry) Lookup(name string) (Entry, bool) {
-	e, ok := r.byName[name]
+	e, ok := r.index().byName[name]
 	if !ok {
 		return Entry{}, false
 	}
@@ -201,7 +226,7 @@ func (r *Registry) Lookup(name string) (Entry, bool) {
 // TopLevel returns the names of the top-level entries: what `Unknown command` lists.
 func (r *Registry) TopLevel() []string {
 	var out []string
-	for _, e := range r.entries {
+	for _, e := range r.index().entries {
 		if len(e.Path) == 1 {
 			out = append(out, e.Name)
 		}

@@ -121,7 +121,7 @@ func (r *Registry) FromWords(words []string, flags map[string]string) Request {
 	}
 	req.Command = normalizeCommand(words[0])
 	rest := words[1:]
-	top, ok := r.byName[req.Command]
+	top, ok := r.index().byName[req.Command]
 	if len(rest) > 0 && (req.Command == HelpName || ok && len(top.Children) > 0) {
 		req.Subcommand, rest = rest[0], rest[1:]
 	}
@@ -193,7 +193,7 @@ func (r *Registry) resolve(words []string) *Entry {
 		} else {
 			name = cur.Name + " " + w
 		}
-		next, ok := r.byName[name]
+		next, ok := r.index().byName[name]
 		if !ok {
 			break
 		}
@@ -244,7 +244,7 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 	if command == HelpName {
 		return r.prepareHelp(req)
 	}
-	cur, ok := r.byName[command]
+	cur, ok := r.index().byName[command]
 	if !ok || len(cur.Path) != 1 {
 		return nil, output.WithCode(output.ExitUsage, &UnknownCommandError{Command: command, Available: r.TopLevel()})
 	}
@@ -254,14 +254,14 @@ func (r *Registry) Prepare(req Request) (*Call, error) {
 		if len(cur.Children) == 0 {
 			return nil, output.UsageErrorf("%q has no subcommands; pass %q as an argument instead", cur.Name, sub)
 		}
-		next, ok := r.byName[cur.Name+" "+sub]
+		next, ok := r.index().byName[cur.Name+" "+sub]
 		if !ok {
 			return nil, output.UsageErrorf("unknown subcommand %q for %q; available: %s", sub, cur.Name, strings.Join(cur.Children, ", "))
 		}
 		cur, path = next, append(path, sub)
 	}
 	for len(args) > 0 && len(cur.Children) > 0 {
-		next, ok := r.byName[cur.Name+" "+args[0]]
+		next, ok := r.index().byName[cur.Name+" "+args[0]]
 		if !ok {
 			break
 		}
@@ -369,17 +369,17 @@ func (r *Registry) prepareHelp(req Request) (*Call, error) {
 	topic = append(topic, req.Args...)
 	if len(topic) == 0 {
 		return &Call{
-			Entry: *r.byName[HelpName], Argv: []string{HelpName}, CommandLine: "qkit exec internal --list",
+			Entry: *r.index().byName[HelpName], Argv: []string{HelpName}, CommandLine: "qkit exec internal --list",
 			Access: Read, listing: true,
 		}, nil
 	}
 	name := strings.Join(topic, " ")
-	e, ok := r.byName[name]
+	e, ok := r.index().byName[name]
 	if !ok || name == HelpName {
 		return nil, output.UsageErrorf("no help for %q: not an exposed command; %s", name, r.availableText())
 	}
 	argv := append([]string{HelpName}, e.Path...)
-	return &Call{Entry: *r.byName[HelpName], Argv: argv, CommandLine: CommandLine(argv), Access: Read}, nil
+	return &Call{Entry: *r.index().byName[HelpName], Argv: argv, CommandLine: CommandLine(argv), Access: Read}, nil
 }
 
 // TrustSetting is the setting that lists the changes needing no confirmation.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
@@ -30,8 +31,9 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-// yamlLine is the "line N: " that YAML's messages start with.
-var yamlLine = regexp.MustCompile(`^yaml: (line \d+: )?`)
+// yamlLine is the "line N: " that YAML's messages start with (compiled when first needed, not in
+// every start's init).
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: (line \d+: )?`) })
 
 // maxLinesSearched bounds the search for the line a syntax error is on (see contentError).
 const maxLinesSearched = 2000
@@ -63,7 +65,7 @@ func contentError(file string, data []byte, err error) *FileError {
 	}
 	fe.Line = good + 1
 	fe.Text = strings.TrimRight(lines[good], "\r\n")
-	fe.Err = errors.New(yamlLine.ReplaceAllString(msg, ""))
+	fe.Err = errors.New(yamlLine().ReplaceAllString(msg, ""))
 	return fe
 }
 

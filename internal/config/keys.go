@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/qkit-cli/qkit/internal/filestore"
 )
@@ -53,7 +54,13 @@ type Key struct {
 
 // EnvName is the QKIT_* variable for the key: dots become underscores, upper-cased.
 func (k Key) EnvName() string {
-	return "QKIT_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k.Name))
+	// (Every setting's name is read on each start: no Replacer built per call.)
+	return "QKIT_" + strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' {
+			return '_'
+		}
+		return unicode.ToUpper(r)
+	}, k.Name)
 }
 
 // Keys lists every setting qkit reads, in the order `qkit settings list` shows them.

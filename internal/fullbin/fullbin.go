@@ -7,12 +7,16 @@ package fullbin
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 )
+
+// The package imports errors, os and syscall only (no fmt, path/filepath, even strings): the light
+// binary's package early hands `qkit mcp serve` and the like over from its init, which Go runs
+// once every package it imports has been initialised, and Go initialises the packages that are
+// ready in import-path order: strings (like every package after "github.com/qkit-cli" in that
+// order) would wait for crypto, encoding, reflect, x/text... (see package early). The light build
+// is for unix systems, so paths are joined with "/".
 
 // Name is the helper's file name.
 const Name = "qkit-full"
@@ -26,21 +30,44 @@ const EnvPath = "QKIT_FULL_BIN"
 // (an agent that starts qkit again) do not inherit it.
 const EnvForwarded = "QKIT_FORWARDED"
 
+// Commands are the top-level commands the light binary hands to the helper whole, whatever follows
+// them: the servers (the MCP SDK), sessions (SQLite) and doctor (it checks the NATS store).
+// cmd's forwardedHeads gives each its help line.
+var Commands = []string{"mcp", "acp", "sessions", "doctor"}
+
 // Candidates are the paths the helper is looked for at, in order, for the executable at exe:
 // beside it, then ../libexec/qkit/ (make install's layout). $QKIT_FULL_BIN, when set, is the only one.
 func Candidates(exe string) []string {
 	if p := os.Getenv(EnvPath); p != "" {
 		return []string{p}
 	}
-	dir := filepath.Dir(exe)
-	return []string{filepath.Join(dir, Name), filepath.Join(dir, "..", "libexec", "qkit", Name)}
+	dir := parent(exe)
+	return []string{join(dir, Name), join(parent(dir), "libexec/qkit/"+Name)}
+}
+
+// parent is the folder holding the file at the absolute, clean path p (os.Executable's).
+func parent(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}
+
+// join is dir/name for a folder dir from parent.
+func join(dir, name string) string {
+	if dir != "" && dir[len(dir)-1] == '/' {
+		return dir + name
+	}
+	return dir + "/" + name
 }
 
 // Find returns the first candidate that is an executable file; the error names every path tried.
 func Find() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("%s: cannot find qkit's own executable to look beside it: %w", Name, err)
+		return "", wrapped{Name + ": cannot find qkit's own executable to look beside it", err}
 	}
 	tried := Candidates(exe)
 	for _, p := range tried {
@@ -48,8 +75,15 @@ func Find() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("this command needs %s, qkit's helper executable, and it is not installed: looked for %s "+
-		"(make install puts it in PREFIX/libexec/qkit; $%s names another path)", Name, strings.Join(tried, " and "), EnvPath)
+	looked := ""
+	for i, p := range tried {
+		if i > 0 {
+			looked += " and "
+		}
+		looked += p
+	}
+	return "", errors.New("this command needs " + Name + ", qkit's helper executable, and it is not installed: looked for " +
+		looked + " (make install puts it in PREFIX/libexec/qkit; $" + EnvPath + " names another path)")
 }
 
 // Exec replaces this process with the helper running args (the command line after the program
@@ -66,7 +100,16 @@ func Exec(args []string) error {
 	}
 	env := append(os.Environ(), EnvForwarded+"=1")
 	if err := syscall.Exec(path, append([]string{path}, args...), env); err != nil {
-		return fmt.Errorf("running %s: %w", path, err)
+		return wrapped{"running " + path, err}
 	}
 	return nil
 }
+
+// wrapped is an error with what was being done (fmt.Errorf's "%s: %w" without fmt).
+type wrapped struct {
+	doing string
+	err   error
+}
+
+func (w wrapped) Error() string { return w.doing + ": " + w.err.Error() }
+func (w wrapped) Unwrap() error { return w.err }

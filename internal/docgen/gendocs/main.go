@@ -1,11 +1,14 @@
-// Command gendocs writes completions/ and man/ for qkit: go run ./internal/docgen/gendocs [-dir DIR].
-// The man pages are dated SOURCE_DATE_EPOCH, or the date of the current commit.
+// Command gendocs writes completions/ and man/ for qkit, and cmd/internal_commands.txt (the
+// internal_command MCP tool's description, which the full build embeds): go run
+// ./internal/docgen/gendocs [-dir DIR]. The man pages are dated SOURCE_DATE_EPOCH, or the date of
+// the current commit.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/qkit-cli/qkit/cmd"
 	"github.com/qkit-cli/qkit/internal/app"
@@ -22,6 +25,10 @@ func main() {
 	}
 	streams, _, _, _ := app.Test()
 	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), *dir, date); err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "cmd", "internal_commands.txt"), []byte(cmd.DescribeInternalCommands()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}
