@@ -224,9 +224,14 @@ func liteForwards(t *testing.T, dir string) {
 	}
 	// The light build links the file store only: with questions.store nats, the commands that may
 	// open the store are handed over once the configuration is read; with the file store they stay.
-	nats := append(slices.Clone(missing), "QKIT_QUESTIONS_STORE=nats")
+	// The configuration's warnings are qkit-full's to print: the light binary hands over first.
+	odd := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(odd, []byte("no_such_key: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nats := append(slices.Clone(missing), "QKIT_QUESTIONS_STORE=nats", "QKIT_CONFIG="+odd)
 	for _, args := range [][]string{{"questions", "list", "--json"}, {"ask", "--dry-run", "hi"}} {
-		if _, stderr, code := runLite(t, nats, light, args...); code != 1 || !strings.Contains(stderr, "needs qkit-full") {
+		if _, stderr, code := runLite(t, nats, light, args...); code != 1 || !strings.Contains(stderr, "needs qkit-full") || strings.Contains(stderr, "no_such_key") {
 			t.Errorf("qkit %s with questions.store nats: exit %d, stderr %q; want it handed over", strings.Join(args, " "), code, stderr)
 		}
 		if _, stderr, code := runLite(t, missing, light, args...); code != 0 {

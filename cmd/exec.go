@@ -137,7 +137,7 @@ internal command's (3 when the change was declined, 2 when the request was refus
 // goes to stderr and the exit code is the same.
 func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []string) error {
 	reg := execRegistry(a, opts, args)
-	if lite && execNeedsFull(reg, opts, args) {
+	if lite && execNeedsFull(a, reg, opts, args) {
 		return forwardToFull() // nothing has run yet (forward.go)
 	}
 	err := runExecInternal(ctx, a, reg, opts, args)
@@ -175,8 +175,9 @@ func execRegistry(a *app.App, opts *execInternalOptions, args []string) *command
 // lists every command of the whole tree), the help of one, or the whole listing (--list, bare
 // help). A request on stdin (--request -) is handed over unread: qkit-full could not read it again.
 // A command reg has runs here, whether given as words or with --request JSON; so does a request
-// that does not parse (both builds report it alike).
-func execNeedsFull(reg *commands.Registry, opts *execInternalOptions, args []string) bool {
+// that does not parse (both builds report it alike); but not one that may open a questions store
+// this build does not link (needsOtherStore), which would hand over in the middle of the run.
+func execNeedsFull(a *app.App, reg *commands.Registry, opts *execInternalOptions, args []string) bool {
 	if opts.list || opts.request == "-" || opts.request == "" && len(args) == 0 {
 		return true
 	}
@@ -193,8 +194,16 @@ func execNeedsFull(reg *commands.Registry, opts *execInternalOptions, args []str
 			return true // help lists every command
 		}
 	}
-	_, ok := reg.Lookup(name)
-	return !ok
+	e, ok := reg.Lookup(name)
+	if !ok {
+		return true
+	}
+	if len(e.Path) > 0 {
+		if c, _, err := newRoot(scratchApp(a), e.Path[0]).Find(e.Path); err == nil && needsOtherStore(a, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // execFailure is a request that failed before its command ran (refused, or not confirmed), with

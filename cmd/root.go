@@ -190,13 +190,7 @@ Agent Client Protocol agent, and lets a person answer an assistant's questions f
 				return forwardToFull() // before the command has any effect (forward.go)
 			}
 			catchInterrupts(c)
-			if err := loadApp(a, c, opts); err != nil {
-				return err
-			}
-			if lite && needsOtherStore(a, c) {
-				return forwardToFull() // the configuration is read, nothing else done
-			}
-			return nil
+			return loadApp(a, c, opts)
 		},
 	}
 	root.SetIn(a.IO.In)
@@ -500,6 +494,11 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if lite && needsOtherStore(a, c) {
+		// The configuration is read, nothing else done (not even its warnings printed: qkit-full
+		// prints them).
+		return forwardToFull()
 	}
 	for _, u := range a.Config.Unknown {
 		a.Warnf("%s: ignored: %v", a.Config.File, u)

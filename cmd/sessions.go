@@ -47,7 +47,11 @@ A session whose folder no longer exists is listed, marked; ask --session refuses
 
 // openSessions opens the session store of a's data folder.
 func openSessions(ctx context.Context, a *app.App) (*sessions.Store, error) {
-	return sessions.Open(ctx, sessionsPath(a))
+	st, err := sessions.Open(ctx, sessionsPath(a))
+	if err == nil && st.SpoolProblem() != nil {
+		a.Warnf("sessions spooled by qkit were not all taken in (the files are kept): %v", st.SpoolProblem())
+	}
+	return st, err
 }
 
 func sessionsPath(a *app.App) string { return sessions.Path(a.Config.Paths.Data) }

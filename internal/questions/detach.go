@@ -7,8 +7,9 @@ import (
 
 // A detachable set (one asked through the MCP tool) outlives the call that asked it. MCP clients
 // often give up on a call after a minute; the person may answer later, and the assistant, which
-// knows the tool is idempotent, asks the same questions again. The rules, written once here as
-// functions over a Session so that every store applies them under its own lock:
+// knows the tool is idempotent, asks the same questions again. What a repeated call looks for is
+// here; the changes themselves are written once in internal/lifecycle (change.go: DetachChange,
+// AttachChange) as functions over a Session, so that every store applies them under its own lock:
 //
 //   - the call goes away (cancelled, or its server exited): the set becomes detached (detach);
 //   - a repeated call with the same questions takes a detached set over, or collects an outcome

@@ -10,7 +10,7 @@ import (
 
 // Store is where question sets wait for the person. Everything above the core (the MCP tool, the
 // `qkit questions` commands, the web page, approvals from the ACP backend) holds a Store and never
-// knows which one: the files under the state folder (FileStore, the default) or a key-value bucket
+// knows which one: the files under the state folder (dirstore, the default) or a key-value bucket
 // shared by several machines. Open picks the one the settings name.
 //
 // Every implementation keeps these semantics, and the one store test suite checks them on each:
@@ -33,7 +33,7 @@ import (
 //   - A detachable set (the MCP tool's) outlives its call: a cancelled wait with WaitOptions.Detach,
 //     or a waiter known to have exited, leaves it detached (open, still answerable) instead of
 //     abandoned; Attach hands it to a repeated call, or hands over an outcome no call collected,
-//     once. A detached set past its expiry reads as timed_out. The rules are in detach.go.
+//     once. A detached set past its expiry reads as timed_out. The rules are in internal/lifecycle (change.go).
 //   - WaitPending blocks until an open, unclaimed set exists (pending or detached) and returns the
 //     oldest.
 //   - Cleanup removes finished sets (completed, rejected, timed_out, abandoned) last changed more than
@@ -53,14 +53,14 @@ type Store interface {
 	Claim(id string) (token string, sess *Session, err error)
 	Release(id, token string) error
 	Abandon(id, reason string) (*Session, error)
-	// Detach and Attach: see detach.go. Each applies detach/attach to the set under its lock.
+	// Detach and Attach: see lifecycle's change.go. Each applies detach/attach to the set under its lock.
 	Detach(id, reason string) (*Session, error)
 	Attach(id string, timeout time.Duration) (*Session, error)
 	Wait(ctx context.Context, id string, opts WaitOptions) (*Session, error)
 	WaitPending(ctx context.Context, opts WaitPendingOptions) (*Session, error)
 	Cleanup(retention time.Duration) (int, error)
 	// Changes wakes its channel (coalesced) whenever a set is created, changes or goes, until ctx
-	// ends, without polling where the store has events (see changes.go); for live pages.
+	// ends, without polling where the store has events (see dirstore's and natsstore's changes.go); for live pages.
 	Changes(ctx context.Context) (<-chan struct{}, error)
 	Ask(ctx context.Context, set *QuestionSet, opts AskOptions) (*Result, *Session, error)
 	// Location says where the sets live, for messages: a folder, or a server and bucket.

@@ -67,6 +67,9 @@ func (s Spool) Record(_ context.Context, ex Exchange, now time.Time) (string, er
 	}
 	defer os.Remove(tmp.Name()) // gone after the rename; removes what a failure left
 	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync() // on disk before the name: a crash leaves the old state or the whole file
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -95,8 +98,11 @@ func (Spool) Messages(context.Context, string) ([]Message, error) { return nil, 
 type SpoolFile struct {
 	Path string
 	Spooled
-	// Err is why the file could not be read; such a file is left in place.
+	// Err is why the file could not be taken in: it is left in place for a later try (a read
+	// that failed, a newer format), or, when Broken, set aside.
 	Err error
+	// Broken: the file is not a spool file (it does not decode); no later try can read it.
+	Broken bool
 }
 
 // ReadSpool reads the spool's files in the order they were recorded (none when dir does not
@@ -122,6 +128,7 @@ func ReadSpool(dir string) ([]SpoolFile, error) {
 		data, err := os.ReadFile(f.Path)
 		if err == nil {
 			err = json.Unmarshal(data, &f.Spooled)
+			f.Broken = err != nil
 		}
 		if err == nil && f.Version != spoolVersion {
 			err = fmt.Errorf("spool format %d, not %d", f.Version, spoolVersion)

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,13 +13,17 @@ import (
 
 // ingestSpool takes in the exchanges the light qkit binary spooled beside the store at path
 // (sessionrec.Spool), in the order they were recorded and in one transaction, then removes their
-// files. A file that cannot be read is renamed *.bad and left for a person (nothing is lost).
+// files. Nothing is lost and nothing blocks the store: a file that is not a spool file, or one the
+// store refuses to record, is renamed *.bad and left for a person; one that cannot be read now or
+// is of a newer format stays for a later try; a failure of the database itself leaves every file
+// for the next open. It returns what went wrong, for the caller to warn about.
 func (s *Store) ingestSpool(ctx context.Context, path string) error {
 	files, err := sessionrec.ReadSpool(sessionrec.SpoolDir(filepath.Dir(path)))
 	if err != nil || len(files) == 0 {
 		return err
 	}
 	var done []string
+	var problems []error
 	err = s.write(ctx, func() error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -27,23 +32,38 @@ func (s *Store) ingestSpool(ctx context.Context, path string) error {
 		defer tx.Rollback()
 		for _, f := range files {
 			if f.Err != nil {
-				_ = os.Rename(f.Path, f.Path+".bad")
+				if f.Broken {
+					_ = os.Rename(f.Path, f.Path+".bad")
+				}
+				problems = append(problems, fmt.Errorf("%s: %w", f.Path, f.Err))
 				continue
 			}
+			// Each file under a savepoint: one the store refuses is set aside, not the others.
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT spooled"); err != nil {
+				return err
+			}
 			if _, err := recordTx(ctx, tx, f.Exchange, f.At, true); err != nil {
-				return fmt.Errorf("%s: %w", f.Path, err)
+				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO spooled"); rerr != nil {
+					return rerr
+				}
+				_ = os.Rename(f.Path, f.Path+".bad")
+				problems = append(problems, fmt.Errorf("%s: %w", f.Path, err))
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE spooled"); err != nil {
+				return err
 			}
 			done = append(done, f.Path)
 		}
 		return tx.Commit()
 	})
 	if err != nil {
-		return fmt.Errorf("taking in the spooled sessions: %w", err)
+		return fmt.Errorf("the spooled sessions stay for the next time: %w", err)
 	}
 	for _, p := range done {
 		_ = os.Remove(p) // another process taking the same files in may have removed it first
 	}
-	return nil
+	return errors.Join(problems...)
 }
 
 // PathStore is the store at a path, opened for each call and closed after it, for front ends

@@ -75,3 +75,59 @@ func TestOpenTakesInTheSpool(t *testing.T) {
 		t.Fatalf("a file taken in twice: %v, %d messages, want 4", err, len(msgs))
 	}
 }
+
+// TestSpoolProblemsKeepTheStoreOpen: nothing in the spool keeps the store shut or loses a file. A
+// file of a newer format stays where it is for a qkit that reads it; one the store refuses to
+// record is set aside as *.bad while the others are taken in; Open succeeds and SpoolProblem says
+// what happened.
+func TestSpoolProblemsKeepTheStoreOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := Open(ctx, Path(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A store that refuses one prompt, as a full disk or a constraint would refuse a record.
+	if _, err := st.db.ExecContext(ctx, `CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.text = 'refuse me'
+		BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	spool := sessionrec.Spool{Dir: sessionrec.SpoolDir(dir)}
+	at := time.Unix(1700000000, 0)
+	refused, err := spool.Record(ctx, Exchange{Origin: OriginAsk, Cwd: dir, Turn: Turn{Prompt: "refuse me", Reply: "r"}}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := spool.Record(ctx, Exchange{Origin: OriginAsk, Cwd: dir, Turn: Turn{Prompt: "keep me", Reply: "k"}}, at.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(spool.Dir, "99999999999999999999-newer.json")
+	if err := os.WriteFile(newer, []byte(`{"version": 99, "exchange": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = Open(ctx, Path(dir))
+	if err != nil {
+		t.Fatalf("a spool problem kept the store shut: %v", err)
+	}
+	defer st.Close()
+	if msgs, err := st.Messages(ctx, good); err != nil || len(msgs) != 2 {
+		t.Errorf("the good file was not taken in: %v %+v", err, msgs)
+	}
+	if msgs, _ := st.Messages(ctx, refused); len(msgs) != 0 {
+		t.Errorf("the refused file's turn was recorded: %+v", msgs)
+	}
+	if st.SpoolProblem() == nil {
+		t.Errorf("no SpoolProblem")
+	}
+	if _, err := os.Stat(newer); err != nil {
+		t.Errorf("the newer file was not left in place: %v", err)
+	}
+	bad, _ := filepath.Glob(filepath.Join(spool.Dir, "*.json.bad"))
+	if len(bad) != 1 {
+		t.Errorf("set aside %v, want the refused file alone", bad)
+	}
+}

@@ -58,6 +58,8 @@ type Store struct {
 	// their replies all that time. Queued here, each starts as soon as the one before has
 	// committed. (Other processes still meet the busy handler.)
 	writer chan struct{}
+	// spoolErr is what went wrong taking in the spool when the store opened (SpoolProblem).
+	spoolErr error
 }
 
 // write runs f holding this process's write turn.
@@ -142,12 +144,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		_ = os.Chmod(f, 0o600) // transcripts are private; SQLite creates its files with the umask's mode
 	}
-	if err := s.ingestSpool(ctx, path); err != nil { // spool.go: what the light binary recorded
-		db.Close()
-		return nil, fmt.Errorf("session database %s: %w", path, err)
-	}
+	// spool.go: what the light binary recorded. A problem there does not keep the store shut.
+	s.spoolErr = s.ingestSpool(ctx, path)
 	return s, nil
 }
+
+// SpoolProblem is what went wrong taking in the light binary's spooled sessions when the store
+// opened (nil: nothing); the files it names are kept (see ingestSpool).
+func (s *Store) SpoolProblem() error { return s.spoolErr }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }

@@ -55,6 +55,8 @@ type Store struct {
 	hubs lifecycle.SharedHub[*hub] // started by the first wait, stopped when the last one ends
 
 	bg lifecycle.Background // the cleanups Ask starts, joined by Close
+
+	lifecycle.Transitions // Answer, Reject, Claim, Release, Abandon: through transition
 }
 
 // New opens the store in dir, creating it 0700 when missing and tightening it when it is not.
@@ -66,6 +68,7 @@ func New(dir string, opts questions.Options) (*Store, error) {
 		_ = os.Chmod(dir, dirPerm)
 	}
 	s := &Store{dir: dir, now: opts.Now, poll: opts.Poll, logger: opts.Logger}
+	s.Transitions = lifecycle.NewTransitions(func() time.Time { return s.now() }, s.transition)
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/qkit-cli/qkit/internal/filestore"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/questions/internal/lifecycle"
@@ -59,43 +57,6 @@ func (s *Store) transitionWith(id string, write func(path string, v any) error, 
 		return nil, err
 	}
 	return sess, nil
-}
-
-// Answer records the person's answers and completes the session. claim is the token from Claim when
-// the answers come from a terminal that claimed the session, else empty. Exactly one of Answer,
-// Reject, a timeout or an abandonment wins; the others get a ClosedError.
-func (s *Store) Answer(id string, answers []questions.Answer, claim string) (*questions.Session, error) {
-	return s.transition(id, lifecycle.AnswerChange(s.now, answers, claim))
-}
-
-// Reject closes the session as rejected by the person, with an optional reason.
-func (s *Store) Reject(id, reason, claim string) (*questions.Session, error) {
-	reason, err := lifecycle.CheckReason(reason)
-	if err != nil {
-		return nil, err
-	}
-	return s.transition(id, lifecycle.RejectChange(s.now, reason, claim))
-}
-
-// Claim marks a pending session as in progress in this terminal and returns the claim's token.
-func (s *Store) Claim(id string) (string, *questions.Session, error) {
-	token := uuid.NewString()
-	sess, err := s.transition(id, lifecycle.ClaimChange(s.now, token))
-	if err != nil {
-		return "", nil, err
-	}
-	return token, sess, nil
-}
-
-// Release hands a claimed session back (pending) when the terminal stops without answering.
-func (s *Store) Release(id, token string) error {
-	_, err := s.transition(id, lifecycle.ReleaseChange(token))
-	return err
-}
-
-// Abandon closes an open session as abandoned with a reason. A closed session is left as it is.
-func (s *Store) Abandon(id, reason string) (*questions.Session, error) {
-	return s.transition(id, lifecycle.AbandonChange(reason))
 }
 
 // expire closes an open session as timed out. A session answered meanwhile keeps its answer.

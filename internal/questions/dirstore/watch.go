@@ -10,7 +10,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions/internal/lifecycle"
 )
 
-// hub shares one fsnotify watcher among every wait of a FileStore: a server waiting on a hundred
+// hub shares one fsnotify watcher among every wait of a Store: a server waiting on a hundred
 // sessions holds one inotify instance (the default per-user limit is 128), not a hundred.
 type hub struct {
 	w *fsnotify.Watcher // nil when file events are unavailable
@@ -131,7 +131,7 @@ func (s *Store) watch(dir string) (*lifecycle.Sub, time.Duration) {
 	return sb, poll
 }
 
-// watchInto is watch waking c (see FileStore.Changes).
+// watchInto is watch waking c (see Store.Changes).
 func (s *Store) watchInto(dir string, c chan struct{}) *lifecycle.Sub {
 	sb, _ := s.useHub().subscribeTo(dir, c)
 	return sb

@@ -4,7 +4,7 @@ import (
 	"context"
 )
 
-// Changes reports changes to the bucket (see FileStore.Changes), from the store's one key watcher.
+// Changes reports changes to the bucket (see dirstore.Store.Changes), from the store's one key watcher.
 func (s *Store) Changes(ctx context.Context) (<-chan struct{}, error) {
 	sb := s.watch("")
 	out := make(chan struct{}, 1)

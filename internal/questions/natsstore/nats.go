@@ -86,6 +86,8 @@ type Store struct {
 
 	hubs lifecycle.SharedHub[*natsHub] // started by the first wait, stopped when the last one ends
 
+	lifecycle.Transitions // Answer, Reject, Claim, Release, Abandon: through transition
+
 	lmu             sync.Mutex
 	running, queued *listing // the pass over the bucket under way, and the next one callers joined
 }
@@ -122,6 +124,7 @@ func New(cfg Config, opts questions.Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{url: cfg.URL, bucket: BucketPrefix + cfg.Installation, opTimeout: cfg.OpTimeout, now: opts.Now, logger: opts.Logger}
+	s.Transitions = lifecycle.NewTransitions(func() time.Time { return s.now() }, s.transition)
 	if s.now == nil {
 		s.now = time.Now
 	}

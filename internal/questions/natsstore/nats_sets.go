@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -260,41 +259,6 @@ func (s *Store) Resolve(prefix string) (string, error) {
 		}
 	}
 	return lifecycle.MatchPrefix(prefix, p, ids)
-}
-
-// Answer records the person's answers (see FileStore.Answer).
-func (s *Store) Answer(id string, answers []questions.Answer, claim string) (*questions.Session, error) {
-	return s.transition(id, lifecycle.AnswerChange(s.now, answers, claim))
-}
-
-// Reject closes the set as rejected, with an optional reason.
-func (s *Store) Reject(id, reason, claim string) (*questions.Session, error) {
-	reason, err := lifecycle.CheckReason(reason)
-	if err != nil {
-		return nil, err
-	}
-	return s.transition(id, lifecycle.RejectChange(s.now, reason, claim))
-}
-
-// Claim marks a pending set as in progress in this terminal and returns the claim's token.
-func (s *Store) Claim(id string) (string, *questions.Session, error) {
-	token := uuid.NewString()
-	sess, err := s.transition(id, lifecycle.ClaimChange(s.now, token))
-	if err != nil {
-		return "", nil, err
-	}
-	return token, sess, nil
-}
-
-// Release hands a claimed set back (pending).
-func (s *Store) Release(id, token string) error {
-	_, err := s.transition(id, lifecycle.ReleaseChange(token))
-	return err
-}
-
-// Abandon closes an open set as abandoned with a reason.
-func (s *Store) Abandon(id, reason string) (*questions.Session, error) {
-	return s.transition(id, lifecycle.AbandonChange(reason))
 }
 
 // Detach records that the call waiting for the set went away (see detach.go).

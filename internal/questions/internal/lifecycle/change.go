@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
@@ -296,4 +298,54 @@ func waiter(sess *questions.Session) (p questions.Process, ok bool) {
 func expiredDetached(sess *questions.Session, now time.Time) bool {
 	exp := sess.ExpiresAt()
 	return sess.Status.Detached && sess.Status.Status.Open() && exp != nil && now.After(*exp)
+}
+
+// Transitions are a store's person-side operations, written once: each is one Change, applied by
+// the store's own transition (the file store's lock and atomic write, the NATS store's revision
+// check). A store embeds them (NewTransitions).
+type Transitions struct {
+	now   func() time.Time
+	apply func(id string, c Change) (*questions.Session, error)
+}
+
+// NewTransitions binds the operations to a store's clock and its transition.
+func NewTransitions(now func() time.Time, apply func(id string, c Change) (*questions.Session, error)) Transitions {
+	return Transitions{now: now, apply: apply}
+}
+
+// Answer records the person's answers and completes the set. claim is the token from Claim when
+// the answers come from a terminal that claimed the set, else empty. Exactly one of Answer,
+// Reject, a timeout or an abandonment wins; the others get a ClosedError.
+func (t Transitions) Answer(id string, answers []questions.Answer, claim string) (*questions.Session, error) {
+	return t.apply(id, AnswerChange(t.now, answers, claim))
+}
+
+// Reject closes the set as rejected by the person, with an optional reason.
+func (t Transitions) Reject(id, reason, claim string) (*questions.Session, error) {
+	reason, err := CheckReason(reason)
+	if err != nil {
+		return nil, err
+	}
+	return t.apply(id, RejectChange(t.now, reason, claim))
+}
+
+// Claim marks a pending set as in progress in this terminal and returns the claim's token.
+func (t Transitions) Claim(id string) (string, *questions.Session, error) {
+	token := uuid.NewString()
+	sess, err := t.apply(id, ClaimChange(t.now, token))
+	if err != nil {
+		return "", nil, err
+	}
+	return token, sess, nil
+}
+
+// Release hands a claimed set back (pending) when the terminal stops without answering.
+func (t Transitions) Release(id, token string) error {
+	_, err := t.apply(id, ReleaseChange(token))
+	return err
+}
+
+// Abandon closes an open set as abandoned with a reason. A closed set is left as it is.
+func (t Transitions) Abandon(id, reason string) (*questions.Session, error) {
+	return t.apply(id, AbandonChange(reason))
 }
