@@ -241,6 +241,7 @@ type acpServer struct {
 	conn *acp.ClientSideConnection
 	c    *benchClient
 	errb *strings.Builder
+	hwm  func() int64 // watchHWM of the server and the agents it runs
 }
 
 func startACP(b *bench, home string, extra ...string) (*acpServer, error) {
@@ -256,7 +257,7 @@ func connectSDK(cmd *exec.Cmd, in io.WriteCloser, out io.ReadCloser, errb *strin
 		return nil, err
 	}
 	c := &benchClient{chunk: make(chan struct{}, 1)}
-	s := &acpServer{cmd: cmd, conn: acp.NewClientSideConnection(c, in, out), c: c, errb: errb}
+	s := &acpServer{cmd: cmd, conn: acp.NewClientSideConnection(c, in, out), c: c, errb: errb, hwm: watchHWM(cmd.Process.Pid)}
 	s.conn.SetLogger(slog.New(slog.DiscardHandler))
 	if _, err := s.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
 		_ = cmd.Process.Kill()
@@ -331,17 +332,15 @@ func (s *acpServer) close() (int64, error) {
 		_ = in.Close()
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	if err := s.cmd.Wait(); err != nil {
+	err := s.cmd.Wait()
+	peak := s.hwm()
+	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			return 0, fmt.Errorf("qkit acp serve: %v: %s", err, s.errb.String())
 		}
 	}
-	ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, fmt.Errorf("no rusage on this platform")
-	}
-	return ru.Maxrss * 1024, nil
+	return peak, nil
 }
 
 // benchClient counts what arrives and notes when the first agent chunk of a prompt came in.

@@ -21,7 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 )
@@ -157,16 +157,60 @@ func median(ds []time.Duration) time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// peakRSS runs c to completion and returns its peak resident set in bytes.
+// peakRSS runs c and returns the largest resident set of it and of the processes it started
+// (watchHWM).
 func peakRSS(c *exec.Cmd) (int64, error) {
-	if err := c.Run(); err != nil {
+	if err := c.Start(); err != nil {
 		return 0, err
 	}
-	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, fmt.Errorf("no rusage on this platform")
+	hwm := watchHWM(c.Process.Pid)
+	err := c.Wait()
+	return hwm(), err
+}
+
+// watchHWM reads the peak resident set (VmHWM) of pid and of its children every 2 ms until the
+// returned function is called after pid has exited, which gives the largest seen. Not the maxrss
+// of wait's rusage: os/exec starts a child with vfork, and Linux carries the parent's high-water
+// mark across the exec, so every child read as large as this process (50 MB by the time the
+// context suite has run). VmHWM is the high-water mark of the process's own memory since its exec.
+func watchHWM(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			for _, p := range family(pid) {
+				if hwm, err := procStatus(p, "VmHWM"); err == nil && hwm > peak.Load() {
+					peak.Store(hwm)
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
 	}
-	return ru.Maxrss * 1024, nil
+}
+
+// family is pid and its children (qkit and the agent it runs).
+func family(pid int) []int {
+	out := []int{pid}
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // startServe starts `qkit <server> serve` in home with its stdin and stdout as pipes for a client;

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,6 +214,7 @@ func idleTicks(ctx context.Context, b *bench, home string) (int64, error) {
 type server struct {
 	cmd *exec.Cmd
 	cs  *mcp.ClientSession
+	hwm func() int64 // watchHWM of the server and the agents it runs
 }
 
 func startServer(ctx context.Context, b *bench, home string, extra ...string) (*server, error) {
@@ -233,21 +233,19 @@ func startServerWith(ctx context.Context, b *bench, home string, opts *mcp.Clien
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("connect: %v: %s", err, errb.String())
 	}
-	return &server{cmd: cmd, cs: cs}, nil
+	return &server{cmd: cmd, cs: cs, hwm: watchHWM(cmd.Process.Pid)}, nil
 }
 
 // close ends the session (which closes the server's stdin), waits for the server and returns its
 // peak RSS in bytes (the largest of the server and the agents it ran).
 func (s *server) close() (int64, error) {
 	_ = s.cs.Close()
-	if err := s.cmd.Wait(); err != nil {
+	err := s.cmd.Wait()
+	peak := s.hwm()
+	if err != nil {
 		return 0, fmt.Errorf("qkit mcp serve: %v", err)
 	}
-	ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, fmt.Errorf("no rusage on this platform")
-	}
-	return ru.Maxrss * 1024, nil
+	return peak, nil
 }
 
 // rssPeak is the largest RssAnon and RssFile seen of a process.
