@@ -195,6 +195,9 @@ type set struct {
 	answersMod time.Time
 }
 
+// Held is the set's session (lifecycle.Sessions).
+func (s *set) Held() *questions.Session { return s.Session }
+
 // session is the set's session, nil for no set.
 func (s *set) session() *questions.Session {
 	if s == nil {
@@ -331,15 +334,7 @@ func (s *Store) Get(id string) (*questions.Session, error) {
 
 // List returns every session, oldest first, each settled (see reconcile).
 func (s *Store) List() ([]*questions.Session, error) {
-	all, err := s.list()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*questions.Session, len(all))
-	for i, sess := range all {
-		out[i] = sess.Session
-	}
-	return out, nil
+	return lifecycle.Sessions(s.list())
 }
 
 // list is List with what the file store knows of each set's answers.json.

@@ -98,6 +98,9 @@ type set struct {
 	rev uint64
 }
 
+// Held is the set's session (lifecycle.Sessions).
+func (s *set) Held() *questions.Session { return s.Session }
+
 // session is the set's session, nil for no set.
 func (s *set) session() *questions.Session {
 	if s == nil {

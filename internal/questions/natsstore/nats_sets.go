@@ -199,15 +199,7 @@ func (s *Store) pass() ([]*set, error) {
 
 // List returns every set, oldest first, each settled.
 func (s *Store) List() ([]*questions.Session, error) {
-	all, err := s.list()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*questions.Session, len(all))
-	for i, sess := range all {
-		out[i] = sess.Session
-	}
-	return out, nil
+	return lifecycle.Sessions(s.list())
 }
 
 // list is List with the revision each set was read at.

@@ -349,3 +349,16 @@ func (t Transitions) Release(id, token string) error {
 func (t Transitions) Abandon(id, reason string) (*questions.Session, error) {
 	return t.apply(id, AbandonChange(reason))
 }
+
+// Sessions is a store's List from its own list of sets (each holding a session, with what that
+// store alone keeps of it): list's error, or the sessions in the same order.
+func Sessions[S interface{ Held() *questions.Session }](sets []S, err error) ([]*questions.Session, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*questions.Session, len(sets))
+	for i, s := range sets {
+		out[i] = s.Held()
+	}
+	return out, nil
+}
