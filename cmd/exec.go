@@ -39,6 +39,9 @@ type execInternalOptions struct {
 	// catchInterrupts installs the Ctrl-C and SIGTERM handler on the command and returns its
 	// context, cancelled by them (nil: none is installed).
 	catchInterrupts func() context.Context
+	// warnConfig prints the configuration's warnings (annWarnsInRun): for --list, which runs no
+	// command that would print them (nil: none).
+	warnConfig func()
 }
 
 // execResultJSON is what `qkit exec internal --json` prints.
@@ -79,6 +82,7 @@ internal command's (3 when the change was declined, 2 when the request was refus
   echo '{"command":"settings","subcommand":"list"}' | qkit exec internal --request -`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.catchInterrupts = func() context.Context { catchInterruptsOn(c); return c.Context() }
+			opts.warnConfig = func() { warnConfig(a, c) }
 			return runExec(c.Context(), a, opts, args)
 		},
 	}
@@ -129,7 +133,7 @@ internal command's (3 when the change was declined, 2 when the request was refus
 	// Not interruptible as a whole: exec internal waits only where its command would, or at the
 	// question before a change (runExecInternal installs the handler for a change; an
 	// interruptible command installs its own as it runs).
-	return c
+	return annotate(c, annWarnsInRun, "true")
 }
 
 // runExec is `qkit exec internal`: it builds the registry the request needs and runs it. With
@@ -139,6 +143,9 @@ func runExec(ctx context.Context, a *app.App, opts *execInternalOptions, args []
 	reg := execRegistry(a, opts, args)
 	if lite && execNeedsFull(a, reg, opts, args) {
 		return forwardToFull() // nothing has run yet (forward.go)
+	}
+	if opts.list && opts.warnConfig != nil {
+		opts.warnConfig()
 	}
 	err := runExecInternal(ctx, a, reg, opts, args)
 	var failed execFailure
@@ -198,7 +205,7 @@ func execNeedsFull(a *app.App, reg *commands.Registry, opts *execInternalOptions
 	if !ok {
 		return true
 	}
-	if len(e.Path) > 0 {
+	if len(e.Path) > 0 && !storeLinked(a) { // the tree is built only then: most runs never need it
 		if c, _, err := newRoot(scratchApp(a), e.Path[0]).Find(e.Path); err == nil && needsOtherStore(a, c) {
 			return true
 		}

@@ -105,6 +105,11 @@ func fullFlags(c *cobra.Command, flags string) *cobra.Command {
 	return annotate(c, annFullFlags, flags)
 }
 
+// annWarnsInRun marks a command that prints the configuration's warnings itself (exec internal):
+// the command it runs prints them, and the light binary may still hand it over, so they are
+// printed once, by what runs last.
+const annWarnsInRun = "qkit/warns-in-run"
+
 // annQuestionStore marks a command that may open the questions store (on it or a parent).
 const annQuestionStore = "qkit/question-store"
 
@@ -117,11 +122,16 @@ func opensQuestionStore(c *cobra.Command) *cobra.Command {
 func needsOtherStore(a *app.App, c *cobra.Command) bool {
 	for p := c; p != nil; p = p.Parent() {
 		if p.Annotations[annQuestionStore] != "" {
-			_, linked := questionStores()[config.QuestionsStore.Get(a.Config)]
-			return !linked
+			return !storeLinked(a)
 		}
 	}
 	return false
+}
+
+// storeLinked reports whether this build links the questions store questions.store names.
+func storeLinked(a *app.App) bool {
+	_, linked := questionStores()[config.QuestionsStore.Get(a.Config)]
+	return linked
 }
 
 // needsFull reports whether the light binary must hand c, as parsed, to qkit-full.

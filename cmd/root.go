@@ -500,13 +500,8 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 		// prints them).
 		return forwardToFull()
 	}
-	for _, u := range a.Config.Unknown {
-		a.Warnf("%s: ignored: %v", a.Config.File, u)
-	}
-	if len(a.Config.Problems) > 0 && lenient(c) {
-		for _, p := range a.Config.Problems {
-			a.Warnf("%v (the default is used)", p)
-		}
+	if c.Annotations[annWarnsInRun] == "" {
+		warnConfig(a, c)
 	}
 	if len(a.Config.Problems) > 0 && !lenient(c) {
 		msgs := make([]string, len(a.Config.Problems))
@@ -520,6 +515,19 @@ func loadApp(a *app.App, c *cobra.Command, opts *rootOptions) error {
 		return output.UsageErrorf("bad setting: %s", strings.Join(msgs, "; "))
 	}
 	return nil
+}
+
+// warnConfig prints what is wrong in the configuration but does not stop c: unknown keys, and bad
+// values that c takes the default for.
+func warnConfig(a *app.App, c *cobra.Command) {
+	for _, u := range a.Config.Unknown {
+		a.Warnf("%s: ignored: %v", a.Config.File, u)
+	}
+	if len(a.Config.Problems) > 0 && lenient(c) {
+		for _, p := range a.Config.Problems {
+			a.Warnf("%v (the default is used)", p)
+		}
+	}
 }
 
 func lenient(c *cobra.Command) bool {
