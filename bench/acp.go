@@ -333,7 +333,10 @@ func (s *acpServer) close() (int64, error) {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	err := s.cmd.Wait()
-	peak := s.hwm()
+	var peak int64
+	if s.hwm != nil { // nil: the caller reads the peak itself (proxy.go)
+		peak = s.hwm()
+	}
 	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
