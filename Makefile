@@ -63,23 +63,34 @@ install: build
 # (QKIT_REQUIRE_INTEROP). The browser test of the questions page must run too: make browser installs
 # Chromium where it can, and a missing one fails it (QKIT_REQUIRE_BROWSER).
 #
-# Two stages. First, one after another, what needs the CPU and, on a cold cache, the memory: the
-# compile of every package the checks and tests import, vet, staticcheck, and the same compile for
-# the race build. With warm caches this stage takes seconds. On a cold one, single processes pass
-# 1 GB: the compile of modernc.org/sqlite/lib (0.76-1.12 GB; 0.62 GB under GOMEMLIMIT=600MiB, for
-# 16 % more CPU), and staticcheck's first analysis of the dependencies (1.6 GB; see STATICCHECK_ENV);
-# so one compile at a time (-p 1), under BUILD_GOMEMLIMIT. Then the phases that mostly wait on
-# the processes their tests start (interop, unit, race: 40 % CPU over two cores) run side by side,
-# TEST_JOBS at once, the race pass one package at a time (RACE_JOBS). Measured on two cores: all
-# three at once took as long as two at once and peaked at 1.1 GB of PSS (test links of 450-500 MB
-# each, Chromium, race test binaries), two at once at 0.73 GB.
+# Two stages. First, one after another, the checks that need the CPU and, on a cold cache, the
+# memory: the compile of every package the checks and tests import (test variants included, so
+# staticcheck and the unit pass find them built), vet, staticcheck, and the race build's compile of
+# the two largest packages. With warm caches this stage takes seconds. On a cold one, single
+# processes reach 0.6-1.1 GB: the compiles of modernc.org/sqlite/lib and nats-server's server
+# package (0.62 and 0.75 GB under GOMEMLIMIT=600MiB; sqlite/lib took 16 % more CPU than without) and
+# staticcheck's analysis of sqlite/lib (1.07 GB; see STATICCHECK_ENV). So those compile one at a
+# time (HEAVY_PKGS), everything else BUILD_JOBS at a time, under BUILD_GOMEMLIMIT.
+# Then, TEST_JOBS at a time: the race lane (race-deps, then race), the test lane (fuzz-ci, then
+# unit) and interop, which starts when either lane ends. None of them compiles a large package any
+# more; the tests mostly wait on the processes they start (40 % CPU over two cores), and two test
+# passes at once peaked at 0.73 GB of PSS (test links of 450-500 MB each); three at once at 1.1 GB.
 BUILD_GOMEMLIMIT ?= 600MiB
+BUILD_JOBS ?= 2
 TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
-	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-deps fuzz-ci
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop unit race TESTVET=-vet=off
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-heavy
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target race-lane test-lane interop TESTVET=-vet=off
+
+.PHONY: race-lane test-lane compile-heavy race-heavy
+race-lane:
+	@$(MAKE) --no-print-directory race-deps
+	@$(MAKE) --no-print-directory race
+test-lane:
+	@$(MAKE) --no-print-directory fuzz-ci
+	@$(MAKE) --no-print-directory unit
 
 # interop's Node packages (the official MCP and ACP TypeScript SDKs, playwright-core), as the lock file
 # pins them; again only when the lock file changed.
@@ -107,13 +118,20 @@ RACE_PKGS := acpclient acpproxy acpserver agent approval askrun commands config 
 race:
 	$(call timed,race)env CGO_ENABLED=1 GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -p $(RACE_JOBS) -ldflags=-w $(TESTVET) $(TESTFLAGS) $(addprefix ./internal/,$(RACE_PKGS))
 
-# compile and race-deps build every package that the Go tests (all of them; the race pass's) import,
-# with one compiler at a time, and link nothing (main packages are left out): make test's first stage.
-test_deps = $$($(GO) list -test -deps -f '{{if and (eq .ForTest "") (ne .Name "main")}}{{.ImportPath}}{{end}}' $(1))
-compile:
-	$(call timed,compile)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 $(call test_deps,./...)
+# compile and race-deps build every package the Go tests import, their test variants included
+# (go list -export compiles without linking; go test then only compiles each test's main and
+# links). The largest packages compile first, one at a time (compile-heavy, race-heavy).
+HEAVY_PKGS := modernc.org/sqlite/lib github.com/nats-io/nats-server/v2/server
+compile_all = $(GO) list -export -test -deps -f '' $(1) >/dev/null
+compile: compile-heavy
+	$(call timed,compile)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(call compile_all,-p $(BUILD_JOBS) ./...)
+compile-heavy:
+	$(call timed,compile-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 $(HEAVY_PKGS)
+race-heavy:
+	$(call timed,race-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(HEAVY_PKGS)
+# One at a time: the test lane fuzzes and tests meanwhile.
 race-deps:
-	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(call test_deps,$(addprefix ./internal/,$(RACE_PKGS)))
+	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(call compile_all,-race -p 1 $(addprefix ./internal/,$(RACE_PKGS)))
 
 # The light build's own files (cmd/lite.go, build tag qkit_lite) are checked too: only cmd and the
 # root package differ between the builds.
@@ -124,9 +142,9 @@ vet:
 # staticcheck is a tool dependency in go.mod (the tool directive; go.sum pins its modules), which
 # `go tool` builds once into the build cache like any package.
 lint: vet tidy gofmt staticcheck
-# Its first analysis of the dependencies (a cold staticcheck cache) peaked, measured cold on two
-# cores: at 1.59 GB as it is; 0.95-1.07 GB with GOMEMLIMIT=700MiB; 1.38 GB with GOMAXPROCS=1; 0.75 GB
-# with both, taking 326 s instead of 113-290 s. Later runs read its cache and take a second or two.
+# Its first analysis of the dependencies (a cold staticcheck cache, the packages compiled) peaks
+# at sqlite/lib, measured on two cores: 1.07 GB with GOMAXPROCS=1 (35 s), 0.74 GB with both
+# settings (42 s). Later runs read its cache and take a second or two.
 STATICCHECK_ENV ?= GOMAXPROCS=1 GOMEMLIMIT=700MiB
 staticcheck:
 	$(call timed,staticcheck)env $(STATICCHECK_ENV) $(GO) tool staticcheck ./...
@@ -185,7 +203,7 @@ fuzz:
 FUZZCI_TIME ?= 3s
 FUZZCI := ./internal/contextfiles:FuzzGlobPattern ./internal/contextfiles:FuzzContextConfig \
 	./internal/contextfiles:FuzzRelativeRuleStaysInside ./internal/questions:FuzzParseQuestionSet \
-	./internal/questions:FuzzAnswerSpecs ./internal/questions:FuzzAnswersFile ./internal/questions:FuzzSessionFiles
+	./internal/questions:FuzzAnswerSpecs ./internal/questions:FuzzAnswersFile ./internal/questions/dirstore:FuzzSessionFiles
 fuzz-ci:
 	@for t in $(FUZZCI); do \
 		pkg=$${t%%:*}; f=$${t#*:}; echo "fuzz $$pkg $$f"; \

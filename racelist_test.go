@@ -53,16 +53,57 @@ func TestRacePackages(t *testing.T) {
 	}
 }
 
-// racePkgs reads RACE_PKGS (with its continuation lines) from the Makefile.
-func racePkgs(t *testing.T) []string {
+// TestFuzzCITargets: every fuzz target make test fuzzes (the Makefile's FUZZCI, package:Target)
+// exists. go test -fuzz with a pattern that matches no target fuzzes nothing and passes, so a
+// target moved to another package would silently leave make test.
+func TestFuzzCITargets(t *testing.T) {
+	for _, entry := range makeList(t, "FUZZCI") {
+		dir, name, ok := strings.Cut(entry, ":")
+		if !ok {
+			t.Errorf("FUZZCI entry %q is not package:FuzzTarget", entry)
+			continue
+		}
+		if !declaresFuzz(t, dir, name) {
+			t.Errorf("the Makefile's FUZZCI names %s, but %s has no func %s(*testing.F) in its tests", entry, dir, name)
+		}
+	}
+}
+
+// declaresFuzz says whether a _test.go file in dir declares the fuzz target name.
+func declaresFuzz(t *testing.T, dir, name string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == name && fn.Type.Params.NumFields() == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// racePkgs reads RACE_PKGS from the Makefile.
+func racePkgs(t *testing.T) []string { return makeList(t, "RACE_PKGS") }
+
+// makeList reads the words of the Makefile's variable name (with its continuation lines).
+func makeList(t *testing.T, name string) []string {
 	t.Helper()
 	data, err := os.ReadFile("Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "\nRACE_PKGS")
+	_, rest, ok := strings.Cut(string(data), "\n"+name+" ")
 	if !ok {
-		t.Fatal("the Makefile has no RACE_PKGS")
+		t.Fatalf("the Makefile has no %s", name)
 	}
 	_, rest, _ = strings.Cut(rest, "=")
 	var value strings.Builder
@@ -76,7 +117,7 @@ func racePkgs(t *testing.T) []string {
 	}
 	names := strings.Fields(value.String())
 	if len(names) == 0 {
-		t.Fatal("the Makefile's RACE_PKGS is empty")
+		t.Fatalf("the Makefile's %s is empty", name)
 	}
 	return names
 }
