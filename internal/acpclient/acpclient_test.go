@@ -24,14 +24,18 @@ import (
 )
 
 // TestMain lets the test binary act as the agent (`q acp`; fakeqtest.Use).
-func TestMain(m *testing.M) { fakeqtest.Main(m) }
+// The agents it starts run without the race runtime's second of sleep at exit (a -race fake would
+// take a second to end): the process's own GORACE was read when it started, so only they see it.
+func TestMain(m *testing.M) {
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	fakeqtest.Main(m)
+}
 
 // fake sets the fake's environment, with HOME in a temporary directory (kiro keeps sessions
 // there), and returns run options that start it in dir.
 func fake(t *testing.T, env ...string) RunOptions {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
-	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race fake would take a second to exit
 	return RunOptions{
 		Limits:  agent.Limits{Command: fakeqtest.Use(t, env...), Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
 		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
@@ -40,7 +44,7 @@ func fake(t *testing.T, env ...string) RunOptions {
 
 // fakeEnv is fake for a test that runs in parallel with others, so sets no variable of the test
 // process (t.Setenv): the fake's environment (FAKEQ_AS_Q, as fakeqtest.Use sets it, the knobs in
-// env, HOME and GORACE) goes to the agent in RunOptions.Env. The login probe is off: its whoami
+// env, and HOME) goes to the agent in RunOptions.Env. The login probe is off: its whoami
 // would run with the test process's environment, not Env, so not as the fake.
 func fakeEnv(t *testing.T, env ...string) RunOptions {
 	t.Helper()
@@ -48,7 +52,7 @@ func fakeEnv(t *testing.T, env ...string) RunOptions {
 		Limits:  agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second, LoginProbeAfter: -1},
 		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
 	}
-	o.Env = append(os.Environ(), "FAKEQ_AS_Q=1", "HOME="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	o.Env = append(os.Environ(), "FAKEQ_AS_Q=1", "HOME="+t.TempDir())
 	o.Env = append(o.Env, env...) // the last of a name wins
 	return o
 }

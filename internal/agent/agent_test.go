@@ -25,7 +25,12 @@ import (
 )
 
 // TestMain lets the test binary act as the agent (fakeqtest.Use).
-func TestMain(m *testing.M) { fakeqtest.Main(m) }
+// The agents it starts run without the race runtime's second of sleep at exit (a -race fake would
+// take a second to end): the process's own GORACE was read when it started, so only they see it.
+func TestMain(m *testing.M) {
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	fakeqtest.Main(m)
+}
 
 // fake sets env for the fake q (through the environment the agent inherits) and returns limits
 // that run it.
