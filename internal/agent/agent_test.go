@@ -26,9 +26,12 @@ import (
 
 // TestMain lets the test binary act as the agent (fakeqtest.Use).
 // The agents it starts run without the race runtime's second of sleep at exit (a -race fake would
-// take a second to end): the process's own GORACE was read when it started, so only they see it.
+// take a second to end), as make test's race pass runs everything, unless GORACE says otherwise:
+// the process's own GORACE was read when it started, so only they see the change.
 func TestMain(m *testing.M) {
-	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		_ = os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+g))
+	}
 	fakeqtest.Main(m)
 }
 
