@@ -24,18 +24,40 @@ import (
 )
 
 // TestMain lets the test binary act as the agent (`q acp`; fakeqtest.Use).
-func TestMain(m *testing.M) { fakeqtest.Main(m) }
+// The agents it starts run without the race runtime's second of sleep at exit (a -race fake would
+// take a second to end), as make test's race pass runs everything, unless GORACE says otherwise:
+// the process's own GORACE was read when it started, so only they see the change.
+func TestMain(m *testing.M) {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		_ = os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+g))
+	}
+	fakeqtest.Main(m)
+}
 
 // fake sets the fake's environment, with HOME in a temporary directory (kiro keeps sessions
 // there), and returns run options that start it in dir.
 func fake(t *testing.T, env ...string) RunOptions {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
-	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race fake would take a second to exit
 	return RunOptions{
 		Limits:  agent.Limits{Command: fakeqtest.Use(t, env...), Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
 		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
 	}
+}
+
+// fakeEnv is fake for a test that runs in parallel with others, so sets no variable of the test
+// process (t.Setenv): the fake's environment (FAKEQ_AS_Q, as fakeqtest.Use sets it, the knobs in
+// env, and HOME) goes to the agent in RunOptions.Env. The login probe is off: its whoami
+// would run with the test process's environment, not Env, so not as the fake.
+func fakeEnv(t *testing.T, env ...string) RunOptions {
+	t.Helper()
+	o := RunOptions{
+		Limits:  agent.Limits{Command: os.Args[0], Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second, LoginProbeAfter: -1},
+		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
+	}
+	o.Env = append(os.Environ(), "FAKEQ_AS_Q=1", "HOME="+t.TempDir())
+	o.Env = append(o.Env, env...) // the last of a name wins
+	return o
 }
 
 // events collects a run's events.
@@ -248,6 +270,7 @@ func TestModelErrorAndLogin(t *testing.T) {
 
 // TestBadAgents: each ends with a clear error (or a timeout), and no process is left.
 func TestBadAgents(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		bad, want string
 		timeout   bool
@@ -261,15 +284,47 @@ func TestBadAgents(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.bad, func(t *testing.T) {
+			t.Parallel()
 			pidFile := filepath.Join(t.TempDir(), "pid")
-			o := fake(t, "FAKEQ_ACP_BAD="+c.bad, "FAKEQ_GRANDCHILD="+pidFile)
-			// A silent agent only has to run into the timeout; every other one must have started
-			// and done its part (failed, or sent its partial reply) before it, on a loaded machine too.
+			o := fakeEnv(t, "FAKEQ_ACP_BAD="+c.bad, "FAKEQ_GRANDCHILD="+pidFile)
+			// Every agent but the silent and the hanging one must have started and failed before
+			// the timeout, on a loaded machine too. Those two run into it on a clock the test moves:
+			// once the agent has started (recorded its argv), once its partial reply has come.
 			o.Limits.Timeout = 5 * time.Second
-			if c.bad == "silent" {
-				o.Limits.Timeout = 2 * time.Second
+			if c.bad == "text" || c.bad == "silent" || c.bad == "hang" {
+				// These never end on their own: the grace before they are stopped is waited out
+				// whole. Those that exit must not be stopped before they do, so keep the longer one.
+				o.Limits.Grace = 200 * time.Millisecond
+			}
+			clock := newManualClock()
+			started := make(chan struct{})
+			switch c.bad {
+			case "silent":
+				o.clock = clock
+				rec := filepath.Join(t.TempDir(), "argv")
+				o.Env = append(o.Env, "FAKEQ_RECORD="+rec)
+				go func() {
+					defer close(started)
+					for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+						if _, err := os.Stat(rec); err == nil {
+							clock.Advance(o.Limits.Timeout)
+							return
+						}
+					}
+				}()
+			case "hang":
+				o.clock = clock
+				var got strings.Builder
+				o.OnEvent = func(ev agent.Event) {
+					if got.WriteString(ev.Text); ev.Type == agent.EventMessage && got.String() == "partial answer\n" {
+						clock.Advance(o.Limits.Timeout)
+					}
+				}
 			}
 			res, err := Run(t.Context(), o)
+			if c.bad == "silent" {
+				<-started
+			}
 			if c.timeout {
 				if err != nil || !res.TimedOut || !strings.Contains(res.Output, "TIMED OUT") {
 					t.Errorf("err %v result %+v", err, res.Result)
@@ -345,9 +400,11 @@ func TestLoadSession(t *testing.T) {
 }
 
 func TestLoadUnknownSession(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"error", "hang", "exit"} {
 		t.Run(how, func(t *testing.T) {
-			o := fake(t, "FAKEQ_ACP_LOAD="+how)
+			t.Parallel()
+			o := fakeEnv(t, "FAKEQ_ACP_LOAD="+how)
 			o.SessionID = "0b6f3c1e-7d0a-4b8e-9d3c-2f1e0a9b8c7d"
 			// The hanging agent runs into the load timeout; the others answer at once, and must
 			// not be taken for hanging when a loaded machine slows them.
@@ -612,15 +669,18 @@ func TestTypeScriptStandIn(t *testing.T) {
 
 // TestTimeoutPausedForPermission: the time a permission takes to decide is not the agent's time.
 func TestTimeoutPausedForPermission(t *testing.T) {
-	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_OUTPUT=done")
-	// The agent's own part (start, set-up, the tool, the reply) must fit in the timeout on a loaded
-	// machine too; the person takes a second longer than the whole timeout.
+	t.Parallel()
+	o := fakeEnv(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_OUTPUT=done")
+	// The timeout is counted on a clock that moves only while the person decides, a second longer
+	// than the whole timeout: were that time the agent's, the timeout would fire then. The agent's
+	// own part (start, set-up, the tool, the reply) takes none of it, on a loaded machine too.
 	o.Limits.Timeout = 5 * time.Second
+	clock := newManualClock()
+	o.clock = clock
 	o.Permission = func(ctx context.Context, _ PermissionRequest) (Decision, error) {
-		select { // a person who takes longer than the whole run may
-		case <-time.After(6 * time.Second):
-		case <-ctx.Done():
-			return Decision{}, ctx.Err()
+		clock.Advance(6 * time.Second) // a person who takes longer than the whole run may
+		if err := ctx.Err(); err != nil {
+			return Decision{}, err
 		}
 		return Decision{OptionID: "allow_once", By: "person"}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kballard/go-shellquote"
 
@@ -83,6 +84,7 @@ func TestGenericAgentBackend(t *testing.T) {
 	}
 	// One that does not answer initialize says to check agent.command.
 	o = genericAgent(t, "FAKEQ_ACP_BAD=text")
+	o.Limits.Grace = 200 * time.Millisecond // it never ends on its own: the grace is waited out whole
 	var nacp *NotACPError
 	if _, err := Run(t.Context(), o); !errors.As(err, &nacp) || !strings.Contains(err.Error(), "agent.command") {
 		t.Errorf("not ACP: %v", err)

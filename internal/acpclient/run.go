@@ -39,6 +39,10 @@ type RunOptions struct {
 	Files      Files
 	Terminals  Terminals
 	Access     AccessFunc
+
+	// clock is what Limits.Timeout is counted on: nil is the real one. Set only by this
+	// package's tests, which move it past the timeout when the agent is where they need it.
+	clock deadlineClock
 }
 
 // Result is what a run produced: the text runner's Result (Output with the same truncation and
@@ -121,7 +125,7 @@ func NewRunner(ctx context.Context, o RunOptions) *Runner {
 		return r
 	}
 	if l.Timeout > 0 {
-		r.deadline = newPausableDeadline(l.Timeout, func() { r.cancel(errTimeout) })
+		r.deadline = newPausableDeadlineOn(o.clock, l.Timeout, func() { r.cancel(errTimeout) })
 		if perm := o.Permission; perm != nil {
 			// Waiting for a person's answer is not the agent's time.
 			r.o.Permission = func(ctx context.Context, req PermissionRequest) (Decision, error) {
@@ -367,10 +371,31 @@ var errTimeout = fmt.Errorf("the run hit its timeout: %w", context.DeadlineExcee
 // errLogin ends a run whose silent agent whoami says is not logged in.
 var errLogin = errors.New("the agent waits for a login")
 
+// deadlineClock is the time a pausableDeadline counts: realClock, or a test's.
+type deadlineClock interface {
+	Now() time.Time
+	// AfterFunc calls f in a goroutine of its own once d has passed, as time.AfterFunc does.
+	AfterFunc(d time.Duration, f func()) deadlineTimer
+}
+
+// deadlineTimer is the part of *time.Timer a pausableDeadline uses.
+type deadlineTimer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// realClock is the time package's clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) deadlineTimer { return time.AfterFunc(d, f) }
+
 // pausableDeadline calls fire once d has passed, not counting the time it was paused.
 type pausableDeadline struct {
 	mu        sync.Mutex
-	timer     *time.Timer
+	clock     deadlineClock
+	timer     deadlineTimer
 	remaining time.Duration
 	since     time.Time
 	paused    int
@@ -378,8 +403,16 @@ type pausableDeadline struct {
 }
 
 func newPausableDeadline(d time.Duration, fire func()) *pausableDeadline {
-	p := &pausableDeadline{remaining: d, since: time.Now()}
-	p.timer = time.AfterFunc(d, func() {
+	return newPausableDeadlineOn(nil, d, fire)
+}
+
+// newPausableDeadlineOn is newPausableDeadline counting on clock (nil: realClock).
+func newPausableDeadlineOn(clock deadlineClock, d time.Duration, fire func()) *pausableDeadline {
+	if clock == nil {
+		clock = realClock{}
+	}
+	p := &pausableDeadline{clock: clock, remaining: d, since: clock.Now()}
+	p.timer = clock.AfterFunc(d, func() {
 		p.mu.Lock()
 		p.fired = true
 		p.mu.Unlock()
@@ -392,7 +425,7 @@ func (p *pausableDeadline) pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paused == 0 && !p.fired && p.timer.Stop() {
-		p.remaining -= time.Since(p.since)
+		p.remaining -= p.clock.Now().Sub(p.since)
 	}
 	p.paused++
 }
@@ -402,7 +435,7 @@ func (p *pausableDeadline) resume() {
 	defer p.mu.Unlock()
 	p.paused--
 	if p.paused == 0 && !p.fired {
-		p.since = time.Now()
+		p.since = p.clock.Now()
 		p.timer.Reset(max(p.remaining, 0))
 	}
 }

@@ -17,6 +17,12 @@ import (
 // grandchild's PID file.
 func runnerFake(t *testing.T, replies []string, env ...string) (o RunOptions, sessions, gc string) {
 	t.Helper()
+	return runnerFakeWith(t, fake, replies, env...)
+}
+
+// runnerFakeWith is runnerFake on fake or fakeEnv (for a test in parallel).
+func runnerFakeWith(t *testing.T, fake func(*testing.T, ...string) RunOptions, replies []string, env ...string) (o RunOptions, sessions, gc string) {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "replies.txt")
 	if err := os.WriteFile(file, []byte(strings.Join(replies, "\n%%\n")), 0o600); err != nil {
@@ -96,7 +102,8 @@ func TestRunnerTurnCancelKeepsConnection(t *testing.T) {
 // cut where the run's time ends (a timeout, not an error), the agent and what it started are
 // stopped before Prompt returns, and nothing more is sent.
 func TestRunnerTimeoutBoundsRun(t *testing.T) {
-	o, sessions, gc := runnerFake(t, []string{"not yet"}, "FAKEQ_DELAY=2s")
+	t.Parallel()
+	o, sessions, gc := runnerFakeWith(t, fakeEnv, []string{"not yet"}, "FAKEQ_DELAY=2s")
 	o.Limits.Timeout = 3 * time.Second
 	r := NewRunner(t.Context(), o)
 	defer r.Close()

@@ -83,6 +83,12 @@ type Limits struct {
 	// StateDir is qkit's state folder (config.Paths.State), where what is learned about the
 	// agent is kept (its backend, its models); "" keeps nothing.
 	StateDir string
+
+	// runDeadline makes the run's context, which ends at end (the timeout, or Deadline): nil is
+	// context.WithDeadline. Set only by this package's tests, to end the run at a point they
+	// choose (the agent started, its partial reply arrived) instead of sleeping into a timeout; the
+	// context they return must report context.DeadlineExceeded once it ends.
+	runDeadline func(ctx context.Context, end time.Time) (context.Context, context.CancelFunc)
 }
 
 // RawText reports whether the reply is kept as the agent sent it, escape sequences and control

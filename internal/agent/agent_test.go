@@ -25,7 +25,15 @@ import (
 )
 
 // TestMain lets the test binary act as the agent (fakeqtest.Use).
-func TestMain(m *testing.M) { fakeqtest.Main(m) }
+// The agents it starts run without the race runtime's second of sleep at exit (a -race fake would
+// take a second to end), as make test's race pass runs everything, unless GORACE says otherwise:
+// the process's own GORACE was read when it started, so only they see the change.
+func TestMain(m *testing.M) {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		_ = os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+g))
+	}
+	fakeqtest.Main(m)
+}
 
 // fake sets env for the fake q (through the environment the agent inherits) and returns limits
 // that run it.
@@ -338,15 +346,72 @@ func TestRunFailures(t *testing.T) {
 	})
 }
 
-// The timeouts below leave the fake (a re-exec of the test binary) 5 s to start and do what the test
-// needs before the deadline: a loaded CI machine can take far longer than the fraction of a second
-// it takes here.
-const startGrace = 5 * time.Second
+// expiringCtx is a run's context whose deadline passes when the test says (manualDeadline), not on a
+// clock: it ends with context.DeadlineExceeded, as context.WithDeadline's does, or with its parent.
+type expiringCtx struct {
+	context.Context // the caller's: its values, and its end ends this one
+	end             time.Time
+	done            chan struct{}
+	stopParent      func() bool
+
+	mu  sync.Mutex
+	err error
+}
+
+func (c *expiringCtx) Deadline() (time.Time, bool) { return c.end, true }
+func (c *expiringCtx) Done() <-chan struct{}       { return c.done }
+func (c *expiringCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *expiringCtx) finish(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+	}
+}
+
+// manualDeadline makes the deadline of l's run (its timeout, or Limits.Deadline) pass when the test
+// calls expire, which returns the end the run set: a timeout's test waits for the agent to be where
+// it needs it (started, its partial reply out), however slow the machine, and sleeps into no real
+// timeout. One run per call.
+func manualDeadline(t *testing.T, l *Limits) (expire func() time.Time) {
+	t.Helper()
+	made := make(chan *expiringCtx, 1)
+	l.runDeadline = func(ctx context.Context, end time.Time) (context.Context, context.CancelFunc) {
+		c := &expiringCtx{Context: ctx, end: end, done: make(chan struct{})}
+		c.stopParent = context.AfterFunc(ctx, func() { c.finish(ctx.Err()) })
+		made <- c
+		return c, func() { c.stopParent(); c.finish(context.Canceled) }
+	}
+	return func() time.Time {
+		c := <-made
+		c.finish(context.DeadlineExceeded)
+		return c.end
+	}
+}
+
+// partialThen is an onChunk that calls then once the reply so far is want.
+func partialThen(want string, then func()) func([]byte) {
+	var got strings.Builder
+	return func(b []byte) {
+		got.Write(b)
+		if got.String() == want {
+			then()
+		}
+	}
+}
 
 func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
-	l.Timeout = startGrace
-	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	l.Timeout = 5 * time.Second
+	expire := manualDeadline(t, &l)
+	// The timeout passes once the partial reply has come.
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, partialThen("partial answer\n", func() { expire() }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,10 +425,15 @@ func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 // own Timeout (the notice still names Timeout), and one whose deadline has passed starts nothing.
 func TestRunDeadline(t *testing.T) {
 	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
-	l.Timeout, l.Deadline = time.Hour, time.Now().Add(startGrace)
-	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	l.Timeout, l.Deadline = time.Hour, time.Now().Add(time.Minute)
+	expire := manualDeadline(t, &l)
+	var end time.Time // the run's end: Deadline, before the Timeout
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, partialThen("partial answer\n", func() { end = expire() }))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !end.Equal(l.Deadline) {
+		t.Errorf("the run ended at %v, not at its Deadline %v", end, l.Deadline)
 	}
 	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 3600 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
 	if !res.TimedOut || res.Output != want {
@@ -418,29 +488,29 @@ func grandchildPID(t *testing.T, file string) int {
 
 func TestGrandchildGone(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		env   []string
-		setup func(l *Limits) (context.Context, func())
+		name string
+		env  []string
 	}{
-		{"timeout", []string{"FAKEQ_SLEEP=60s"}, func(l *Limits) (context.Context, func()) {
-			l.Timeout = startGrace // the grandchild must be running (its pid written) by then
-			return context.Background(), func() {}
-		}},
-		{"cancel", []string{"FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x"}, func(l *Limits) (context.Context, func()) {
-			// Cancelled once the grandchild runs (below), not after a guessed delay.
-			return context.WithCancel(context.Background())
-		}},
-		{"normal exit", nil, func(l *Limits) (context.Context, func()) { return context.Background(), func() {} }},
+		{"timeout", []string{"FAKEQ_SLEEP=60s"}},
+		{"cancel", []string{"FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x"}},
+		{"normal exit", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			l := fake(t, append(c.env, "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_OUTPUT=out")...)
-			ctx, cancel := c.setup(&l)
+			expire := manualDeadline(t, &l)
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan struct{})
 			var res Result
 			go func() { defer close(done); res, _ = Run(ctx, l, Request{Prompt: "p"}, nil) }()
-			if c.name == "cancel" {
+			// The timeout passes, or the run is cancelled, once the grandchild runs (its pid
+			// written), not after a guessed delay.
+			switch c.name {
+			case "timeout":
+				waitFile(t, pidFile)
+				expire()
+			case "cancel":
 				waitFile(t, pidFile)
 				cancel()
 			}
@@ -551,20 +621,32 @@ func TestRunKeepsCallersPermissions(t *testing.T) {
 }
 
 // TestRunFinishedInTimeIsNotTimedOut: an agent that exits before its timeout, leaving a helper that
-// holds stdout and ignores SIGTERM, is not reported as timed out although the sweep of its process
-// group (SIGKILL after the grace) ends after the deadline.
+// holds stdout and outlives SIGTERM, is not reported as timed out although the sweep of its process
+// group ends after the deadline.
 func TestRunFinishedInTimeIsNotTimedOut(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "agent")
-	// The helper is ready (SIGTERM ignored) before the agent exits.
-	body := "#!/bin/sh\necho reply\nsh -c 'trap \"\" TERM; : > \"$0.ready\"; exec sleep 30' \"$0\" &\n" +
+	// The helper is ready (its SIGTERM trap set) before the agent exits. The sweep's SIGTERM, which
+	// comes only once the agent has exited, leaves it running: it writes .swept and holds stdout
+	// until the test writes .release.
+	body := "#!/bin/sh\necho reply\n" +
+		"sh -c 'trap \"echo > \\\"\\$0.swept\\\"\" TERM; : > \"$0.ready\"; while [ ! -e \"$0.release\" ]; do sleep 0.01; done' \"$0\" &\n" +
 		"while [ ! -e \"$0.ready\" ]; do sleep 0.01; done\nexit 0\n"
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// The agent exits well within the timeout (two shells started on a loaded machine); the sweep,
-	// a grace as long as the timeout after that, surely ends past the deadline.
-	l := Limits{Command: script, Timeout: startGrace, Grace: startGrace}
-	res, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+	// The grace is long: only the helper's end, after the deadline, ends the sweep.
+	l := Limits{Command: script, Timeout: time.Minute, Grace: time.Minute}
+	expire := manualDeadline(t, &l)
+	done := make(chan struct{})
+	var res Result
+	var err error
+	go func() { defer close(done); res, err = Run(t.Context(), l, Request{Prompt: "p"}, nil) }()
+	waitFile(t, script+".swept")
+	expire() // the deadline passes during the sweep
+	if err := os.WriteFile(script+".release", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	<-done
 	if err != nil || res.TimedOut || res.Output != "reply\n" {
 		t.Fatalf("err %v, result %+v", err, res)
 	}

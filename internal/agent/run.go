@@ -76,8 +76,12 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 			log.Warn("agent not started: the run's timeout has passed", "timeout", l.Timeout)
 			return res, nil
 		}
+		withDeadline := context.WithDeadline
+		if l.runDeadline != nil {
+			withDeadline = l.runDeadline
+		}
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithDeadline(ctx, end)
+		runCtx, cancel = withDeadline(ctx, end)
 		defer cancel()
 	}
 	// loginCtx is cancelled when stderr shows kiro-cli's device-login flow, which waits forever.
