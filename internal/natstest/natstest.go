@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,6 +249,14 @@ var (
 	binaryErr  error
 )
 
+// The test process's environment and folder as it started, before a test could change them
+// (t.Setenv, t.Chdir): the server is built with them, in the module and with its build cache, even
+// when the first Start comes from a test that moved HOME or the working folder.
+var (
+	startEnv    = os.Environ()
+	startDir, _ = os.Getwd()
+)
+
 // serverBinary is the nats-server executable to run.
 func serverBinary() (string, error) {
 	if p := os.Getenv(EnvServer); p != "" {
@@ -261,7 +270,7 @@ func serverBinary() (string, error) {
 		// cached executable: one link per cache, shared by every test process. Without cgo, so
 		// the race pass (which turns cgo on) finds the same executable as the others.
 		cmd := exec.Command("go", "tool", "-n", "nats-server")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env, cmd.Dir = append(slices.Clip(startEnv), "CGO_ENABLED=0"), startDir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
