@@ -4,14 +4,13 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/qkit-cli/qkit/internal/natstest"
 )
 
-// natsServers holds each script's NATS server with JetStream, run inside the test process (a
-// test-only dependency: the qkit binary never links the server). Its data is under $WORK/nats, so a
+// natsServers holds each script's NATS server with JetStream, a nats-server process of its own
+// (internal/natstest; the qkit binary never links the server). Its data is under $WORK/nats, so a
 // restart on the same port keeps the buckets.
 var natsServers sync.Map // *testscript.TestScript -> *natstest.Server
 
@@ -30,9 +29,9 @@ func natsServerCmd(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(v.(*natstest.Server).Up())
 			return
 		}
-		opts := server.Options{JetStream: true, StoreDir: filepath.Join(ts.Getenv("WORK"), "nats")}
+		opts := natstest.Options{JetStream: true, StoreDir: filepath.Join(ts.Getenv("WORK"), "nats")}
 		if len(args) == 2 {
-			opts.Authorization = args[1]
+			opts.Token = args[1]
 		}
 		n, err := natstest.Start(opts)
 		ts.Check(err)

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
@@ -346,7 +344,7 @@ func TestPage(t *testing.T) {
 }
 
 func TestNATS(t *testing.T) {
-	n, err := natstest.Start(server.Options{JetStream: true, StoreDir: t.TempDir(), Authorization: "s3cret"})
+	n, err := natstest.Start(natstest.Options{JetStream: true, StoreDir: t.TempDir(), Token: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
@@ -36,7 +35,7 @@ func TestQuestionsToolOverNATS(t *testing.T) {
 		t.Fatalf("without a server: %v %v", textOf(res), err)
 	}
 
-	srv, err := natstest.Start(server.Options{Port: port, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats")})
+	srv, err := natstest.Start(natstest.Options{Port: port, JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// The NATS server is embedded in tests only: the qkit binary links the client, never the server
-// (which would add megabytes). This reads the binary's real import graph.
+// The qkit binary links the NATS client, never the server (which would add megabytes; the tests
+// run it as a process of their own, see TestNoPackageImportsTheNATSServer). This reads the
+// binary's real import graph.
 func TestTheBinaryDoesNotLinkTheNATSServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -46,7 +47,39 @@ func TestTheBinaryDoesNotLinkTheNATSServer(t *testing.T) {
 		t.Fatal("the binary does not link the NATS client: is this the right module?")
 	}
 	if strings.Contains(deps.String(), "github.com/nats-io/nats-server") {
-		t.Fatal("the qkit binary links github.com/nats-io/nats-server; keep it in _test.go files")
+		t.Fatal("the qkit binary links github.com/nats-io/nats-server")
+	}
+}
+
+// TestNoPackageImportsTheNATSServer: the tests run the NATS server as a process of its own
+// (internal/natstest runs the nats-server tool from go.mod), so no package of the module, test files
+// included, imports the server's Go package: it is one of the largest compiles of the build, and a
+// test binary that linked it would compile it again for the race pass, vet and staticcheck would
+// analyse it, and the race detector would watch its goroutines. This reads the real import graph
+// of every package with its tests.
+func TestNoPackageImportsTheNATSServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}{{with .Module}}{{if .Main}}\t{{$.Dir}}{{end}}{{end}}", "github.com/qkit-cli/qkit/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	natstest := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, dir, own := strings.Cut(line, "\t")
+		if own { // as above: reading qkit's own folders reruns a cached result when one is edited
+			if _, err := os.ReadDir(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		natstest = natstest || path == "github.com/qkit-cli/qkit/internal/natstest"
+		if strings.HasPrefix(path, "github.com/nats-io/nats-server/") {
+			t.Fatalf("a package of the module imports %s; run the server with internal/natstest", path)
+		}
+	}
+	if !natstest {
+		t.Fatalf("no test imports internal/natstest: is this the right module?\n%s", out)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
 	"github.com/qkit-cli/qkit/internal/natstest"
@@ -44,11 +43,10 @@ func TestNATSWithACredentialsFile(t *testing.T) {
 	ajwt, err := ac.Encode(okp)
 	must(err)
 
-	resolver := &server.MemAccResolver{}
-	must(resolver.Store(spub, sjwt))
-	must(resolver.Store(apub, ajwt))
-	srv, err := natstest.Start(server.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
-		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: spub})
+	ojwt, err := oc.Encode(okp)
+	must(err)
+	srv, err := natstest.Start(natstest.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
+		Operator: &natstest.Operator{JWT: ojwt, SystemAccount: spub, Accounts: map[string]string{spub: sjwt, apub: ajwt}}})
 	must(err)
 	t.Cleanup(srv.Stop)
 	url := srv.URL()

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/questions/storetest"
@@ -28,7 +25,6 @@ import (
 // pki is a throw-away CA with a server certificate for 127.0.0.1 and a client certificate, as files.
 type pki struct {
 	ca, serverCert, serverKey, clientCert, clientKey string
-	pool                                             *x509.CertPool
 }
 
 func newPKI(t *testing.T) *pki {
@@ -57,8 +53,7 @@ func newPKI(t *testing.T) *pki {
 		t.Fatal(err)
 	}
 	caCert, _ := x509.ParseCertificate(caDER)
-	p := &pki{ca: write("ca.pem", "CERTIFICATE", caDER), pool: x509.NewCertPool()}
-	p.pool.AddCert(caCert)
+	p := &pki{ca: write("ca.pem", "CERTIFICATE", caDER)}
 	leaf := func(serial int64, usage x509.ExtKeyUsage, certName, keyName string) (string, string) {
 		k := key()
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: certName},
@@ -84,14 +79,8 @@ func newPKI(t *testing.T) *pki {
 // or without the CA, naming the URL.
 func TestNATSOverTLSWithClientCertificates(t *testing.T) {
 	p := newPKI(t)
-	cert, err := tls.LoadX509KeyPair(p.serverCert, p.serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := natstest.Start(server.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
-		TLSVerify: true, TLSTimeout: 5,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: p.pool,
-			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}})
+	srv, err := natstest.Start(natstest.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
+		TLS: &natstest.TLS{CertFile: p.serverCert, KeyFile: p.serverKey, CAFile: p.ca, Verify: true, Timeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
-// natsServer is a real NATS server with JetStream, embedded in the test process; its data lives in a
+// natsServer is a real NATS server with JetStream, a process of its own; its data lives in a
 // temporary folder, so a restart on the same port keeps the buckets.
 type natsServer struct {
 	t *testing.T
@@ -26,7 +24,7 @@ func startNATS(t *testing.T) *natsServer { return startNATSWith(t, true) }
 
 func startNATSWith(t *testing.T, jetStream bool) *natsServer {
 	t.Helper()
-	srv, err := natstest.Start(server.Options{JetStream: jetStream, StoreDir: filepath.Join(t.TempDir(), "nats"), MaxPayload: 1 << 20})
+	srv, err := natstest.Start(natstest.Options{JetStream: jetStream, StoreDir: filepath.Join(t.TempDir(), "nats"), MaxPayload: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

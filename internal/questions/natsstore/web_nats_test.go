@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/questions/natsstore"
@@ -23,7 +21,7 @@ import (
 // set asked on one machine is shown on a page served from another machine's store, and the answer
 // posted there reaches the asker's waiting call.
 func TestWebPageOverNATS(t *testing.T) {
-	srv, err := natstest.Start(server.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats")})
+	srv, err := natstest.Start(natstest.Options{JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats")})
 	if err != nil {
 		t.Fatal(err)
 	}
