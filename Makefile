@@ -66,11 +66,11 @@ install: build
 # Two stages. First, one after another, the checks that need the CPU and, on a cold cache, the
 # memory: the compile of every package the checks and tests import (test variants included, so
 # staticcheck and the unit pass find them built), vet, staticcheck, and the race build's compile of
-# the two largest packages. With warm caches this stage takes seconds. On a cold one, single
-# processes reach 0.6-1.1 GB: the compiles of modernc.org/sqlite/lib and nats-server's server
-# package (0.62 and 0.75 GB under GOMEMLIMIT=600MiB; sqlite/lib took 16 % more CPU than without) and
-# staticcheck's analysis of sqlite/lib (1.07 GB; see STATICCHECK_ENV). So those compile one at a
-# time (HEAVY_PKGS), everything else BUILD_JOBS at a time, under BUILD_GOMEMLIMIT.
+# the largest package, and the NATS server the tests run. With warm caches this stage takes seconds.
+# On a cold one, single processes reach 0.6-1.1 GB: the compiles of modernc.org/sqlite/lib and of
+# nats-server's server package (0.62 and 0.75 GB under GOMEMLIMIT=600MiB; sqlite/lib took 16 % more
+# CPU than without) and staticcheck's analysis of sqlite/lib (1.07 GB; see STATICCHECK_ENV). So those
+# compile one at a time, everything else BUILD_JOBS at a time, under BUILD_GOMEMLIMIT.
 # Then, TEST_JOBS at a time: the race lane (race-deps, then race), the test lane (fuzz-ci, then
 # unit) and interop, which starts when either lane ends. None of them compiles a large package any
 # more; the tests mostly wait on the processes they start (40 % CPU over two cores), and two test
@@ -81,10 +81,10 @@ TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
-	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile vet staticcheck race-heavy
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target race-lane test-lane interop TESTVET=-vet=off
 
-.PHONY: race-lane test-lane compile-heavy race-heavy
+.PHONY: race-lane test-lane compile-heavy race-heavy nats-server
 race-lane:
 	@$(MAKE) --no-print-directory race-deps
 	@$(MAKE) --no-print-directory race
@@ -120,18 +120,27 @@ race:
 
 # compile and race-deps build every package the Go tests import, their test variants included
 # (go list -export compiles without linking; go test then only compiles each test's main and
-# links). The largest packages compile first, one at a time (compile-heavy, race-heavy).
-HEAVY_PKGS := modernc.org/sqlite/lib github.com/nats-io/nats-server/v2/server
+# links), and compile also builds the tools make test runs (staticcheck; go tool keeps the
+# executable in the build cache), which STATICCHECK_ENV would otherwise build one package at a
+# time. modernc.org/sqlite/lib, the largest package by far, compiles first and alone.
 compile_all = $(GO) list -export -test -deps -f '' $(1) >/dev/null
 compile: compile-heavy
 	$(call timed,compile)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(call compile_all,-p $(BUILD_JOBS) ./...)
+	env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) tool -n staticcheck >/dev/null
 compile-heavy:
-	$(call timed,compile-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 $(HEAVY_PKGS)
+	$(call timed,compile-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 modernc.org/sqlite/lib
 race-heavy:
-	$(call timed,race-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 $(HEAVY_PKGS)
+	$(call timed,race-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 modernc.org/sqlite/lib
 # One at a time: the test lane fuzzes and tests meanwhile.
 race-deps:
 	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(call compile_all,-race -p 1 $(addprefix ./internal/,$(RACE_PKGS)))
+
+# The NATS server the tests of the NATS questions store start (internal/natstest): a tool in
+# go.mod, built once here for every test process of make test (QKIT_NATS_SERVER); go test on its
+# own builds it with go tool. Its server package is the second largest compile: one at a time.
+test: export QKIT_NATS_SERVER = $(CURDIR)/bin/nats-server
+nats-server:
+	$(call timed,nats-server)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 -o bin/nats-server github.com/nats-io/nats-server/v2
 
 # The light build's own files (cmd/lite.go, build tag qkit_lite) are checked too: only cmd and the
 # root package differ between the builds.
