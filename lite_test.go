@@ -26,6 +26,7 @@ var heavyInits = []string{"olekukonko/tablewriter", "modelcontextprotocol/go-sdk
 // TestLite builds bin/qkit (light) and qkit-full beside it, with make build's flags, into a folder
 // its subtests share, and runs them.
 func TestLite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the light and the full binary (go build); not under -short")
 	}
