@@ -276,10 +276,9 @@ func TestParityTable(t *testing.T) {
 // parityRow runs a row's cells side by side, then compares them within each front.
 func parityRow(t *testing.T, sc parityScenario, turns chan struct{}) {
 	var mu sync.Mutex
-	got := map[parityFront]map[parityBackend]parityOutcome{}
+	got := map[parityFront]map[parityBackend]parityOutcome{pfAsk: {}, pfMCP: {}, pfACP: {}}
 	var cells sync.WaitGroup
 	for _, front := range []parityFront{pfAsk, pfMCP, pfACP} {
-		got[front] = map[parityBackend]parityOutcome{}
 		for _, b := range []parityBackend{pbChat, pbACP, pbTS} {
 			cells.Go(func() {
 				t.Run(string(front)+"/"+string(b), func(t *testing.T) {
