@@ -24,7 +24,9 @@ import (
 var heavyInits = []string{"olekukonko/tablewriter", "modelcontextprotocol/go-sdk", "google/jsonschema-go", "encoding/gob", "modernc.org/", "nats-io/"}
 
 // TestLite builds bin/qkit (light) and qkit-full beside it, with make build's flags, into a folder
-// its subtests share, and runs them.
+// its subtests share, and runs them. It is not parallel: it writes programs and then runs them, and
+// a process the test binary forks meanwhile holds the file open for writing a moment ("text file
+// busy", seen beside the scripts).
 func TestLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the light and the full binary (go build); not under -short")

@@ -16,6 +16,7 @@ import (
 // TestMCPServeWithSDKClient drives `qkit mcp serve` as a child process with the Go SDK's own
 // client, against the fake q, and checks that stdout carried nothing but JSON-RPC.
 func TestMCPServeWithSDKClient(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	cmd := exec.Command("qkit", "mcp", "serve")
 	cmd.Env = append(cmd.Environ(),

@@ -127,6 +127,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 // A block marked "readme-test: skip (why)" does not run and is reported; one marked
 // "readme-test: exit N (why)" must exit N, and is reported too.
 func TestReadmeBlocksRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the README's blocks run the agent stand-in many times")
 	}
@@ -266,6 +267,7 @@ trap 'code=$?; { export -p; printf "cd %%q\n" "$PWD"; } > %[1]q; exit $code' EXI
 // TestReadmeHelpTopicsExist: every `qkit help X` the README points to for details is a topic or
 // command that qkit has.
 func TestReadmeHelpTopicsExist(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 var privateReference = regexp.MustCompile(`(?i:\bseeds? 0\d\d\b|\bthe seeds?'s?\b|\bseed's\b|\bissue \d+\b|requirement document)|\bDESIGN\.md|\bSTYLE\.md|real-agent\.md|kiro-acp\.md|peer-measurements\.md|/work/shared`)
 
 func TestNoPrivateReferences(t *testing.T) {
+	t.Parallel()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

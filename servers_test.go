@@ -24,6 +24,7 @@ import (
 // `acp serve` exit cleanly and promptly (never killed by SIGPIPE on the next write), and q's whole
 // process group, grandchild included, is stopped with them.
 func TestServersStopTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, server := range []string{"mcp", "acp"} {
 		for _, how := range []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "client gone"} {
 			t.Run(server+"/"+how, func(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 // Afterwards the store opens, passes SQLite's integrity check, and holds either the whole import or
 // prune or nothing of it, with every other session as it was.
 func TestSessionsKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds stores of several MB")
 	}

@@ -7,11 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +104,8 @@ type parityScenario struct {
 	set []string
 	// na says why a front or a backend cannot run the scenario.
 	na map[string]parityNA // by front, or by front+"/"+backend
+	// waits: the agents sit idle into a timeout, so the row's cells need no turn (TestParityTable).
+	waits bool
 	// ask, mcp and acp drive the scenario through each front.
 	askFlags  func(o *askOptions)
 	mcpArgs   map[string]any
@@ -147,6 +153,7 @@ func parityScenarios() []parityScenario {
 				pbTS:   {"TS_AGENT_CHUNKS=2", "TS_AGENT_SLEEP=60000"},
 			},
 			set:       paritySet("agent.timeout=2s"),
+			waits:     true,
 			want:      classTimeout,
 			wantReply: map[parityBackend]string{pbChat: "partial answer\n", pbACP: "partial answer\n", pbTS: ""},
 		},
@@ -224,9 +231,12 @@ func parityScenarios() []parityScenario {
 		},
 		{
 			name: "cancel",
+			// The caller stops the run at the first line; the next comes 2 s later, so that the
+			// replies (the first line alone) compare even when the stop takes a while to land on a
+			// loaded machine. The stop ends the wait: the cells take no longer for it.
 			knobs: map[parityBackend][]string{
-				pbChat: {"FAKEQ_LINES=100", "FAKEQ_INTERVAL=100ms"},
-				pbACP:  {"FAKEQ_LINES=100", "FAKEQ_INTERVAL=100ms"},
+				pbChat: {"FAKEQ_LINES=100", "FAKEQ_INTERVAL=2s"},
+				pbACP:  {"FAKEQ_LINES=100", "FAKEQ_INTERVAL=2s"},
 				pbTS:   {"TS_AGENT_CHUNKS=100", "TS_AGENT_SLEEP=100"},
 			},
 			cancel: true,
@@ -247,44 +257,91 @@ func parityScenarios() []parityScenario {
 
 // TestParityTable runs the table. Each cell is a subtest scenario/front/backend; the n/a cells are
 // subtests that say why and skip, so `go test -v` prints the whole table.
+//
+// The cells run side by side (t.Run from goroutines, which -parallel does not bound): each has its
+// own QKIT_HOME and agent knobs (parityApp), none sets the environment. The rows whose agents
+// sit idle into a timeout (waits) start at once, each cell on its own; the other cells keep the
+// processor busy starting agents, so they take turns, as many at once as -parallel allows, while
+// the waits go on.
 func TestParityTable(t *testing.T) {
-	ts := ""
+	parityEnv(t)
+	turns := make(chan struct{}, parityTurns())
+	var rows sync.WaitGroup
 	for _, sc := range parityScenarios() {
-		t.Run(sc.name, func(t *testing.T) {
-			for _, front := range []parityFront{pfAsk, pfMCP, pfACP} {
-				got := map[parityBackend]parityOutcome{}
-				for _, b := range []parityBackend{pbChat, pbACP, pbTS} {
-					t.Run(string(front)+"/"+string(b), func(t *testing.T) {
-						if why := sc.notApplicable(front, b); why != "" {
-							t.Skip("n/a: " + string(why))
-						}
-						if b == pbTS && ts == "" {
-							ts = fakeqtest.TypeScriptAgent(t)
-						}
-						o := runParityCell(t, sc, front, b, ts)
-						t.Logf("%s", o)
-						sc.check(t, front, b, o)
-						got[b] = o
-					})
-				}
-				// Within a front, kiro-cli's chat and its acp mode end the same way, and (unless the
-				// agents themselves differ, said in the row) with the same reply and tools.
-				c, a := got[pbChat], got[pbACP]
-				if c.Class == "" || a.Class == "" {
-					continue
-				}
-				if sc.factsDiffer == "" && (front != pfACP || sc.editorFactsDiffer == "") && c.Facts != a.Facts {
-					t.Errorf("%s: chat and acp end differently:\nchat %s\nacp  %s", front, c.Facts, a.Facts)
-				}
-				if sc.replyDiffers == "" && c.Reply != a.Reply {
-					t.Errorf("%s: chat and acp reply differently:\nchat %q\nacp  %q", front, c.Reply, a.Reply)
-				}
-				if c.Plan != "" && planBackend(c.Plan) != "chat" || a.Plan != "" && planBackend(a.Plan) != "acp" {
-					t.Errorf("%s: each dry run shows its own backend: chat %q, acp %q", front, c.Plan, a.Plan)
-				}
-			}
-		})
+		rows.Go(func() { t.Run(sc.name, func(t *testing.T) { parityRow(t, sc, turns) }) })
 	}
+	rows.Wait()
+}
+
+// parityRow runs a row's cells side by side, then compares them within each front.
+func parityRow(t *testing.T, sc parityScenario, turns chan struct{}) {
+	var mu sync.Mutex
+	got := map[parityFront]map[parityBackend]parityOutcome{pfAsk: {}, pfMCP: {}, pfACP: {}}
+	var cells sync.WaitGroup
+	for _, front := range []parityFront{pfAsk, pfMCP, pfACP} {
+		for _, b := range []parityBackend{pbChat, pbACP, pbTS} {
+			cells.Go(func() {
+				t.Run(string(front)+"/"+string(b), func(t *testing.T) {
+					if why := sc.notApplicable(front, b); why != "" {
+						t.Skip("n/a: " + string(why))
+					}
+					ts := ""
+					if b == pbTS {
+						ts = fakeqtest.TypeScriptAgent(t)
+					}
+					if !sc.waits {
+						turns <- struct{}{}
+						defer func() { <-turns }()
+					}
+					o := runParityCell(t, sc, front, b, ts)
+					t.Logf("%s", o)
+					sc.check(t, front, b, o)
+					mu.Lock()
+					got[front][b] = o
+					mu.Unlock()
+				})
+			})
+		}
+	}
+	cells.Wait()
+	for _, front := range []parityFront{pfAsk, pfMCP, pfACP} {
+		// Within a front, kiro-cli's chat and its acp mode end the same way, and (unless the
+		// agents themselves differ, said in the row) with the same reply and tools.
+		c, a := got[front][pbChat], got[front][pbACP]
+		if c.Class == "" || a.Class == "" {
+			continue
+		}
+		if sc.factsDiffer == "" && (front != pfACP || sc.editorFactsDiffer == "") && c.Facts != a.Facts {
+			t.Errorf("%s: chat and acp end differently:\nchat %s\nacp  %s", front, c.Facts, a.Facts)
+		}
+		if sc.replyDiffers == "" && c.Reply != a.Reply {
+			t.Errorf("%s: chat and acp reply differently:\nchat %q\nacp  %q", front, c.Reply, a.Reply)
+		}
+		if c.Plan != "" && planBackend(c.Plan) != "chat" || a.Plan != "" && planBackend(a.Plan) != "acp" {
+			t.Errorf("%s: each dry run shows its own backend: chat %q, acp %q", front, c.Plan, a.Plan)
+		}
+	}
+}
+
+// parityTurns is how many cells that keep the processor busy run at once: -parallel's value.
+func parityTurns() int {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			return n
+		}
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// parityEnv sets, for the whole table, the environment that no cell may change: none of the
+// caller's settings, fake agent knobs or login variables left over, and GOMEMLIMIT set (acp serve
+// sets a memory limit, for the whole process, only when it is not).
+func parityEnv(t *testing.T) {
+	fakeqtest.Knobs(t, "")
+	for _, v := range []string{"QKIT_HOME", "AGENT_TIMEOUT", "AGENT_MAX_RESPONSE_SIZE", "ENABLE_ADDITIONAL_TOOLS", "QKIT_CONFIG", "QKIT_INTERNAL_TRUSTED"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("GOMEMLIMIT", "off")
 }
 
 func (sc parityScenario) notApplicable(front parityFront, b parityBackend) parityNA {
@@ -340,38 +397,41 @@ func (o parityOutcome) String() string {
 }
 
 // parityApp is an App on buffers for one cell: the agent of backend b with the scenario's knobs,
-// every front enabled, QKIT_HOME in a temporary folder.
+// every front enabled, QKIT_HOME in a temporary folder. It leaves the environment alone (the
+// cells run side by side): the knobs reach the agent through its command (linkedAgent, env for
+// the TypeScript agent), QKIT_HOME the configuration through LookupEnv.
 func parityApp(t *testing.T, sc parityScenario, b parityBackend, ts string) (*app.App, *bytes.Buffer) {
 	t.Helper()
-	t.Setenv("QKIT_HOME", t.TempDir())
-	for _, v := range []string{"AGENT_TIMEOUT", "AGENT_MAX_RESPONSE_SIZE", "ENABLE_ADDITIONAL_TOOLS", "QKIT_CONFIG", "QKIT_INTERNAL_TRUSTED"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("GOMEMLIMIT", "off") // acp serve sets a memory limit only when GOMEMLIMIT is not set
 	overrides := map[string]string{
 		"agent.backend": "acp", "acp.enabled": "true", "tools.enabled": "q-developer-agent", "agent.timeout": "1m",
 	}
 	switch b {
 	case pbChat:
-		overrides["agent.command"] = fakeqtest.Flavour(t, "kiro", sc.knobs[b]...)
+		overrides["agent.command"] = linkedAgent(t, "kiro", sc.knobs[b]...)
 		overrides["agent.backend"] = "chat"
 	case pbACP:
-		overrides["agent.command"] = fakeqtest.Flavour(t, "kiro", sc.knobs[b]...)
+		overrides["agent.command"] = linkedAgent(t, "kiro", sc.knobs[b]...)
 	case pbTS:
-		fakeqtest.Knobs(t, "")
-		for _, kv := range sc.knobs[b] {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
+		command := []string{"node", ts, "acp"}
+		if len(sc.knobs[b]) > 0 {
+			command = append(append([]string{"env"}, sc.knobs[b]...), command...)
 		}
-		overrides["agent.command"] = "node " + shellquote.Join(ts) + " acp"
+		overrides["agent.command"] = shellquote.Join(command...)
 	}
 	for _, kv := range sc.set {
 		k, v, _ := strings.Cut(kv, "=")
 		overrides[k] = v
 	}
+	home := t.TempDir()
+	lookup := func(k string) (string, bool) {
+		if k == "QKIT_HOME" {
+			return home, true
+		}
+		return os.LookupEnv(k)
+	}
 	streams, _, out, errOut := app.Test()
 	a := app.New(streams, app.VersionInfo{Version: "test"})
-	if err := a.Load(config.LoadOptions{Overrides: overrides}, ""); err != nil {
+	if err := a.Load(config.LoadOptions{Overrides: overrides, LookupEnv: lookup}, ""); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
