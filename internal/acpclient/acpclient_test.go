@@ -223,9 +223,21 @@ func TestPermissionErrorEndsTurn(t *testing.T) {
 	o.Permission = func(_ context.Context, r PermissionRequest) (Decision, error) {
 		return Decision{}, errors.New("no one to ask about " + r.Tool.Title)
 	}
+	var ev events
+	o.OnEvent = ev.add
 	res, err := Run(t.Context(), o)
 	if err == nil || err.Error() != "no one to ask about Running: echo hi" {
 		t.Fatalf("err %v", err)
+	}
+	// The answer is reported before the failure ends the turn: a stream shows what was decided.
+	decided := 0
+	for _, e := range ev.all {
+		if e.Type == agent.EventPermissionDecided && e.Permission.Decision == "cancelled" && e.Permission.DecidedBy == "policy" {
+			decided++
+		}
+	}
+	if decided != 1 {
+		t.Errorf("%d permission_decided events (cancelled, by policy), want 1", decided)
 	}
 	if res.StopReason != "cancelled" {
 		t.Errorf("stop reason %q", res.StopReason)

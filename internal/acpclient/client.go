@@ -62,6 +62,7 @@ func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissi
 	if err == nil && !d.Cancelled && kindOf(opts, d.OptionID) == "" {
 		err = fmt.Errorf("permission for %s: the answer %q is not one of the agent's options", toolLabel(tool), d.OptionID)
 	}
+	var failTurn error // ends the turn, once permission_decided has been reported
 	if err != nil {
 		cancelled := t != nil && t.ctx.Err() != nil
 		d = Decision{Cancelled: true, By: d.By}
@@ -69,7 +70,7 @@ func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissi
 			d.By = "policy"
 		}
 		if !cancelled && t != nil {
-			t.fail(err)
+			failTurn = err
 		}
 		if !cancelled {
 			c.log.Warn("permission request ended the turn", "tool", toolLabel(tool), "error", err)
@@ -98,6 +99,9 @@ func (cl *client) RequestPermission(ctx context.Context, req acp.RequestPermissi
 		decided.Tool.Denied = true
 	}
 	c.emit(sid, agent.Event{Type: agent.EventPermissionDecided, Permission: &decided})
+	if failTurn != nil {
+		t.fail(failTurn)
+	}
 	if d.Cancelled {
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
 	}
