@@ -235,6 +235,7 @@ func TestQuestionsToolRejected(t *testing.T) {
 }
 
 func TestQuestionsToolTimeout(t *testing.T) {
+	t.Parallel()
 	cs, st, logs := questionsServer(t, map[string]string{"QKIT_QUESTIONS_TIMEOUT": "200ms"}, nil)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	if err != nil {
@@ -380,6 +381,7 @@ func TestQuestionsToolRepeatedCallCollectsRejection(t *testing.T) {
 
 // A malformed answers.json written by hand abandons the session and fails the call cleanly.
 func TestQuestionsToolMalformedAnswers(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	s := nextPending(t, st)
