@@ -95,11 +95,13 @@ func TestTextPathKiroDeviceLogin(t *testing.T) {
 // A prompt over q's 400,000-byte cut is refused before the agent runs, with its size and the
 // budget setting; one at the cut goes through whole.
 func TestTextPathPromptTooLong(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=ok")
-			runs := record(t)
-			h := start(t, "")
+			t.Parallel()
+			file, runs := recorded(t)
+			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=ok", "FAKEQ_RECORD="+file)
+			h := startWith(t, "", func(o *Options) { o.Limits.Command = q.command })
 			h.initialize()
 			id := h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_001), acp.StopReasonRefusal)
@@ -109,8 +111,7 @@ func TestTextPathPromptTooLong(t *testing.T) {
 			if n := len(runs()); n != 0 {
 				t.Fatalf("the agent ran %d times", n)
 			}
-			t.Setenv("FAKEQ_OUTPUT", "")
-			t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+			q.set("FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
 			id = h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_000), acp.StopReasonEndTurn)
 			if got := h.tc.agentText(id); strings.TrimSpace(got) != strings.Repeat("a", 400_000) {
