@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/qkit-cli/qkit/internal/acpclient"
 )
 
 // parallelWaits lets up to 8 parallel tests run at once, unless -test.parallel is given: they
@@ -81,4 +83,17 @@ func (a *fakeAgent) record(t *testing.T) func() [][]string {
 	f, runs := recorded(t)
 	a.set("FAKEQ_RECORD=" + f)
 	return runs
+}
+
+// newProxyAgent is the fake for the proxy path, with a HOME of its own in a temporary folder
+// (the fake ACP agent keeps its sessions there), as startProxy gives it.
+func newProxyAgent(t *testing.T, knobs ...string) *fakeAgent {
+	t.Helper()
+	return newFakeAgent(t, "", append([]string{"HOME=" + t.TempDir()}, knobs...)...)
+}
+
+// startProxyAgent is startProxy with the agent a.
+func startProxyAgent(t *testing.T, db string, a *fakeAgent) *harness {
+	t.Helper()
+	return startWith(t, db, func(o *Options) { a.use(o); o.Backend = acpclient.BackendACP })
 }
