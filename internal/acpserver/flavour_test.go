@@ -78,7 +78,13 @@ func TestTextPathKiroDeviceLogin(t *testing.T) {
 		fakeqtest.Knobs(t, "kiro", "FAKEQ_OUTPUT=the answer")
 		h := startWith(t, "", func(o *Options) {
 			o.Limits.Timeout = 10 * time.Minute
-			o.Limits.LoginProbeAfter = 100 * time.Millisecond
+			// The probe is what finds the silent login; the printed one is found on stderr,
+			// and there the probe must not come first on a loaded machine (yet it ends the
+			// turn, with another message, should stderr go unread).
+			o.Limits.LoginProbeAfter = 30 * time.Second
+			if silent != "" {
+				o.Limits.LoginProbeAfter = 100 * time.Millisecond
+			}
 		})
 		h.initialize()
 		id := h.newSession(t.TempDir())
