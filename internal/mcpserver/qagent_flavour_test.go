@@ -151,7 +151,9 @@ func TestQAgentProgressFromFirstLine(t *testing.T) {
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
 			t.Parallel()
-			cs, msgs := flavourServer(t, f, time.Hour, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=20ms")
+			// The lines 250 ms apart: the first one's notification must go out before the
+			// second line replaces it (the latest wins), on a loaded machine too.
+			cs, msgs := flavourServer(t, f, time.Hour, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=250ms")
 			res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 			if res.IsError {
 				t.Fatalf("%+v", res)
