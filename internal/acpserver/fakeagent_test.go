@@ -12,7 +12,8 @@ import (
 )
 
 // parallelWaits lets up to 4 parallel tests run at once, unless -test.parallel is given: they
-// mostly wait on agent processes, not on the CPU that the default, GOMAXPROCS, is counted for (4 ran as fast as 8 here, with fewer agents alive at once).
+// mostly wait on agent processes, not on the CPU that the default, GOMAXPROCS, is counted for
+// (4 ran as fast as 8 here, with fewer agents alive at once).
 func parallelWaits() {
 	flag.Parse()
 	given := false
