@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveForTest(db))
 	}
 	os.Setenv("ACPTEST_AS_Q", "1") // every agent run below re-executes this binary as q
+	parallelWaits()
 	os.Exit(m.Run())
 }
 
@@ -420,9 +421,15 @@ func wantCode(t *testing.T, what string, err error, code int, msg string) {
 
 // record makes fakeq append each run's argv to a file and returns a reader of the runs.
 func record(t *testing.T) func() [][]string {
-	f := filepath.Join(t.TempDir(), "argv")
+	f, runs := recorded(t)
 	t.Setenv("FAKEQ_RECORD", f)
-	return func() [][]string {
+	return runs
+}
+
+// recorded is record's file, for a fakeAgent's FAKEQ_RECORD, and the reader of its runs.
+func recorded(t *testing.T) (string, func() [][]string) {
+	f := filepath.Join(t.TempDir(), "argv")
+	return f, func() [][]string {
 		data, _ := os.ReadFile(f)
 		var runs [][]string
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -511,10 +518,12 @@ func TestLoginCheck(t *testing.T) {
 }
 
 func TestPromptStreamsChunksInOrder(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_LINES", "50")
-	t.Setenv("FAKEQ_INTERVAL", "1ms")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_LINES=50")
+	q.set("FAKEQ_INTERVAL=1ms")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
@@ -541,9 +550,11 @@ func TestPromptStreamsChunksInOrder(t *testing.T) {
 }
 
 func TestEarlierTurnsArePassed(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_OUTPUT", "Paris.")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_OUTPUT=Paris.")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "What is the capital of France?", acp.StopReasonEndTurn)
@@ -564,8 +575,9 @@ func TestEarlierTurnsArePassed(t *testing.T) {
 }
 
 func TestResourceBlocks(t *testing.T) {
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_ECHO_PROMPT=1")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	_, err := h.prompt(id,
@@ -585,7 +597,7 @@ func TestResourceBlocks(t *testing.T) {
 	// the next prompt still gives q the converted text of this one in its history.
 	cwd := h.cwdOf(id)
 	h.stop()
-	h2 := start(t, h.db)
+	h2 := startWith(t, h.db, q.use)
 	h2.initialize()
 	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatal(err)
@@ -619,9 +631,9 @@ func TestResourceBlocks(t *testing.T) {
 }
 
 func TestAgentFailureIsRefusal(t *testing.T) {
-	t.Setenv("FAKEQ_EXIT", "3")
-	t.Setenv("FAKEQ_STDERR", "error: the model is overloaded")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_EXIT=3", "FAKEQ_STDERR=error: the model is overloaded")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "hi", acp.StopReasonRefusal)
@@ -631,10 +643,10 @@ func TestAgentFailureIsRefusal(t *testing.T) {
 }
 
 func TestTimeoutEndsTheTurn(t *testing.T) {
-	t.Setenv("FAKEQ_OUTPUT", "partial answer\n")
-	t.Setenv("FAKEQ_SLEEP", "30s")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=partial answer\n", "FAKEQ_SLEEP=30s")
 	// 5 s: q must have started and printed before the deadline, on a loaded machine too.
-	h := startWith(t, "", func(o *Options) { o.Limits.Timeout = 5 * time.Second })
+	h := startWith(t, "", func(o *Options) { o.Limits.Command, o.Limits.Timeout = q.command, 5*time.Second })
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	resp, err := h.prompt(id, acp.TextBlock("slow"))
@@ -668,11 +680,13 @@ func (c *testClient) toolStatuses(id acp.SessionId, call acp.ToolCallId) []strin
 // is reported as a tool call titled with its name, the editor is asked about that call, and q runs
 // again with the tool trusted. The reply has neither q's "> " nor its banners.
 func TestPermissionFlow(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_FLAVOUR", "q")
-	t.Setenv("FAKEQ_TOOLS", "fs_write")
-	t.Setenv("FAKEQ_OUTPUT", "file written")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_FLAVOUR=q")
+	q.set("FAKEQ_TOOLS=fs_write")
+	q.set("FAKEQ_OUTPUT=file written")
+	h := startWith(t, "", q.use)
 	h.initialize()
 
 	t.Run("allow_once", func(t *testing.T) {
@@ -738,7 +752,7 @@ func TestPermissionFlow(t *testing.T) {
 
 		// q's false approval error: a stream failure after the trusted tool ran is reported as an
 		// approval error. It is an ordinary failure, never a permission request.
-		t.Setenv("FAKEQ_FAIL", "stream")
+		q.set("FAKEQ_FAIL=stream")
 		h.mustPrompt(id, "write it once more", acp.StopReasonRefusal)
 		select {
 		case r := <-h.tc.asked:
@@ -751,7 +765,7 @@ func TestPermissionFlow(t *testing.T) {
 	})
 
 	t.Run("reject_once", func(t *testing.T) {
-		t.Setenv("FAKEQ_FAIL", "")
+		q.set("FAKEQ_FAIL=")
 		id := h.newSession(t.TempDir())
 		h.tc.setAnswer(selected(optRejectOnce))
 		h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
@@ -771,11 +785,13 @@ func TestPermissionFlow(t *testing.T) {
 // is asked about each, and the prompt runs again with them trusted under kiro's own names (an MCP
 // tool as @server/tool); what kiro said without the tools is not streamed as the answer.
 func TestKiroDenial(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_FLAVOUR", "kiro")
-	t.Setenv("FAKEQ_TOOLS", "shell,@git/status")
-	t.Setenv("FAKEQ_OUTPUT", "all done")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_FLAVOUR=kiro")
+	q.set("FAKEQ_TOOLS=shell,@git/status")
+	q.set("FAKEQ_OUTPUT=all done")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "check the repo", acp.StopReasonEndTurn)
@@ -831,11 +847,13 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
+	q := newFakeAgent(t, "")
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
-	t.Setenv("FAKEQ_LINES", "100000")
-	t.Setenv("FAKEQ_INTERVAL", "10ms")
-	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
-	h := start(t, "")
+	q.set("FAKEQ_LINES=100000")
+	q.set("FAKEQ_INTERVAL=10ms")
+	q.set("FAKEQ_GRANDCHILD=" + pidFile)
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	type result struct {
@@ -860,15 +878,16 @@ func TestCancelMidStream(t *testing.T) {
 	waitGone(t, pid)
 
 	// The session still works.
-	t.Setenv("FAKEQ_LINES", "1")
-	t.Setenv("FAKEQ_INTERVAL", "")
-	t.Setenv("FAKEQ_GRANDCHILD", "")
+	q.set("FAKEQ_LINES=1")
+	q.set("FAKEQ_INTERVAL=")
+	q.set("FAKEQ_GRANDCHILD=")
 	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
 }
 
 func TestCancelWhileAskingPermission(t *testing.T) {
-	t.Setenv("FAKEQ_APPROVAL_TOOL", "execute_bash")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_APPROVAL_TOOL=execute_bash")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	clientSaw := make(chan string, 1)
@@ -892,16 +911,16 @@ func TestCancelWhileAskingPermission(t *testing.T) {
 }
 
 func TestSecondPromptCancelsTheFirst(t *testing.T) {
-	t.Setenv("FAKEQ_LINES", "100000")
-	t.Setenv("FAKEQ_INTERVAL", "10ms")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	first := make(chan acp.StopReason, 1)
 	go func() { s, _ := h.prompt(id, acp.TextBlock("first")); first <- s }()
 	h.tc.waitFor(t, "the first reply", func() bool { return strings.Contains(h.tc.agentText(id), "line 1\n") })
-	t.Setenv("FAKEQ_LINES", "1")
-	t.Setenv("FAKEQ_INTERVAL", "")
+	q.set("FAKEQ_LINES=1")
+	q.set("FAKEQ_INTERVAL=")
 	h.mustPrompt(id, "second", acp.StopReasonEndTurn)
 	if s := <-first; s != acp.StopReasonCancelled {
 		t.Fatalf("first prompt: %q, want cancelled", s)
@@ -909,17 +928,17 @@ func TestSecondPromptCancelsTheFirst(t *testing.T) {
 }
 
 func TestSessionsRunInParallel(t *testing.T) {
-	t.Setenv("FAKEQ_LINES", "100000")
-	t.Setenv("FAKEQ_INTERVAL", "10ms")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	slow, fast := h.newSession(t.TempDir()), h.newSession(t.TempDir())
 	res := make(chan acp.StopReason, 1)
 	go func() { s, _ := h.prompt(slow, acp.TextBlock("slow")); res <- s }()
 	h.tc.waitFor(t, "the slow session to stream", func() bool { return strings.Contains(h.tc.agentText(slow), "line 1\n") })
 	// Set for the second run only: the running slow q has its environment already.
-	t.Setenv("FAKEQ_LINES", "3")
-	t.Setenv("FAKEQ_INTERVAL", "")
+	q.set("FAKEQ_LINES=3")
+	q.set("FAKEQ_INTERVAL=")
 	h.mustPrompt(fast, "fast", acp.StopReasonEndTurn) // finishes while the slow one still runs
 	select {
 	case s := <-res:
@@ -935,10 +954,12 @@ func TestSessionsRunInParallel(t *testing.T) {
 }
 
 func TestLoadAfterRestart(t *testing.T) {
+	t.Parallel()
+	q := newFakeAgent(t, "")
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	cwd := t.TempDir()
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
-	h := start(t, db)
+	q.set("FAKEQ_ECHO_PROMPT=1")
+	h := startWith(t, db, q.use)
 	h.initialize()
 	id := h.newSession(cwd)
 	h.mustPrompt(id, "one", acp.StopReasonEndTurn)
@@ -947,7 +968,7 @@ func TestLoadAfterRestart(t *testing.T) {
 	two := strings.TrimPrefix(h.tc.agentText(id), one)
 	h.stop()
 
-	h2 := start(t, db)
+	h2 := startWith(t, db, q.use)
 	h2.initialize()
 	if _, err := h2.prompt(id, acp.TextBlock("three")); errCode(err) != -32602 {
 		t.Fatalf("prompt on a session not loaded in this connection: %v", err)
@@ -993,8 +1014,9 @@ func TestLoadAfterRestart(t *testing.T) {
 }
 
 func TestListResumeClose(t *testing.T) {
-	t.Setenv("FAKEQ_OUTPUT", "ok")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=ok")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	cwdA, cwdB := t.TempDir(), t.TempDir()
 	a := h.newSession(cwdA)
@@ -1054,6 +1076,7 @@ func TestListResumeClose(t *testing.T) {
 
 // TestListPages: session/list gives 100 sessions a page and a nextCursor that leads to the rest.
 func TestListPages(t *testing.T) {
+	t.Parallel()
 	h := start(t, "")
 	h.initialize()
 	cwd := t.TempDir()
@@ -1083,9 +1106,9 @@ func TestListPages(t *testing.T) {
 }
 
 func TestCloseCancelsTheRunningTurn(t *testing.T) {
-	t.Setenv("FAKEQ_LINES", "100000")
-	t.Setenv("FAKEQ_INTERVAL", "10ms")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	res := make(chan acp.StopReason, 1)
@@ -1100,9 +1123,11 @@ func TestCloseCancelsTheRunningTurn(t *testing.T) {
 }
 
 func TestSetModeAndModel(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_OUTPUT", "ok")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_OUTPUT=ok")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	if err != nil {
@@ -1132,6 +1157,7 @@ func TestSetModeAndModel(t *testing.T) {
 }
 
 func TestInvalidParams(t *testing.T) {
+	t.Parallel()
 	h := start(t, "")
 	h.initialize()
 	for _, c := range []struct{ cwd, msg string }{
@@ -1154,6 +1180,7 @@ func TestInvalidParams(t *testing.T) {
 // TestInternalErrors: a failure that is not the client's (here the database going away) answers
 // internal error with what failed, and the server goes on serving.
 func TestInternalErrors(t *testing.T) {
+	t.Parallel()
 	h := start(t, "")
 	h.initialize()
 	cwd := t.TempDir()
@@ -1174,6 +1201,7 @@ func TestInternalErrors(t *testing.T) {
 
 // TestMalformedParams talks raw JSON-RPC: the SDK's client cannot send ill-typed params.
 func TestMalformedParams(t *testing.T) {
+	t.Parallel()
 	c2sW, lines, _ := rawServe(t)
 	call := func(msg string) map[string]any {
 		t.Helper()
@@ -1238,6 +1266,7 @@ func TestMalformedParams(t *testing.T) {
 // on: each gets a JSON-RPC error that is valid JSON, with the request's id where
 // it can be read, and the session carries on. A line just under the limit is read.
 func TestMalformedLines(t *testing.T) {
+	t.Parallel()
 	c2sW, lines, done := rawServe(t)
 	lines.Buffer(nil, 1<<20)
 	call := func(msg string) map[string]any {
@@ -1295,6 +1324,7 @@ func TestMalformedLines(t *testing.T) {
 // TestKillMidTurnKeepsCompletedTurns kills a real `acp serve` process with SIGKILL in the middle
 // of a turn: every completed turn is in the database afterwards.
 func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	srv := exec.Command(os.Args[0], "-test.run=^$")
 	srv.Env = append(os.Environ(), "ACPTEST_AS_Q=", "ACPTEST_SERVE_DB="+db, "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
@@ -1353,9 +1383,11 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 }
 
 func TestSlashCommands(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
-	h := start(t, "")
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_ECHO_PROMPT=1")
+	h := startWith(t, "", q.use)
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
@@ -1424,10 +1456,12 @@ func TestSlashCommands(t *testing.T) {
 }
 
 func TestContextBlockAndHistoryBudget(t *testing.T) {
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_ECHO_PROMPT=1")
 	var gotCwd string
 	var gotBudget int
 	h := startWith(t, "", func(o *Options) {
+		q.use(o)
 		o.MaxTokens = 100 // 400 bytes: half for earlier turns
 		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			gotCwd, gotBudget = cwd, maxTokens
@@ -1454,9 +1488,11 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 }
 
 func TestAgentProfileAndMCPServersStored(t *testing.T) {
-	runs := record(t)
-	t.Setenv("FAKEQ_OUTPUT", "ok")
-	h := startWith(t, "", func(o *Options) { o.Agent = "my-profile" })
+	t.Parallel()
+	q := newFakeAgent(t, "")
+	runs := q.record(t)
+	q.set("FAKEQ_OUTPUT=ok")
+	h := startWith(t, "", func(o *Options) { q.use(o); o.Agent = "my-profile" })
 	h.initialize()
 	mcp := []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "files", Command: "/usr/bin/mcp-files", Args: []string{"--root", "/"}, Env: []acp.EnvVariable{}}}}
 	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: mcp})
@@ -1480,6 +1516,7 @@ func TestAgentProfileAndMCPServersStored(t *testing.T) {
 // TestRouteRefusesWhenTheInboxIsFull: the server never blocks on a session; a session whose
 // 32-message inbox is full makes the request fail with a clear error instead.
 func TestRouteRefusesWhenTheInboxIsFull(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := newServer()
 	defer func() { cancel(); srv.shutdown() }()
@@ -1540,6 +1577,7 @@ func serveProcess(t *testing.T, db string, env ...string) (*acp.ClientSideConnec
 // TestTwoServeProcessesShareTheDatabase runs two `acp serve` processes (two editor windows) on one
 // database, prompting at the same time: every turn of both is stored, and each sees the other's.
 func TestTwoServeProcessesShareTheDatabase(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	cwd := t.TempDir()
 	ctx := context.Background()

@@ -102,6 +102,7 @@ func TestTerminalLoginMethod(t *testing.T) {
 // Without Options.Login (a server built without it), no terminal method, even to an editor that
 // could run one.
 func TestNoTerminalLoginWithoutOption(t *testing.T) {
+	t.Parallel()
 	h := start(t, "")
 	if got := initializeAs(t, h, acp.ClientCapabilities{Auth: acp.AuthCapabilities{Terminal: true}}).AuthMethods; len(got) != 0 {
 		t.Fatalf("authMethods %v", ids(got))
@@ -123,6 +124,7 @@ func anyStrings(v any) []string {
 // no login can help, and every session request says what is missing. An editor without a terminal
 // login gets the error from initialize, as before.
 func TestTerminalLoginWithoutAgent(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-agent")
 	h := startWith(t, "", func(o *Options) {
 		o.Limits.Command = missing

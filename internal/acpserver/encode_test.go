@@ -41,6 +41,7 @@ func sameJSON(a, b any) bool {
 }
 
 func TestAppendChunkIsWhatTheSDKSends(t *testing.T) {
+	t.Parallel()
 	id := "0b7f3c52-1111-4000-8000-000000000000"
 	for _, text := range []string{"", "hello\n", "quote \" back\\slash \t tab \x01 ctl", "<b>&</b>", "héllo ✓ \u2028 \u2029", "bad \xff utf8 \xe2\x82"} {
 		if got, want := decodeLine(t, appendTextChunk(nil, id, kindAgentChunk, text)), sdkLine(t, id, acp.UpdateAgentMessageText(text)); !sameJSON(got, want) {

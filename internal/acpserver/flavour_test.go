@@ -15,22 +15,25 @@ import (
 // The text path (`chat --no-interactive`) against q 1.19.7 and kiro-cli 2.x: what either reports
 // at exit 0 is a failure that ends the turn with refusal, after the partial reply, and says what
 // to do; a prompt over the agent's cut is refused before anything runs. TestMain makes every agent
-// run this test binary; fakeqtest.Knobs sets its flavour and knobs.
+// run this test binary; fakeqtest.Knobs, or newFakeAgent for a parallel test, sets its flavour and
+// knobs.
 
 // An expired login and an API error, each at exit 0 after a partial reply: the partial reply
 // reaches the editor, then the failure; the turn ends with refusal.
 func TestTextPathFailuresAfterPartialReply(t *testing.T) {
+	t.Parallel()
 	name := filepath.Base(os.Args[0])
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=partial answer\n")
-			h := start(t, "")
+			t.Parallel()
+			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=partial answer\n")
+			h := startWith(t, "", q.use)
 			h.initialize()
 			for _, c := range []struct{ fail, want string }{
 				{"auth", name + " is not logged in (Authentication "},
 				{"api", name + " failed after a partial reply: "},
 			} {
-				t.Setenv("FAKEQ_FAIL", c.fail)
+				q.set("FAKEQ_FAIL=" + c.fail)
 				id := h.newSession(t.TempDir())
 				h.mustPrompt(id, "hi", acp.StopReasonRefusal)
 				got := h.tc.agentText(id)
@@ -48,17 +51,19 @@ func TestTextPathFailuresAfterPartialReply(t *testing.T) {
 // An --agent the agent does not know (q warns and falls back, kiro exits 4) fails the turn,
 // naming the agent.
 func TestTextPathUnknownAgent(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=default agent's answer", "FAKEQ_AGENTS=dev")
-			h := startWith(t, "", func(o *Options) { o.Agent = "reviewer" })
+			t.Parallel()
+			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=default agent's answer", "FAKEQ_AGENTS=dev")
+			h := startWith(t, "", func(o *Options) { q.use(o); o.Agent = "reviewer" })
 			h.initialize()
 			id := h.newSession(t.TempDir())
 			h.mustPrompt(id, "hi", acp.StopReasonRefusal)
 			if got := h.tc.agentText(id); !strings.Contains(got, `has no agent named "reviewer" (--agent)`) {
 				t.Fatalf("reply %q", got)
 			}
-			h = startWith(t, "", func(o *Options) { o.Agent = "dev" })
+			h = startWith(t, "", func(o *Options) { q.use(o); o.Agent = "dev" })
 			h.initialize()
 			h.mustPrompt(h.newSession(t.TempDir()), "hi", acp.StopReasonEndTurn)
 		})
@@ -73,7 +78,13 @@ func TestTextPathKiroDeviceLogin(t *testing.T) {
 		fakeqtest.Knobs(t, "kiro", "FAKEQ_OUTPUT=the answer")
 		h := startWith(t, "", func(o *Options) {
 			o.Limits.Timeout = 10 * time.Minute
-			o.Limits.LoginProbeAfter = 100 * time.Millisecond
+			// The probe is what finds the silent login; the printed one is found on stderr,
+			// and there the probe must not come first on a loaded machine (yet it ends the
+			// turn, with another message, should stderr go unread).
+			o.Limits.LoginProbeAfter = 30 * time.Second
+			if silent != "" {
+				o.Limits.LoginProbeAfter = 100 * time.Millisecond
+			}
 		})
 		h.initialize()
 		id := h.newSession(t.TempDir())
@@ -95,11 +106,13 @@ func TestTextPathKiroDeviceLogin(t *testing.T) {
 // A prompt over q's 400,000-byte cut is refused before the agent runs, with its size and the
 // budget setting; one at the cut goes through whole.
 func TestTextPathPromptTooLong(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			fakeqtest.Knobs(t, f, "FAKEQ_OUTPUT=ok")
-			runs := record(t)
-			h := start(t, "")
+			t.Parallel()
+			file, runs := recorded(t)
+			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=ok", "FAKEQ_RECORD="+file)
+			h := startWith(t, "", func(o *Options) { o.Limits.Command = q.command })
 			h.initialize()
 			id := h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_001), acp.StopReasonRefusal)
@@ -109,8 +122,7 @@ func TestTextPathPromptTooLong(t *testing.T) {
 			if n := len(runs()); n != 0 {
 				t.Fatalf("the agent ran %d times", n)
 			}
-			t.Setenv("FAKEQ_OUTPUT", "")
-			t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+			q.set("FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
 			id = h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_000), acp.StopReasonEndTurn)
 			if got := h.tc.agentText(id); strings.TrimSpace(got) != strings.Repeat("a", 400_000) {

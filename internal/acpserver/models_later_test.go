@@ -24,6 +24,7 @@ func offeredModels(opts []acp.SessionConfigOption) []string {
 // TestModelsLoadedInBackground: initialize is answered while the agent's model list is still being
 // fetched (Options.LoadModels); session/new's model option is that list once it has come.
 func TestModelsLoadedInBackground(t *testing.T) {
+	t.Parallel()
 	asked, release := make(chan struct{}), make(chan struct{})
 	h := startWith(t, "", func(o *Options) {
 		o.Models = nil
@@ -52,6 +53,7 @@ func TestModelsLoadedInBackground(t *testing.T) {
 // TestModelsLoadStoppedWithServer: a list still being fetched when the editor goes is stopped
 // (its context ends), and Serve returns only once it has.
 func TestModelsLoadStoppedWithServer(t *testing.T) {
+	t.Parallel()
 	asked, stopped := make(chan struct{}), make(chan struct{})
 	h := startWith(t, "", func(o *Options) {
 		o.LoadModels = func(ctx context.Context) []string {

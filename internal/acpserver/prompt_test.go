@@ -10,6 +10,7 @@ import (
 )
 
 func TestUTF8Chunks(t *testing.T) {
+	t.Parallel()
 	var got []string
 	u := utf8Chunks{emit: func(s string) { got = append(got, s) }}
 	b := []byte("añb€c")

@@ -117,11 +117,13 @@ func lines(file string) []string {
 // under qkit's session id, the permission round trip goes to the editor, and the tool, once
 // approved, runs exactly once (no re-run as on the text path).
 func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	ran := filepath.Join(t.TempDir(), "ran")
-	t.Setenv("FAKEQ_ACP_TOOLS", "write:out.txt")
-	t.Setenv("FAKEQ_ACP_RAN", ran)
-	t.Setenv("FAKEQ_OUTPUT", "file written")
-	h := startProxy(t, "")
+	q.set("FAKEQ_ACP_TOOLS=write:out.txt")
+	q.set("FAKEQ_ACP_RAN=" + ran)
+	q.set("FAKEQ_OUTPUT=file written")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	cwd := t.TempDir()
 	resp := h.newSessionWith(cwd, []acp.McpServer{})
@@ -174,15 +176,17 @@ func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
 // TestProxyFiles: fs/read_text_file is answered from the editor's unsaved buffer when the editor
 // advertised fs, and from disk inside the session's folder only when it did not.
 func TestProxyFiles(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_V3", "1") // kiro's V3 engine reads files through the client
-	t.Setenv("FAKEQ_ACP_TOOLS", "read:notes.txt")
+	t.Parallel()
+	q := newProxyAgent(t)
+	q.set("FAKEQ_ACP_V3=1") // kiro's V3 engine reads files through the client
+	q.set("FAKEQ_ACP_TOOLS=read:notes.txt")
 	cwd := t.TempDir()
 	notes := filepath.Join(cwd, "notes.txt")
 	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	h := startProxy(t, "")
+	h := startProxyAgent(t, "", q)
 	h.tc.buffers = map[string]string{notes: "unsaved in the editor"}
 	h.initializeWith(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
 	id := h.newSession(cwd)
@@ -196,7 +200,7 @@ func TestProxyFiles(t *testing.T) {
 	}
 	h.stop()
 
-	h = startProxy(t, "")
+	h = startProxyAgent(t, "", q)
 	h.initialize() // no fs capability
 	id = h.newSession(cwd)
 	h.mustPrompt(id, "read it", acp.StopReasonEndTurn)
@@ -208,7 +212,7 @@ func TestProxyFiles(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("TOP-SECRET-CONTENT"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("FAKEQ_ACP_TOOLS", "read:"+outside)
+	q.set("FAKEQ_ACP_TOOLS=read:" + outside)
 	h.mustPrompt(id, "read outside", acp.StopReasonEndTurn)
 	calls = h.tc.toolCalls(id)
 	if got := h.tc.toolOutput(id, calls[len(calls)-1].ToolCallId); strings.Contains(got, "TOP-SECRET") || got == "" {
@@ -255,19 +259,19 @@ func must[T any](v T, err error) T {
 // filter; kiro has no session/list), a load after a restart replays the agent's own session and
 // the conversation goes on in it, and a closed session can be loaded again.
 func TestProxyLoadAfterRestart(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("FAKEQ_OUTPUT", "first answer")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_OUTPUT=first answer")
 	terminated := filepath.Join(t.TempDir(), "terminated")
-	t.Setenv("FAKEQ_ACP_TERMINATED", terminated)
+	q.set("FAKEQ_ACP_TERMINATED=" + terminated)
 	db := filepath.Join(t.TempDir(), "qkit.db")
-	h := startProxy(t, db)
+	h := startProxyAgent(t, db, q)
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
 	h.mustPrompt(id, "remember the word apple", acp.StopReasonEndTurn)
 	h.stop()
 
-	h = startProxy(t, db)
+	h = startProxyAgent(t, db, q)
 	h.initialize()
 	listAndLoad(t, h, id, cwd, "remember the word apple", "user: remember the word apple|agent: first answer")
 	// The replay was the agent's: its session was loaded, not replaced.
@@ -275,7 +279,7 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 	if before.AgentSession == "" || before.Backend != "acp" {
 		t.Fatalf("stored %+v", before)
 	}
-	t.Setenv("FAKEQ_OUTPUT", "second answer")
+	q.set("FAKEQ_OUTPUT=second answer")
 	h.mustPrompt(id, "which word?", acp.StopReasonEndTurn)
 	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
 		t.Fatalf("the agent session changed from %s to %s", before.AgentSession, after.AgentSession)
@@ -321,17 +325,17 @@ func listAndLoad(t *testing.T, h *harness, id acp.SessionId, cwd, title, replay 
 // TestProxyAgentDiesMidTurn: the turn ends with an error message, and the session goes on in a
 // new agent once the prompt comes again.
 func TestProxyAgentDiesMidTurn(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_BAD", "die")
-	t.Setenv("FAKEQ_OUTPUT", "partial")
-	h := startProxy(t, "")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ACP_BAD=die", "FAKEQ_OUTPUT=partial")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "go", acp.StopReasonRefusal)
 	if got := h.tc.agentText(id); !strings.Contains(got, "the agent ended during the turn") || !strings.Contains(got, "the session is kept") {
 		t.Fatalf("reply %q", got)
 	}
-	t.Setenv("FAKEQ_ACP_BAD", "")
-	t.Setenv("FAKEQ_OUTPUT", "back again")
+	q.set("FAKEQ_ACP_BAD=")
+	q.set("FAKEQ_OUTPUT=back again")
 	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
 	if got := h.tc.agentText(id); !strings.Contains(got, "back again") {
 		t.Fatalf("reply after the agent died %q", got)
@@ -341,10 +345,10 @@ func TestProxyAgentDiesMidTurn(t *testing.T) {
 // TestProxyFallsBackToText: an agent that does not speak ACP (q 1.19.7 has no acp subcommand)
 // leaves the sessions on the text path, with the reason logged.
 func TestProxyFallsBackToText(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_BAD", "exit")
-	t.Setenv("FAKEQ_OUTPUT", "from chat")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ACP_BAD=exit", "FAKEQ_OUTPUT=from chat")
 	logs := &syncBuf{}
-	h := startWith(t, "", func(o *Options) { o.Backend = acpclient.BackendAuto; o.Logger = newLogger(logs) })
+	h := startWith(t, "", func(o *Options) { q.use(o); o.Backend = acpclient.BackendAuto; o.Logger = newLogger(logs) })
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "hi", acp.StopReasonEndTurn)
@@ -363,10 +367,12 @@ func TestProxyFallsBackToText(t *testing.T) {
 // TestProxyCancelMidToolCall: session/cancel reaches the agent while a tool runs, the prompt
 // answers cancelled, and once the server is done no process of the turn is left.
 func TestProxyCancelMidToolCall(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	t.Setenv("FAKEQ_ACP_TOOLS", "shell:echo $$ > "+pidFile+"; exec sleep 60")
-	t.Setenv("FAKEQ_GRANDCHILD", filepath.Join(t.TempDir(), "grandchild"))
-	h := startProxy(t, "")
+	q.set("FAKEQ_ACP_TOOLS=shell:echo $$ > " + pidFile + "; exec sleep 60")
+	q.set("FAKEQ_GRANDCHILD=" + filepath.Join(t.TempDir(), "grandchild"))
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	pid := cancelMidToolCall(t, h, id, pidFile)
@@ -423,9 +429,10 @@ func newLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w
 // TestProxyContextFilesWithTheFirstPrompt: the context block goes in front of a session's first
 // prompt only (the agent keeps its own conversation after that).
 func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ECHO_PROMPT=1")
 	h := startWith(t, "", func(o *Options) {
+		q.use(o)
 		o.Backend = acpclient.BackendACP
 		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			return "--- CONTEXT FILES BEGIN ---\nrules of " + filepath.Base(cwd) + "\n--- CONTEXT FILES END ---\n" + prompt, nil, nil
@@ -489,6 +496,8 @@ func TestProxyTypeScriptStandIn(t *testing.T) {
 
 // TestProxyHTTPMCPPassesThrough: an HTTP MCP server from the editor is given to the agent as is.
 func TestProxyHTTPMCPPassesThrough(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
 	type in struct {
 		Text string `json:"text"`
@@ -498,8 +507,8 @@ func TestProxyHTTPMCPPassesThrough(t *testing.T) {
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer ts.Close()
-	t.Setenv("FAKEQ_ACP_TOOLS", "mcp:web/echo")
-	h := startProxy(t, "")
+	q.set("FAKEQ_ACP_TOOLS=mcp:web/echo")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSessionWith(t.TempDir(), []acp.McpServer{{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: ts.URL,
 		Headers: []acp.HttpHeader{{Name: "X-Token", Value: "t0k"}}}}}).SessionId
@@ -513,10 +522,12 @@ func TestProxyHTTPMCPPassesThrough(t *testing.T) {
 // TestProxySlashCommandsAndModel: qkit's slash commands are offered with the agent's and answered
 // by qkit, not the agent; the model option takes the agent's models only.
 func TestProxySlashCommandsAndModel(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	runs := filepath.Join(t.TempDir(), "ran")
-	t.Setenv("FAKEQ_ACP_RAN", runs)
-	t.Setenv("FAKEQ_ECHO_PROMPT", "1")
-	h := startProxy(t, "")
+	q.set("FAKEQ_ACP_RAN=" + runs)
+	q.set("FAKEQ_ECHO_PROMPT=1")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.tc.waitFor(t, "available_commands_update", func() bool {
@@ -537,9 +548,9 @@ func TestProxySlashCommandsAndModel(t *testing.T) {
 // TestProxyTerminals: with an editor that advertised terminals, the agent's terminal/* requests
 // run there, under qkit's session id.
 func TestProxyTerminals(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_V3", "1")
-	t.Setenv("FAKEQ_ACP_TOOLS", "shell:echo hi")
-	h := startProxy(t, "")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=shell:echo hi")
+	h := startProxyAgent(t, "", q)
 	h.tc.terminal = true
 	h.initializeWith(acp.ClientCapabilities{Terminal: true})
 	id := h.newSession(t.TempDir())
@@ -556,7 +567,9 @@ func TestProxyTerminals(t *testing.T) {
 // TestProxyModes: the agent's modes (kiro's agents) come with session/new, and session/set_mode
 // goes to the agent.
 func TestProxyModes(t *testing.T) {
-	h := startProxy(t, "")
+	t.Parallel()
+	q := newProxyAgent(t)
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	resp := h.newSessionWith(t.TempDir(), []acp.McpServer{})
 	if resp.Modes == nil || resp.Modes.CurrentModeId != "kiro_default" || len(resp.Modes.AvailableModes) != 2 {
@@ -703,9 +716,9 @@ func TestProxyTypeScriptStandInCancelMidToolCall(t *testing.T) {
 // editor gets them as a usage_update of the session whose turn started it, and nothing of the
 // subagent's session is kept once the turn is over.
 func TestProxySubagentCredits(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_SUBAGENT", "1")
-	t.Setenv("FAKEQ_OUTPUT", "done")
-	h := startProxy(t, "")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ACP_SUBAGENT=1", "FAKEQ_OUTPUT=done")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
@@ -728,16 +741,16 @@ func TestProxySubagentCredits(t *testing.T) {
 // session/load (the session still open in this connection) starts a new agent, which loads its
 // own session, and the conversation goes on in it.
 func TestProxyAgentDiedSessionLoads(t *testing.T) {
-	t.Setenv("FAKEQ_ACP_BAD", "die")
-	t.Setenv("FAKEQ_OUTPUT", "partial")
-	h := startProxy(t, "")
+	t.Parallel()
+	q := newProxyAgent(t, "FAKEQ_ACP_BAD=die", "FAKEQ_OUTPUT=partial")
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
 	h.mustPrompt(id, "go", acp.StopReasonRefusal)
 	before, _ := h.store.Get(context.Background(), string(id))
-	t.Setenv("FAKEQ_ACP_BAD", "")
-	t.Setenv("FAKEQ_OUTPUT", "back again")
+	q.set("FAKEQ_ACP_BAD=")
+	q.set("FAKEQ_OUTPUT=back again")
 	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("load after the agent died: %v", err)
 	}
@@ -843,10 +856,12 @@ func TestProxyAgentKiroLoginOnLoad(t *testing.T) {
 // talked to, though it still runs; the proxy stops it and what it started (its process group)
 // while acp serve goes on, rather than leaving it behind when the next agent starts.
 func TestProxyAgentMalformedStopped(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
-	t.Setenv("FAKEQ_ACP_BAD", "malformed")
-	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
-	h := startProxy(t, "")
+	q.set("FAKEQ_ACP_BAD=malformed")
+	q.set("FAKEQ_GRANDCHILD=" + pidFile)
+	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	if _, err := h.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}); err != nil {
@@ -866,15 +881,17 @@ func TestProxyAgentMalformedStopped(t *testing.T) {
 // not after "allow once"), the session's later writes are served. An editor that serves files
 // itself decides them.
 func TestProxyUnaskedWriteRefused(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
 	// run serves one prompt to a new agent (the fake reads its environment when it starts) and
 	// returns the folder and what the agent was told of its unasked writes.
 	run := func(t *testing.T, tools, unasked, answer string, caps acp.ClientCapabilities) (string, string) {
 		cwd := t.TempDir()
 		ran := filepath.Join(t.TempDir(), "ran")
-		t.Setenv("FAKEQ_ACP_RAN", ran)
-		t.Setenv("FAKEQ_ACP_TOOLS", tools)
-		t.Setenv("FAKEQ_ACP_UNASKED", unasked)
-		h := startProxy(t, "")
+		q.set("FAKEQ_ACP_RAN=" + ran)
+		q.set("FAKEQ_ACP_TOOLS=" + tools)
+		q.set("FAKEQ_ACP_UNASKED=" + unasked)
+		h := startProxyAgent(t, "", q)
 		defer h.stop()
 		h.tc.setAnswer(selected(answer))
 		h.initializeWith(caps)

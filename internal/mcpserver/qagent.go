@@ -169,6 +169,9 @@ func qAgentSchema(c *config.Config) *jsonschema.Schema {
 func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgentInput) *mcp.CallToolResult {
 	l := agent.LimitsFromConfig(d.App.Config)
 	l.Logger = d.App.Logger.With("tool", qAgentName)
+	if d.agentGrace > 0 {
+		l.Grace = d.agentGrace
+	}
 	r := agent.Request{
 		Prompt: in.Prompt, Resume: in.Resume, Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.OverrideModel),
 		TrustAll: in.YoloMode, TrustTools: []string{in.TrustTools}, Verbose: in.Verbose,

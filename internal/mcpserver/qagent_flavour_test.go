@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
@@ -18,7 +17,13 @@ import (
 // collects the progress notifications the client receives.
 func flavourServer(t *testing.T, flavour string, every time.Duration, fakeEnv ...string) (*mcp.ClientSession, func() []string) {
 	t.Helper()
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": fakeqtest.Flavour(t, flavour, fakeEnv...)})
+	return agentServer(t, newFakeAgent(t, flavour, fakeEnv...), every)
+}
+
+// agentServer is flavourServer with the agent given (for a test that changes its knobs).
+func agentServer(t *testing.T, agent *fakeAgent, every time.Duration) (*mcp.ClientSession, func() []string) {
+	t.Helper()
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	var mu sync.Mutex
 	var msgs []string
 	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: every}, &mcp.ClientOptions{
@@ -57,10 +62,13 @@ func callWithProgress(t *testing.T, cs *mcp.ClientSession, args map[string]any) 
 }
 
 func TestQAgentFlavours(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			// The result is the reply: no "> ", no banners or description blocks.
-			cs, _ := flavourServer(t, f, time.Hour, `FAKEQ_OUTPUT=The answer.\n`, "FAKEQ_TOOLS=fs_read,@git/status")
+			agent := newFakeAgent(t, f, `FAKEQ_OUTPUT=The answer.\n`, "FAKEQ_TOOLS=fs_read,@git/status")
+			cs, _ := agentServer(t, agent, time.Hour)
 			res := callWithProgress(t, cs, map[string]any{"prompt": "hi", "trust-tools": "fs_read,@git/status"})
 			if text := mcptest.Text(res); res.IsError || text != "Let me use the tools for that.\n\nThe answer.\n" {
 				t.Fatalf("%+v %q", res, text)
@@ -73,9 +81,7 @@ func TestQAgentFlavours(t *testing.T) {
 				t.Fatalf("untrusted: %+v %q", res, text)
 			}
 			// A prompt "-h" reaches the model; one over the agent's cut is refused, naming its size.
-			t.Setenv("FAKEQ_TOOLS", "")
-			t.Setenv("FAKEQ_OUTPUT", "")
-			t.Setenv("FAKEQ_ECHO_PROMPT", "1")
+			agent.set("FAKEQ_TOOLS=", "FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
 			if res = callWithProgress(t, cs, map[string]any{"prompt": "-h"}); res.IsError || mcptest.Text(res) != "-h\n" {
 				t.Fatalf("-h: %+v %q", res, mcptest.Text(res))
 			}
@@ -88,25 +94,26 @@ func TestQAgentFlavours(t *testing.T) {
 }
 
 func TestQAgentFlavourFailures(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			// An API error at exit 0 after a partial reply: isError, with the partial reply.
-			cs, _ := flavourServer(t, f, time.Hour, "FAKEQ_OUTPUT=partial answer", "FAKEQ_FAIL=api")
+			agent := newFakeAgent(t, f, "FAKEQ_OUTPUT=partial answer", "FAKEQ_FAIL=api")
+			cs, _ := agentServer(t, agent, time.Hour)
 			res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "failed after a partial reply") || !strings.HasSuffix(text, "partial answer") {
 				t.Fatalf("%+v %q", res, text)
 			}
 			// An unknown agent names the agent.
-			t.Setenv("FAKEQ_FAIL", "")
-			t.Setenv("FAKEQ_AGENTS", "dev")
+			agent.set("FAKEQ_FAIL=", "FAKEQ_AGENTS=dev")
 			res = callWithProgress(t, cs, map[string]any{"prompt": "hi", "agent": "reviewer"})
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, `no agent named "reviewer"`) {
 				t.Fatalf("%+v %q", res, text)
 			}
 			// An expired login at exit 0 after a partial reply: isError, a login failure that says
 			// how to log in, with the partial reply.
-			t.Setenv("FAKEQ_AGENTS", "")
-			t.Setenv("FAKEQ_FAIL", "auth")
+			agent.set("FAKEQ_AGENTS=", "FAKEQ_FAIL=auth")
 			res = callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "is not logged in (Authentication") ||
 				!strings.Contains(text, "KIRO_API_KEY") || !strings.HasSuffix(text, "partial answer") {
@@ -119,14 +126,19 @@ func TestQAgentFlavourFailures(t *testing.T) {
 // kiro-cli with no credential at all would wait forever for a device login: the tool call fails
 // at once (the timeout is far longer) with how to log in; with KIRO_API_KEY it runs.
 func TestQAgentKiroNoCredential(t *testing.T) {
-	cs, _ := flavourServer(t, "kiro", time.Hour, "FAKEQ_OUTPUT=the answer", "FAKEQ_LOGGED_OUT=1", "AGENT_TIMEOUT=600")
+	for _, k := range []string{"KIRO_API_KEY", "AMAZON_Q_SIGV4"} { // qkit's login check reads them
+		t.Setenv(k, "")
+	}
+	agent := newFakeAgent(t, "kiro", "FAKEQ_OUTPUT=the answer", "FAKEQ_LOGGED_OUT=1", "AGENT_TIMEOUT=600")
+	cs, _ := agentServer(t, agent, time.Hour)
 	res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 	text := mcptest.Text(res)
 	if !res.IsError || !strings.Contains(text, "is not logged in (it started a device login, which waits for a browser; qkit stopped it): run ") ||
 		!strings.Contains(text, "login in a terminal") || !strings.Contains(text, "KIRO_API_KEY") || strings.Contains(strings.ToLower(text), "timed out") {
 		t.Fatalf("%+v %q", res, text)
 	}
-	t.Setenv("KIRO_API_KEY", "ci-key")
+	t.Setenv("KIRO_API_KEY", "ci-key") // for qkit's login check
+	agent.set("KIRO_API_KEY=ci-key")
 	if res := callWithProgress(t, cs, map[string]any{"prompt": "hi"}); res.IsError || mcptest.Text(res) != "the answer" {
 		t.Fatalf("with KIRO_API_KEY: %+v %q", res, mcptest.Text(res))
 	}
@@ -135,9 +147,13 @@ func TestQAgentKiroNoCredential(t *testing.T) {
 // The first progress notification comes with the agent's first line, long before the interval;
 // the next ones wait for it. A tool in use is named.
 func TestQAgentProgressFromFirstLine(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"q", "kiro"} {
 		t.Run(f, func(t *testing.T) {
-			cs, msgs := flavourServer(t, f, time.Hour, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=20ms")
+			t.Parallel()
+			// The lines 250 ms apart: the first one's notification must go out before the
+			// second line replaces it (the latest wins), on a loaded machine too.
+			cs, msgs := flavourServer(t, f, time.Hour, "FAKEQ_LINES=3", "FAKEQ_INTERVAL=250ms")
 			res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 			if res.IsError {
 				t.Fatalf("%+v", res)
@@ -170,6 +186,7 @@ func TestQAgentProgressFromFirstLine(t *testing.T) {
 // override-model takes any name: nothing runs before the agent itself (no model probe, as no
 // installation or login check), and q refuses what it does not know.
 func TestQAgentFlavourModels(t *testing.T) {
+	t.Parallel()
 	cs, _ := flavourServer(t, "kiro", time.Hour, "FAKEQ_OUTPUT=ok")
 	if res := callWithProgress(t, cs, map[string]any{"prompt": "hi", "override-model": "claude-sonnet-4.6"}); res.IsError {
 		t.Fatalf("%q", mcptest.Text(res))

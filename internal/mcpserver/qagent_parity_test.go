@@ -2,12 +2,12 @@ package mcpserver_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
@@ -16,6 +16,7 @@ import (
 // (the default; the fake as kiro-cli's chat) and on the ACP backend (agent.backend acp; the fake's
 // acp mode) for each scenario: what both backends can know is said the same way.
 func TestQAgentBackendParity(t *testing.T) {
+	t.Parallel()
 	backends := []struct {
 		name  string
 		env   []string
@@ -28,6 +29,7 @@ func TestQAgentBackendParity(t *testing.T) {
 		name    string
 		env     []string // the agent's
 		tool    bool     // the agent uses a shell tool
+		hangs   bool     // the agent ignores the cancel (its grace is always waited out whole)
 		args    map[string]any
 		isError bool
 		want    []string // in the result's text
@@ -40,36 +42,48 @@ func TestQAgentBackendParity(t *testing.T) {
 		{name: "cap", env: []string{"FAKEQ_LINES=200", "AGENT_MAX_RESPONSE_SIZE=100"}, args: map[string]any{"prompt": "hi"},
 			want: []string{"line 1\n", "[RESPONSE TRUNCATED"}, not: "line 200"},
 		{name: "timeout", env: []string{"FAKEQ_OUTPUT=partial answer\\n", "FAKEQ_SLEEP=60s", "FAKEQ_ACP_BAD=hang", "AGENT_TIMEOUT=3"},
-			args: map[string]any{"prompt": "hi"}, want: []string{"partial answer", "[TIMED OUT"}},
+			hangs: true, args: map[string]any{"prompt": "hi"}, want: []string{"partial answer", "[TIMED OUT"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
 			got := map[string]string{}
+			// (Cleanup runs once both backends' subtests have ended. With a tool the fakes differ:
+			// the chat one says a line before it, the ACP one not.)
+			t.Cleanup(func() {
+				if c.name == "plain reply" && !t.Failed() && got["chat"] != got["acp"] {
+					t.Errorf("chat %q, acp %q", got["chat"], got["acp"])
+				}
+			})
 			for _, b := range backends {
-				env := append(append([]string{}, b.env...), c.env...)
-				if c.tool {
-					env = append(env, b.tools(b.name))
-				}
-				cs, _ := parityServer(t, env)
-				res := callWithProgress(t, cs, c.args)
-				text := mcptest.Text(res)
-				if res.IsError != c.isError {
-					t.Fatalf("%s: isError %v, want %v: %q", b.name, res.IsError, c.isError, text)
-				}
-				for _, w := range c.want {
-					if !strings.Contains(text, w) {
-						t.Fatalf("%s: %q lacks %q", b.name, text, w)
+				t.Run(b.name, func(t *testing.T) {
+					t.Parallel()
+					env := append(append([]string{}, b.env...), c.env...)
+					if c.tool {
+						env = append(env, b.tools(b.name))
 					}
-				}
-				if c.not != "" && strings.Contains(text, c.not) {
-					t.Fatalf("%s: %q has %q", b.name, text, c.not)
-				}
-				got[b.name] = text
-			}
-			// (With a tool the fakes differ: the chat one says a line before it, the ACP one not.)
-			if c.name == "plain reply" {
-				if got["chat"] != got["acp"] {
-					t.Fatalf("chat %q, acp %q", got["chat"], got["acp"])
-				}
+					d := parityDeps(t, env)
+					if c.hangs {
+						mcpserver.SetAgentGrace(d, 200*time.Millisecond)
+					}
+					cs := mcptest.ConnectWith(t, d, nil)
+					res := callWithProgress(t, cs, c.args)
+					text := mcptest.Text(res)
+					if res.IsError != c.isError {
+						t.Fatalf("%s: isError %v, want %v: %q", b.name, res.IsError, c.isError, text)
+					}
+					for _, w := range c.want {
+						if !strings.Contains(text, w) {
+							t.Fatalf("%s: %q lacks %q", b.name, text, w)
+						}
+					}
+					if c.not != "" && strings.Contains(text, c.not) {
+						t.Fatalf("%s: %q has %q", b.name, text, c.not)
+					}
+					mu.Lock()
+					got[b.name] = text
+					mu.Unlock()
+				})
 			}
 		})
 	}
@@ -78,6 +92,12 @@ func TestQAgentBackendParity(t *testing.T) {
 // parityServer is a server whose agent is the fake as kiro-cli; env holds the agent's variables
 // and the server's settings (QKIT_*, AGENT_*).
 func parityServer(t *testing.T, env []string) (*mcp.ClientSession, func() []string) {
+	t.Helper()
+	return mcptest.ConnectWith(t, parityDeps(t, env), nil), nil
+}
+
+// parityDeps is parityServer's server before it is connected.
+func parityDeps(t *testing.T, env []string) *mcpserver.Deps {
 	t.Helper()
 	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent"}
 	var fake []string
@@ -89,7 +109,6 @@ func parityServer(t *testing.T, env []string) (*mcp.ClientSession, func() []stri
 		}
 		fake = append(fake, kv)
 	}
-	vars["QKIT_AGENT_COMMAND"] = fakeqtest.Flavour(t, "kiro", fake...)
-	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: mcptest.NewApp(t, vars), ProgressEvery: time.Hour}, nil)
-	return cs, nil
+	vars["QKIT_AGENT_COMMAND"] = newFakeAgent(t, "kiro", fake...).command
+	return &mcpserver.Deps{App: mcptest.NewApp(t, vars), ProgressEvery: time.Hour}
 }

@@ -57,11 +57,13 @@ func writeReplies(t *testing.T, replies ...string) string {
 // Go SDK client: an answer fixed by a retry in the same session comes back as structuredContent
 // the client validates; answers never valid are isError with the errors and the last reply.
 func TestQAgentOutputSchema(t *testing.T) {
+	t.Parallel()
 	for _, b := range []struct {
 		name string
 		env  []string
 	}{{"chat", nil}, {"acp", []string{"QKIT_AGENT_BACKEND=acp"}}} {
 		t.Run(b.name+"/fixed by a retry", func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			record, sessions := filepath.Join(dir, "argv.jsonl"), filepath.Join(dir, "sessions.log")
 			replies := writeReplies(t, `{"name":"Ada Lovelace"}`, "Here it is:\n```json\n{\"name\":\"Ada Lovelace\",\"age\":36}\n```\n")
@@ -96,6 +98,7 @@ func TestQAgentOutputSchema(t *testing.T) {
 			}
 		})
 		t.Run(b.name+"/never valid", func(t *testing.T) {
+			t.Parallel()
 			replies := writeReplies(t, "No idea.")
 			cs, _ := parityServer(t, append([]string{"FAKEQ_REPLIES=" + replies}, b.env...))
 			res := callWithProgress(t, cs, map[string]any{"prompt": "Who?", "output_schema": personSchema})
@@ -115,6 +118,7 @@ func TestQAgentOutputSchema(t *testing.T) {
 // TestQAgentOutputSchemaInvalid: a schema that does not compile, or that refers outside itself,
 // fails the call before the agent runs.
 func TestQAgentOutputSchemaInvalid(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		schema map[string]any
 		want   string
@@ -137,6 +141,7 @@ func TestQAgentOutputSchemaInvalid(t *testing.T) {
 // TestQAgentOutputSchemaTimeout: an answer cut by the timeout is not checked and asked again:
 // the call ends as timed out after one run, with the partial reply.
 func TestQAgentOutputSchemaTimeout(t *testing.T) {
+	t.Parallel()
 	record := filepath.Join(t.TempDir(), "argv.jsonl")
 	cs, _ := parityServer(t, []string{"FAKEQ_RECORD=" + record, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s", "AGENT_TIMEOUT=2"})
 	res := callWithProgress(t, cs, map[string]any{"prompt": "Who?", "output_schema": personSchema})

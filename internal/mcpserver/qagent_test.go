@@ -19,14 +19,19 @@ import (
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
 
-// TestMain lets the test binary act as the agent (fakeqtest.Use).
-func TestMain(m *testing.M) { fakeqtest.Main(m) }
+// TestMain lets the test binary act as the agent (fakeqtest.Use, newFakeAgent).
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKEQ_AS_Q") != "1" { // the tests, not a run as the agent
+		parallelWaits()
+	}
+	fakeqtest.Main(m)
+}
 
 // qServer connects to a server whose agent.command is the fake q, with the tool enabled unless
 // env says otherwise. fakeEnv configures the fake (it inherits the test's environment).
 func qServer(t *testing.T, env map[string]string, fakeEnv ...string) (*mcp.ClientSession, *mcpserver.Deps) {
 	t.Helper()
-	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": fakeqtest.Use(t, fakeEnv...)}
+	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": newFakeAgent(t, "", fakeEnv...).command}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -56,6 +61,7 @@ func listed(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
 }
 
 func TestQAgentDisabled(t *testing.T) {
+	t.Parallel()
 	for _, env := range []map[string]string{{"ENABLE_ADDITIONAL_TOOLS": ""}, {"ENABLE_ADDITIONAL_TOOLS": "other-tool"}} {
 		rec := filepath.Join(t.TempDir(), "argv")
 		cs, _ := qServer(t, env, "FAKEQ_RECORD="+rec)
@@ -75,6 +81,7 @@ func TestQAgentDisabled(t *testing.T) {
 }
 
 func TestQAgentEnabledSpellings(t *testing.T) {
+	t.Parallel()
 	for _, env := range []map[string]string{
 		{"ENABLE_ADDITIONAL_TOOLS": " Q_Developer_Agent , x"},
 		{"ENABLE_ADDITIONAL_TOOLS": "all"},
@@ -88,6 +95,7 @@ func TestQAgentEnabledSpellings(t *testing.T) {
 }
 
 func TestQAgentDefinition(t *testing.T) {
+	t.Parallel()
 	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_MODELS": "claude-3.5-sonnet,claude-3.7-sonnet,claude-sonnet-4"})
 	tool := listed(t, cs)["q-developer-agent"]
 	if tool == nil || !strings.Contains(tool.Description, "q chat --no-interactive") {
@@ -124,6 +132,7 @@ func TestQAgentDefinition(t *testing.T) {
 // agent.models is empty by default: override-model keeps its documented default and takes
 // any name (the agent itself refuses one it does not know).
 func TestQAgentAnyModelWhenModelsEmpty(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=ok")
 	m := listed(t, cs)["q-developer-agent"].InputSchema.(map[string]any)["properties"].(map[string]any)["override-model"].(map[string]any)
@@ -140,6 +149,7 @@ func TestQAgentAnyModelWhenModelsEmpty(t *testing.T) {
 }
 
 func TestQAgentMapsParameters(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec, `FAKEQ_OUTPUT=the reply\n`, "FAKEQ_ANSI=1")
 	res := call(t, cs, map[string]any{
@@ -173,6 +183,7 @@ func TestQAgentMapsParameters(t *testing.T) {
 }
 
 func TestQAgentBadInput(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_MODELS": "claude-sonnet-4"}, "FAKEQ_RECORD="+rec)
 	for _, c := range []struct {
@@ -196,7 +207,9 @@ func TestQAgentBadInput(t *testing.T) {
 }
 
 func TestQAgentFailures(t *testing.T) {
+	t.Parallel()
 	t.Run("exit status", func(t *testing.T) {
+		t.Parallel()
 		cs, _ := qServer(t, nil, "FAKEQ_EXIT=1", "FAKEQ_STDERR=error: dispatch failure")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
 		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "exited with status 1: error: dispatch failure") {
@@ -204,6 +217,7 @@ func TestQAgentFailures(t *testing.T) {
 		}
 	})
 	t.Run("approval", func(t *testing.T) {
+		t.Parallel()
 		cs, _ := qServer(t, nil, "FAKEQ_APPROVAL_TOOL=fs_write")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
 		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "yolo-mode") {
@@ -214,6 +228,7 @@ func TestQAgentFailures(t *testing.T) {
 		}
 	})
 	t.Run("missing binary", func(t *testing.T) {
+		t.Parallel()
 		cs, _ := qServer(t, map[string]string{"QKIT_AGENT_COMMAND": "qkit-no-such-agent"})
 		res := call(t, cs, map[string]any{"prompt": "hi"})
 		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "agent.command") {
@@ -223,7 +238,9 @@ func TestQAgentFailures(t *testing.T) {
 }
 
 func TestQAgentLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("truncation", func(t *testing.T) {
+		t.Parallel()
 		cs, _ := qServer(t, map[string]string{"AGENT_MAX_RESPONSE_SIZE": "4096"}, "FAKEQ_BYTES=10000")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
 		text := mcptest.Text(res)
@@ -232,6 +249,7 @@ func TestQAgentLimits(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
 		// 5 s: the fake must have started and printed before the deadline, on a loaded machine too.
 		cs, _ := qServer(t, map[string]string{"AGENT_TIMEOUT": "5"}, `FAKEQ_OUTPUT=partial\n`, "FAKEQ_SLEEP=60s")
 		res := call(t, cs, map[string]any{"prompt": "hi"})
@@ -243,11 +261,10 @@ func TestQAgentLimits(t *testing.T) {
 }
 
 func TestQAgentProgress(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
-	t.Setenv("FAKEQ_AS_Q", "1")
-	t.Setenv("FAKEQ_OUTPUT", "done")
-	t.Setenv("FAKEQ_SLEEP", "500ms")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	agent := newFakeAgent(t, "", "FAKEQ_OUTPUT=done", "FAKEQ_SLEEP=500ms")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: 50 * time.Millisecond}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if req.Params.ProgressToken == "tok" && strings.Contains(req.Params.Message, "has been running for") {
@@ -268,6 +285,7 @@ func TestQAgentProgress(t *testing.T) {
 }
 
 func TestQAgentCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cs, _ := qServer(t, nil, "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_OUTPUT=x", "FAKEQ_SLEEP=60s")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -288,6 +306,7 @@ func TestQAgentCancelKillsProcessGroup(t *testing.T) {
 }
 
 func TestQAgentHelp(t *testing.T) {
+	t.Parallel()
 	cs, _ := qServer(t, nil)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "qkit_help", Arguments: map[string]any{"tool_name": "q-developer-agent"}})
 	if err != nil || res.IsError {

@@ -44,6 +44,7 @@ func askLang(t *testing.T, cs *mcp.ClientSession) (*mcp.CallToolResult, string) 
 // The person answers in the client's form; the result has the same shape as any other answer, and
 // the form shows each question's options.
 func TestQuestionsFormAnswers(t *testing.T) {
+	t.Parallel()
 	for _, version := range formProtocols {
 		t.Run(version, func(t *testing.T) {
 			var schema atomic.Value
@@ -72,6 +73,7 @@ func TestQuestionsFormAnswers(t *testing.T) {
 // An answer that does not fit (a label and free text for a single-choice question) shows the form
 // again, saying what was wrong; declining rejects the set.
 func TestQuestionsFormRetryAndDecline(t *testing.T) {
+	t.Parallel()
 	for _, version := range formProtocols {
 		t.Run(version, func(t *testing.T) {
 			var shown atomic.Int32
@@ -99,6 +101,7 @@ func TestQuestionsFormRetryAndDecline(t *testing.T) {
 // answers, and it is withdrawn; on 2026-07-28 the form's later answer is refused and the call
 // returns the terminal's.
 func TestQuestionsFormRacesTheTerminal(t *testing.T) {
+	t.Parallel()
 	for _, version := range formProtocols {
 		t.Run(version, func(t *testing.T) {
 			shown := make(chan struct{}, 1)
@@ -146,6 +149,7 @@ func TestQuestionsFormRacesTheTerminal(t *testing.T) {
 
 // Closing the form without an answer (cancel) leaves the other ways open: the call waits on.
 func TestQuestionsFormCancelledKeepsWaiting(t *testing.T) {
+	t.Parallel()
 	for _, version := range formProtocols {
 		t.Run(version, func(t *testing.T) {
 			closed := make(chan struct{}, 1)
@@ -176,6 +180,7 @@ func TestQuestionsFormCancelledKeepsWaiting(t *testing.T) {
 
 // questions.via store never shows the form; questions.via elicitation refuses a client without one.
 func TestQuestionsVia(t *testing.T) {
+	t.Parallel()
 	var shown atomic.Bool
 	cs, st, _ := formServer(t, "2025-11-25", map[string]string{"QKIT_QUESTIONS_VIA": "store"}, func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		shown.Store(true)
@@ -202,6 +207,7 @@ func TestQuestionsVia(t *testing.T) {
 
 // A forged request state can neither answer nor collect a set: the call is treated as a new one.
 func TestQuestionsFormForgedState(t *testing.T) {
+	t.Parallel()
 	shown := make(chan struct{}, 1)
 	cs, st, _ := formServer(t, "2026-07-28", nil, func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		shown <- struct{}{}

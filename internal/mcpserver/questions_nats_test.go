@@ -20,6 +20,7 @@ import (
 // next call once it is up (nothing is cached, nothing falls back to files); the answer given through
 // another connection to the bucket comes back to the Go SDK client.
 func TestQuestionsToolOverNATS(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

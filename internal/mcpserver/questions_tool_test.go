@@ -97,6 +97,7 @@ func nextPending(t *testing.T, st questions.Store) *questions.Session {
 }
 
 func TestQuestionsToolListed(t *testing.T) {
+	t.Parallel()
 	cs, _, _ := questionsServer(t, nil, nil)
 	tool := listed(t, cs)["ask_user_questions"]
 	if tool == nil {
@@ -117,6 +118,7 @@ func TestQuestionsToolListed(t *testing.T) {
 }
 
 func TestQuestionsToolValidation(t *testing.T) {
+	t.Parallel()
 	cs, _, _ := questionsServer(t, nil, nil)
 	for _, tt := range []struct {
 		args map[string]any
@@ -141,6 +143,7 @@ func TestQuestionsToolValidation(t *testing.T) {
 
 // The client calls the tool while another goroutine answers it, as `qkit questions answer` would.
 func TestQuestionsToolAnswered(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var progress []string
 	cs, st, logs := questionsServer(t, nil, &mcp.ClientOptions{
@@ -215,6 +218,7 @@ func TestQuestionsToolAnswered(t *testing.T) {
 }
 
 func TestQuestionsToolRejected(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	s := nextPending(t, st)
@@ -235,6 +239,7 @@ func TestQuestionsToolRejected(t *testing.T) {
 }
 
 func TestQuestionsToolTimeout(t *testing.T) {
+	t.Parallel()
 	cs, st, logs := questionsServer(t, map[string]string{"QKIT_QUESTIONS_TIMEOUT": "200ms"}, nil)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	if err != nil {
@@ -258,6 +263,7 @@ func TestQuestionsToolTimeout(t *testing.T) {
 
 // A cancelled call leaves its set detached: still answerable, and visible as such.
 func TestQuestionsToolCancelled(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	s := cancelledAsk(t, cs, st)
 	if s.Status.Reason != "the assistant's call ended; the set stays answerable and a repeated call collects the answer" {
@@ -299,6 +305,7 @@ var goAndDocs = []questions.Answer{{QuestionIndex: 0, Selected: []string{"Go"}},
 // Cancel, answer, ask again: the repeated call returns the late answer at once, from the same set,
 // and a third identical call asks anew.
 func TestQuestionsToolRepeatedCallCollectsLateAnswer(t *testing.T) {
+	t.Parallel()
 	cs, st, logs := questionsServer(t, nil, nil)
 	s := cancelledAsk(t, cs, st)
 	if _, err := st.Answer(s.ID, goAndDocs, ""); err != nil {
@@ -333,6 +340,7 @@ func TestQuestionsToolRepeatedCallCollectsLateAnswer(t *testing.T) {
 // Cancel, ask again, then answer: the repeated call waits on the same set and gets the answer; a
 // different question set is never taken over.
 func TestQuestionsToolRepeatedCallWaitsForLateAnswer(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	s := cancelledAsk(t, cs, st)
 	other := map[string]any{"questions": []any{map[string]any{"question": "Tabs or spaces?", "header": "Indent",
@@ -367,6 +375,7 @@ func TestQuestionsToolRepeatedCallWaitsForLateAnswer(t *testing.T) {
 
 // A rejection given while no call waited is collected the same way.
 func TestQuestionsToolRepeatedCallCollectsRejection(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	s := cancelledAsk(t, cs, st)
 	if _, err := st.Reject(s.ID, "not now", ""); err != nil {
@@ -380,6 +389,7 @@ func TestQuestionsToolRepeatedCallCollectsRejection(t *testing.T) {
 
 // A malformed answers.json written by hand abandons the session and fails the call cleanly.
 func TestQuestionsToolMalformedAnswers(t *testing.T) {
+	t.Parallel()
 	cs, st, _ := questionsServer(t, nil, nil)
 	done := askAsync(t.Context(), cs, &mcp.CallToolParams{Name: "ask_user_questions", Arguments: langArgs})
 	s := nextPending(t, st)
@@ -398,6 +408,7 @@ func TestQuestionsToolMalformedAnswers(t *testing.T) {
 
 // Every call starts a cleanup of finished sessions older than questions.retention and logs the count.
 func TestQuestionsToolCleansUp(t *testing.T) {
+	t.Parallel()
 	cs, st, logs := questionsServer(t, map[string]string{"QKIT_QUESTIONS_RETENTION": "1m"}, nil)
 	old, err := st.Create(&questions.QuestionSet{Questions: []questions.Question{{Question: "q?", Header: "h", Options: []questions.Option{{Label: "a"}, {Label: "b"}}}}}, questions.CreateOptions{})
 	if err != nil {
@@ -426,6 +437,7 @@ func writeQuestionsFile(path, data string) error { return os.WriteFile(path, []b
 
 // A cleanup that fails only logs a warning: the call itself goes on and succeeds.
 func TestQuestionsToolCleanupFailureOnlyWarns(t *testing.T) {
+	t.Parallel()
 	cs, st, logs := questionsServer(t, nil, nil)
 	// A session whose status.json is a directory can be neither read nor repaired.
 	bad := filepath.Join(st.Dir(), "0badbad0-0000-4000-8000-000000000000")
@@ -457,6 +469,7 @@ func logged(t *testing.T, logs *syncBuffer, want string) {
 // The first progress notification goes out as soon as the set is stored, before any interval, and
 // says how to answer: qkit questions wait, and the web page (without its token) while one runs.
 func TestQuestionsToolFirstProgressNamesThePage(t *testing.T) {
+	t.Parallel()
 	first := make(chan string, 8)
 	cs, st, _ := questionsServer(t, map[string]string{"QKIT_QUESTIONS_PROGRESS_INTERVAL": "0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {

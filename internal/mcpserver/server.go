@@ -61,6 +61,10 @@ type Deps struct {
 	// QuestionStores are the question stores the binary links, chosen by questions.store
 	// (cmd's questionStores); nil means the file store alone.
 	QuestionStores questions.Kinds
+
+	// agentGrace, when set, is agent.Limits.Grace of the agent runs (0: the agent packages' own).
+	// Only tests set it (SetAgentGrace in export_test.go), for agents that never end on their own.
+	agentGrace time.Duration
 }
 
 // Tool is one entry of the registry.

@@ -17,6 +17,7 @@ import (
 )
 
 func TestServerInfoAndHelpTool(t *testing.T) {
+	t.Parallel()
 	a := mcptest.NewApp(t, nil)
 	cs := mcptest.Connect(t, &mcpserver.Deps{App: a})
 	init := cs.InitializeResult()
@@ -37,6 +38,7 @@ func TestServerInfoAndHelpTool(t *testing.T) {
 }
 
 func TestEveryToolHasHelpAndRegistersItsName(t *testing.T) {
+	t.Parallel()
 	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "all"})
 	cs := mcptest.Connect(t, &mcpserver.Deps{App: a})
 	listed := map[string]bool{}
@@ -65,6 +67,7 @@ func TestEveryToolHasHelpAndRegistersItsName(t *testing.T) {
 // TestMalformedInput sends lines that are not JSON-RPC between good requests: each gets an error
 // response and the session carries on.
 func TestMalformedInput(t *testing.T) {
+	t.Parallel()
 	a := mcptest.NewApp(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -129,6 +132,7 @@ func TestMalformedInput(t *testing.T) {
 // TestOverlongLine sends a line over the 16 MiB limit: it is answered with a parse error, skipped
 // to its end, and the session carries on.
 func TestOverlongLine(t *testing.T) {
+	t.Parallel()
 	a := mcptest.NewApp(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

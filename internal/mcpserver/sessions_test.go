@@ -16,6 +16,7 @@ import (
 // Every q-developer-agent call is a session of origin mcp in qkit's store; resume continues the
 // folder's latest one, as q continues its conversation.
 func TestQAgentRecordsSessions(t *testing.T) {
+	t.Parallel()
 	cs, d := qServer(t, nil, "FAKEQ_ECHO_PROMPT=1")
 	for _, args := range []map[string]any{
 		{"prompt": "first question", "trust-tools": "fs_read, fs_write"},
@@ -66,6 +67,7 @@ func sessionOf(t *testing.T, res *mcp.CallToolResult) string {
 // session_id continues it: on chat the transcript goes before the prompt, and the turn is appended
 // to that session.
 func TestQAgentSessionIDChat(t *testing.T) {
+	t.Parallel()
 	cs, d := qServer(t, nil, "FAKEQ_ECHO_PROMPT=1")
 	first := call(t, cs, map[string]any{"prompt": "first question"})
 	if first.IsError {
@@ -93,6 +95,7 @@ func TestQAgentSessionIDChat(t *testing.T) {
 
 // An id the store does not know, or one given with resume, is an error naming what to do; nothing runs.
 func TestQAgentSessionIDRefused(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec)
 	for args, want := range map[string]map[string]any{
@@ -111,6 +114,7 @@ func TestQAgentSessionIDRefused(t *testing.T) {
 
 // On the ACP backend session_id loads the agent's session the first call opened.
 func TestQAgentSessionIDACP(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "sessions")
 	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, "FAKEQ_ACP_SESSIONS="+log, `FAKEQ_OUTPUT=ok\n`)
 	id := sessionOf(t, call(t, cs, map[string]any{"prompt": "first"}))

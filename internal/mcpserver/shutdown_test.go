@@ -25,12 +25,10 @@ import (
 // TestServeStopsRunningAgents ends the server (as SIGTERM does, through its context) while a
 // q-developer-agent call runs: Serve returns only once the agent's process group is gone.
 func TestServeStopsRunningAgents(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	t.Setenv("FAKEQ_AS_Q", "1")
-	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
-	t.Setenv("FAKEQ_SLEEP", "60s")
-	t.Setenv("FAKEQ_OUTPUT", "x")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	agent := newFakeAgent(t, "", "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_SLEEP=60s", "FAKEQ_OUTPUT=x")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -121,11 +119,10 @@ func waitServed(t *testing.T, served <-chan error) {
 // clients shut a stdio server down): after the grace the call is cancelled, Serve returns, and
 // the agent's process group is gone, instead of the server running until AGENT_TIMEOUT.
 func TestEndOfInputCancelsRunningAgent(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	t.Setenv("FAKEQ_AS_Q", "1")
-	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
-	t.Setenv("FAKEQ_SLEEP", "60s")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	agent := newFakeAgent(t, "", "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_SLEEP=60s")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	logs := &syncBuffer{}
 	a.Logger = app.NewLogger(logs, slog.LevelWarn)
 	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, 50*time.Millisecond)
@@ -169,12 +166,10 @@ func TestEndOfInputDetachesQuestions(t *testing.T) {
 // TestEndOfInputAnswersCallsWithinGrace closes stdin right after a call that takes a moment (as
 // `printf ... | qkit mcp serve` does): the call is still answered.
 func TestEndOfInputAnswersCallsWithinGrace(t *testing.T) {
+	t.Parallel()
 	started := filepath.Join(t.TempDir(), "argv")
-	t.Setenv("FAKEQ_AS_Q", "1")
-	t.Setenv("FAKEQ_RECORD", started)
-	t.Setenv("FAKEQ_OUTPUT", "late reply")
-	t.Setenv("FAKEQ_SLEEP", "300ms")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	agent := newFakeAgent(t, "", "FAKEQ_RECORD="+started, "FAKEQ_OUTPUT=late reply", "FAKEQ_SLEEP=300ms")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	cs, closeInput, served := pipeServer(t, &mcpserver.Deps{App: a}, time.Minute)
 	call := askAsync(context.Background(), cs, &mcp.CallToolParams{Name: "q-developer-agent", Arguments: map[string]any{"prompt": "hi"}})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) { // q is running
@@ -198,11 +193,10 @@ func TestEndOfInputAnswersCallsWithinGrace(t *testing.T) {
 // of a cancelled request, no response for that call's id ever reaches the client (read on the
 // wire, under the SDK), while the session goes on.
 func TestCancelledCallGetsNoResponse(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	t.Setenv("FAKEQ_AS_Q", "1")
-	t.Setenv("FAKEQ_GRANDCHILD", pidFile)
-	t.Setenv("FAKEQ_SLEEP", "60s")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": os.Args[0]})
+	agent := newFakeAgent(t, "", "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_SLEEP=60s")
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)

@@ -15,6 +15,7 @@ import (
 // page) follows the changes and lists the sets. (Once, settling checked the set's lock from inside
 // its own transition, saw it held, and never settled.)
 func TestRenamedAnswersWhileAPageWatches(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "questions")
 	a, _ := New(dir, questions.Options{})
 	b, _ := New(dir, questions.Options{})

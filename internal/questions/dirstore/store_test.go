@@ -84,6 +84,7 @@ func writeFile(t *testing.T, path, data string) {
 }
 
 func TestMalformedFilesAbandonTheSession(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	// A truncated request.json.
 	sess := create(t, s)

@@ -112,6 +112,7 @@ func TestNATSOpenCreatesTheBucket(t *testing.T) {
 // The server restarts while a wait is on. An answer given right after the restart (before the waiter
 // has reconnected) and one given after it has are both returned.
 func TestNATSRestartMidWaitLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t)
 	// The asker reaches the server through a gate, shut from before the restart until the early
 	// answer is in: it cannot reconnect first, however slow the restart.
@@ -213,6 +214,7 @@ func natsWatching(s *Store) bool {
 
 // A set someone still waits for outlives the bucket's TTL: the wait rewrites it in time.
 func TestNATSWaitKeepsItsSetAlive(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t)
 	s, err := New(Config{URL: srv.URL(), Installation: "ttl", Retention: time.Second}, questions.Options{})
 	if err != nil {
@@ -330,6 +332,7 @@ func FuzzNATSRecord(f *testing.F) {
 // (The server is gone, as the client sees it, before the wait starts: stopped after it, it could
 // still be up at the timeout on a loaded machine.)
 func TestNATSTimeoutWhileTheServerIsAway(t *testing.T) {
+	t.Parallel()
 	srv := startNATS(t)
 	s := openNATS(t, srv, "away", questions.Options{})
 	sess := storetest.CreateIn(t, s)

@@ -24,10 +24,14 @@ type Backend struct {
 	Remove func(t *testing.T, id string)
 }
 
-// Run runs the suite, each test as a subtest on a fresh backend from newBackend.
+// Run runs the suite, each test as a subtest on a fresh backend from newBackend; they run in
+// parallel (the serial ones first, alone), so each backend must have sets of its own.
 func Run(t *testing.T, newBackend func(t *testing.T) *Backend) {
 	for _, tc := range suite {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.serial {
+				t.Parallel() // each on a backend of its own; most of them wait on a store
+			}
 			if tc.name == "WaitPendingWatchesTheClaimersExit" && runtime.GOOS != "linux" {
 				t.Skip("a terminal's exit is watched on Linux (pidfd) only")
 			}

@@ -612,22 +612,25 @@ func waitPendingWatchesTheClaimersExit(t *testing.T, b *Backend) {
 var suite = []struct {
 	name string
 	test func(t *testing.T, b *Backend)
+	// serial: the test changes a package variable (lifecycle.LocalClaimRecheck), so it runs
+	// alone, before the others.
+	serial bool
 }{
-	{"StoreCreateGetList", storeCreateGetList},
-	{"StoreResolve", storeResolve},
-	{"StoreAnswerWakesWaiterOnAnotherMachine", storeAnswerWakesWaiterOnAnotherMachine},
-	{"StoreRejectTimeoutCancel", storeRejectTimeoutCancel},
-	{"StoreOneWinner", storeOneWinner},
-	{"StoreClaims", storeClaims},
-	{"StoreRemoteClaimLapsesAfterItsLease", storeRemoteClaimLapsesAfterItsLease},
-	{"StoreWaitPendingWokenByNewSet", storeWaitPendingWokenByNewSet},
-	{"StoreGoneWhileWaiting", storeGoneWhileWaiting},
-	{"StoreOwnerGoneIsAbandonedNotDeleted", storeOwnerGoneIsAbandonedNotDeleted},
-	{"StoreCleanup", storeCleanup},
-	{"StoreAskFlow", storeAskFlow},
-	{"StoreDetachedSetCollectedByARepeatedCall", storeDetachedSetCollectedByARepeatedCall},
-	{"StoreUnseenAskerTimesOutAtItsExpiry", storeUnseenAskerTimesOutAtItsExpiry},
-	{"StoreWaitPendingSeesAClaimLapseThatWritesNothing", storeWaitPendingSeesAClaimLapseThatWritesNothing},
-	{"StoreChanges", storeChanges},
-	{"WaitPendingWatchesTheClaimersExit", waitPendingWatchesTheClaimersExit},
+	{name: "StoreCreateGetList", test: storeCreateGetList},
+	{name: "StoreResolve", test: storeResolve},
+	{name: "StoreAnswerWakesWaiterOnAnotherMachine", test: storeAnswerWakesWaiterOnAnotherMachine},
+	{name: "StoreRejectTimeoutCancel", test: storeRejectTimeoutCancel},
+	{name: "StoreOneWinner", test: storeOneWinner},
+	{name: "StoreClaims", test: storeClaims},
+	{name: "StoreRemoteClaimLapsesAfterItsLease", test: storeRemoteClaimLapsesAfterItsLease},
+	{name: "StoreWaitPendingWokenByNewSet", test: storeWaitPendingWokenByNewSet},
+	{name: "StoreGoneWhileWaiting", test: storeGoneWhileWaiting},
+	{name: "StoreOwnerGoneIsAbandonedNotDeleted", test: storeOwnerGoneIsAbandonedNotDeleted},
+	{name: "StoreCleanup", test: storeCleanup},
+	{name: "StoreAskFlow", test: storeAskFlow},
+	{name: "StoreDetachedSetCollectedByARepeatedCall", test: storeDetachedSetCollectedByARepeatedCall},
+	{name: "StoreUnseenAskerTimesOutAtItsExpiry", test: storeUnseenAskerTimesOutAtItsExpiry},
+	{name: "StoreWaitPendingSeesAClaimLapseThatWritesNothing", test: storeWaitPendingSeesAClaimLapseThatWritesNothing},
+	{name: "StoreChanges", test: storeChanges},
+	{name: "WaitPendingWatchesTheClaimersExit", test: waitPendingWatchesTheClaimersExit, serial: true},
 }
