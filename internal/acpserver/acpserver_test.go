@@ -24,6 +24,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/fakeq"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveForTest(db))
 	}
 	os.Setenv("ACPTEST_AS_Q", "1") // every agent run below re-executes this binary as q
-	parallelWaits()
+	fakeqtest.ParallelWaits()
 	os.Exit(m.Run())
 }
 
@@ -426,7 +427,7 @@ func record(t *testing.T) func() [][]string {
 	return runs
 }
 
-// recorded is record's file, for a fakeAgent's FAKEQ_RECORD, and the reader of its runs.
+// recorded is recordRuns' file, for a fake agent's FAKEQ_RECORD, and the reader of its runs.
 func recorded(t *testing.T) (string, func() [][]string) {
 	f := filepath.Join(t.TempDir(), "argv")
 	return f, func() [][]string {
@@ -520,10 +521,10 @@ func TestLoginCheck(t *testing.T) {
 func TestPromptStreamsChunksInOrder(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_LINES=50")
-	q.set("FAKEQ_INTERVAL=1ms")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_LINES=50")
+	q.Set("FAKEQ_INTERVAL=1ms")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
@@ -552,9 +553,9 @@ func TestPromptStreamsChunksInOrder(t *testing.T) {
 func TestEarlierTurnsArePassed(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_OUTPUT=Paris.")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_OUTPUT=Paris.")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "What is the capital of France?", acp.StopReasonEndTurn)
@@ -577,7 +578,7 @@ func TestEarlierTurnsArePassed(t *testing.T) {
 func TestResourceBlocks(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_ECHO_PROMPT=1")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	_, err := h.prompt(id,
@@ -597,7 +598,7 @@ func TestResourceBlocks(t *testing.T) {
 	// the next prompt still gives q the converted text of this one in its history.
 	cwd := h.cwdOf(id)
 	h.stop()
-	h2 := startWith(t, h.db, q.use)
+	h2 := startWith(t, h.db, useAgent(q))
 	h2.initialize()
 	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatal(err)
@@ -633,7 +634,7 @@ func TestResourceBlocks(t *testing.T) {
 func TestAgentFailureIsRefusal(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_EXIT=3", "FAKEQ_STDERR=error: the model is overloaded")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "hi", acp.StopReasonRefusal)
@@ -646,7 +647,7 @@ func TestTimeoutEndsTheTurn(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=partial answer\n", "FAKEQ_SLEEP=30s")
 	// 5 s: q must have started and printed before the deadline, on a loaded machine too.
-	h := startWith(t, "", func(o *Options) { o.Limits.Command, o.Limits.Timeout = q.command, 5*time.Second })
+	h := startWith(t, "", func(o *Options) { o.Limits.Command, o.Limits.Timeout = q.Command, 5*time.Second })
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	resp, err := h.prompt(id, acp.TextBlock("slow"))
@@ -682,11 +683,11 @@ func (c *testClient) toolStatuses(id acp.SessionId, call acp.ToolCallId) []strin
 func TestPermissionFlow(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_FLAVOUR=q")
-	q.set("FAKEQ_TOOLS=fs_write")
-	q.set("FAKEQ_OUTPUT=file written")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_FLAVOUR=q")
+	q.Set("FAKEQ_TOOLS=fs_write")
+	q.Set("FAKEQ_OUTPUT=file written")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 
 	t.Run("allow_once", func(t *testing.T) {
@@ -752,7 +753,7 @@ func TestPermissionFlow(t *testing.T) {
 
 		// q's false approval error: a stream failure after the trusted tool ran is reported as an
 		// approval error. It is an ordinary failure, never a permission request.
-		q.set("FAKEQ_FAIL=stream")
+		q.Set("FAKEQ_FAIL=stream")
 		h.mustPrompt(id, "write it once more", acp.StopReasonRefusal)
 		select {
 		case r := <-h.tc.asked:
@@ -765,7 +766,7 @@ func TestPermissionFlow(t *testing.T) {
 	})
 
 	t.Run("reject_once", func(t *testing.T) {
-		q.set("FAKEQ_FAIL=")
+		q.Set("FAKEQ_FAIL=")
 		id := h.newSession(t.TempDir())
 		h.tc.setAnswer(selected(optRejectOnce))
 		h.mustPrompt(id, "write it", acp.StopReasonEndTurn)
@@ -787,11 +788,11 @@ func TestPermissionFlow(t *testing.T) {
 func TestKiroDenial(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_FLAVOUR=kiro")
-	q.set("FAKEQ_TOOLS=shell,@git/status")
-	q.set("FAKEQ_OUTPUT=all done")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_FLAVOUR=kiro")
+	q.Set("FAKEQ_TOOLS=shell,@git/status")
+	q.Set("FAKEQ_OUTPUT=all done")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "check the repo", acp.StopReasonEndTurn)
@@ -850,10 +851,10 @@ func TestCancelMidStream(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
-	q.set("FAKEQ_LINES=100000")
-	q.set("FAKEQ_INTERVAL=10ms")
-	q.set("FAKEQ_GRANDCHILD=" + pidFile)
-	h := startWith(t, "", q.use)
+	q.Set("FAKEQ_LINES=100000")
+	q.Set("FAKEQ_INTERVAL=10ms")
+	q.Set("FAKEQ_GRANDCHILD=" + pidFile)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	type result struct {
@@ -878,16 +879,16 @@ func TestCancelMidStream(t *testing.T) {
 	waitGone(t, pid)
 
 	// The session still works.
-	q.set("FAKEQ_LINES=1")
-	q.set("FAKEQ_INTERVAL=")
-	q.set("FAKEQ_GRANDCHILD=")
+	q.Set("FAKEQ_LINES=1")
+	q.Set("FAKEQ_INTERVAL=")
+	q.Set("FAKEQ_GRANDCHILD=")
 	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
 }
 
 func TestCancelWhileAskingPermission(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_APPROVAL_TOOL=execute_bash")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	clientSaw := make(chan string, 1)
@@ -913,14 +914,14 @@ func TestCancelWhileAskingPermission(t *testing.T) {
 func TestSecondPromptCancelsTheFirst(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	first := make(chan acp.StopReason, 1)
 	go func() { s, _ := h.prompt(id, acp.TextBlock("first")); first <- s }()
 	h.tc.waitFor(t, "the first reply", func() bool { return strings.Contains(h.tc.agentText(id), "line 1\n") })
-	q.set("FAKEQ_LINES=1")
-	q.set("FAKEQ_INTERVAL=")
+	q.Set("FAKEQ_LINES=1")
+	q.Set("FAKEQ_INTERVAL=")
 	h.mustPrompt(id, "second", acp.StopReasonEndTurn)
 	if s := <-first; s != acp.StopReasonCancelled {
 		t.Fatalf("first prompt: %q, want cancelled", s)
@@ -930,15 +931,15 @@ func TestSecondPromptCancelsTheFirst(t *testing.T) {
 func TestSessionsRunInParallel(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	slow, fast := h.newSession(t.TempDir()), h.newSession(t.TempDir())
 	res := make(chan acp.StopReason, 1)
 	go func() { s, _ := h.prompt(slow, acp.TextBlock("slow")); res <- s }()
 	h.tc.waitFor(t, "the slow session to stream", func() bool { return strings.Contains(h.tc.agentText(slow), "line 1\n") })
 	// Set for the second run only: the running slow q has its environment already.
-	q.set("FAKEQ_LINES=3")
-	q.set("FAKEQ_INTERVAL=")
+	q.Set("FAKEQ_LINES=3")
+	q.Set("FAKEQ_INTERVAL=")
 	h.mustPrompt(fast, "fast", acp.StopReasonEndTurn) // finishes while the slow one still runs
 	select {
 	case s := <-res:
@@ -958,8 +959,8 @@ func TestLoadAfterRestart(t *testing.T) {
 	q := newFakeAgent(t, "")
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	cwd := t.TempDir()
-	q.set("FAKEQ_ECHO_PROMPT=1")
-	h := startWith(t, db, q.use)
+	q.Set("FAKEQ_ECHO_PROMPT=1")
+	h := startWith(t, db, useAgent(q))
 	h.initialize()
 	id := h.newSession(cwd)
 	h.mustPrompt(id, "one", acp.StopReasonEndTurn)
@@ -968,7 +969,7 @@ func TestLoadAfterRestart(t *testing.T) {
 	two := strings.TrimPrefix(h.tc.agentText(id), one)
 	h.stop()
 
-	h2 := startWith(t, db, q.use)
+	h2 := startWith(t, db, useAgent(q))
 	h2.initialize()
 	if _, err := h2.prompt(id, acp.TextBlock("three")); errCode(err) != -32602 {
 		t.Fatalf("prompt on a session not loaded in this connection: %v", err)
@@ -1016,7 +1017,7 @@ func TestLoadAfterRestart(t *testing.T) {
 func TestListResumeClose(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=ok")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	cwdA, cwdB := t.TempDir(), t.TempDir()
 	a := h.newSession(cwdA)
@@ -1108,7 +1109,7 @@ func TestListPages(t *testing.T) {
 func TestCloseCancelsTheRunningTurn(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
-	h := startWith(t, "", q.use)
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	res := make(chan acp.StopReason, 1)
@@ -1125,9 +1126,9 @@ func TestCloseCancelsTheRunningTurn(t *testing.T) {
 func TestSetModeAndModel(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_OUTPUT=ok")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_OUTPUT=ok")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
 	if err != nil {
@@ -1385,9 +1386,9 @@ func TestKillMidTurnKeepsCompletedTurns(t *testing.T) {
 func TestSlashCommands(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_ECHO_PROMPT=1")
-	h := startWith(t, "", q.use)
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_ECHO_PROMPT=1")
+	h := startWith(t, "", useAgent(q))
 	h.initialize()
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
@@ -1461,7 +1462,7 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	var gotCwd string
 	var gotBudget int
 	h := startWith(t, "", func(o *Options) {
-		q.use(o)
+		useAgent(q)(o)
 		o.MaxTokens = 100 // 400 bytes: half for earlier turns
 		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			gotCwd, gotBudget = cwd, maxTokens
@@ -1490,9 +1491,9 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 func TestAgentProfileAndMCPServersStored(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "")
-	runs := q.record(t)
-	q.set("FAKEQ_OUTPUT=ok")
-	h := startWith(t, "", func(o *Options) { q.use(o); o.Agent = "my-profile" })
+	runs := recordRuns(t, q)
+	q.Set("FAKEQ_OUTPUT=ok")
+	h := startWith(t, "", func(o *Options) { useAgent(q)(o); o.Agent = "my-profile" })
 	h.initialize()
 	mcp := []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "files", Command: "/usr/bin/mcp-files", Args: []string{"--root", "/"}, Env: []acp.EnvVariable{}}}}
 	resp, err := h.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: mcp})

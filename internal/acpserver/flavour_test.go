@@ -27,13 +27,13 @@ func TestTextPathFailuresAfterPartialReply(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			t.Parallel()
 			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=partial answer\n")
-			h := startWith(t, "", q.use)
+			h := startWith(t, "", useAgent(q))
 			h.initialize()
 			for _, c := range []struct{ fail, want string }{
 				{"auth", name + " is not logged in (Authentication "},
 				{"api", name + " failed after a partial reply: "},
 			} {
-				q.set("FAKEQ_FAIL=" + c.fail)
+				q.Set("FAKEQ_FAIL=" + c.fail)
 				id := h.newSession(t.TempDir())
 				h.mustPrompt(id, "hi", acp.StopReasonRefusal)
 				got := h.tc.agentText(id)
@@ -56,14 +56,14 @@ func TestTextPathUnknownAgent(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			t.Parallel()
 			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=default agent's answer", "FAKEQ_AGENTS=dev")
-			h := startWith(t, "", func(o *Options) { q.use(o); o.Agent = "reviewer" })
+			h := startWith(t, "", func(o *Options) { useAgent(q)(o); o.Agent = "reviewer" })
 			h.initialize()
 			id := h.newSession(t.TempDir())
 			h.mustPrompt(id, "hi", acp.StopReasonRefusal)
 			if got := h.tc.agentText(id); !strings.Contains(got, `has no agent named "reviewer" (--agent)`) {
 				t.Fatalf("reply %q", got)
 			}
-			h = startWith(t, "", func(o *Options) { q.use(o); o.Agent = "dev" })
+			h = startWith(t, "", func(o *Options) { useAgent(q)(o); o.Agent = "dev" })
 			h.initialize()
 			h.mustPrompt(h.newSession(t.TempDir()), "hi", acp.StopReasonEndTurn)
 		})
@@ -112,7 +112,7 @@ func TestTextPathPromptTooLong(t *testing.T) {
 			t.Parallel()
 			file, runs := recorded(t)
 			q := newFakeAgent(t, f, "FAKEQ_OUTPUT=ok", "FAKEQ_RECORD="+file)
-			h := startWith(t, "", func(o *Options) { o.Limits.Command = q.command })
+			h := startWith(t, "", func(o *Options) { o.Limits.Command = q.Command })
 			h.initialize()
 			id := h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_001), acp.StopReasonRefusal)
@@ -122,7 +122,7 @@ func TestTextPathPromptTooLong(t *testing.T) {
 			if n := len(runs()); n != 0 {
 				t.Fatalf("the agent ran %d times", n)
 			}
-			q.set("FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
+			q.Set("FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
 			id = h.newSession(t.TempDir())
 			h.mustPrompt(id, strings.Repeat("a", 400_000), acp.StopReasonEndTurn)
 			if got := h.tc.agentText(id); strings.TrimSpace(got) != strings.Repeat("a", 400_000) {

@@ -120,9 +120,9 @@ func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
 	ran := filepath.Join(t.TempDir(), "ran")
-	q.set("FAKEQ_ACP_TOOLS=write:out.txt")
-	q.set("FAKEQ_ACP_RAN=" + ran)
-	q.set("FAKEQ_OUTPUT=file written")
+	q.Set("FAKEQ_ACP_TOOLS=write:out.txt")
+	q.Set("FAKEQ_ACP_RAN=" + ran)
+	q.Set("FAKEQ_OUTPUT=file written")
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	cwd := t.TempDir()
@@ -178,8 +178,8 @@ func TestProxyToolCallWithDiffAndPermission(t *testing.T) {
 func TestProxyFiles(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
-	q.set("FAKEQ_ACP_V3=1") // kiro's V3 engine reads files through the client
-	q.set("FAKEQ_ACP_TOOLS=read:notes.txt")
+	q.Set("FAKEQ_ACP_V3=1") // kiro's V3 engine reads files through the client
+	q.Set("FAKEQ_ACP_TOOLS=read:notes.txt")
 	cwd := t.TempDir()
 	notes := filepath.Join(cwd, "notes.txt")
 	if err := os.WriteFile(notes, []byte("on disk"), 0o600); err != nil {
@@ -212,7 +212,7 @@ func TestProxyFiles(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("TOP-SECRET-CONTENT"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	q.set("FAKEQ_ACP_TOOLS=read:" + outside)
+	q.Set("FAKEQ_ACP_TOOLS=read:" + outside)
 	h.mustPrompt(id, "read outside", acp.StopReasonEndTurn)
 	calls = h.tc.toolCalls(id)
 	if got := h.tc.toolOutput(id, calls[len(calls)-1].ToolCallId); strings.Contains(got, "TOP-SECRET") || got == "" {
@@ -262,7 +262,7 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t, "FAKEQ_OUTPUT=first answer")
 	terminated := filepath.Join(t.TempDir(), "terminated")
-	q.set("FAKEQ_ACP_TERMINATED=" + terminated)
+	q.Set("FAKEQ_ACP_TERMINATED=" + terminated)
 	db := filepath.Join(t.TempDir(), "qkit.db")
 	h := startProxyAgent(t, db, q)
 	h.initialize()
@@ -279,7 +279,7 @@ func TestProxyLoadAfterRestart(t *testing.T) {
 	if before.AgentSession == "" || before.Backend != "acp" {
 		t.Fatalf("stored %+v", before)
 	}
-	q.set("FAKEQ_OUTPUT=second answer")
+	q.Set("FAKEQ_OUTPUT=second answer")
 	h.mustPrompt(id, "which word?", acp.StopReasonEndTurn)
 	if after, _ := h.store.Get(context.Background(), string(id)); after.AgentSession != before.AgentSession {
 		t.Fatalf("the agent session changed from %s to %s", before.AgentSession, after.AgentSession)
@@ -334,8 +334,8 @@ func TestProxyAgentDiesMidTurn(t *testing.T) {
 	if got := h.tc.agentText(id); !strings.Contains(got, "the agent ended during the turn") || !strings.Contains(got, "the session is kept") {
 		t.Fatalf("reply %q", got)
 	}
-	q.set("FAKEQ_ACP_BAD=")
-	q.set("FAKEQ_OUTPUT=back again")
+	q.Set("FAKEQ_ACP_BAD=")
+	q.Set("FAKEQ_OUTPUT=back again")
 	h.mustPrompt(id, "again", acp.StopReasonEndTurn)
 	if got := h.tc.agentText(id); !strings.Contains(got, "back again") {
 		t.Fatalf("reply after the agent died %q", got)
@@ -348,7 +348,7 @@ func TestProxyFallsBackToText(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t, "FAKEQ_ACP_BAD=exit", "FAKEQ_OUTPUT=from chat")
 	logs := &syncBuf{}
-	h := startWith(t, "", func(o *Options) { q.use(o); o.Backend = acpclient.BackendAuto; o.Logger = newLogger(logs) })
+	h := startWith(t, "", func(o *Options) { useAgent(q)(o); o.Backend = acpclient.BackendAuto; o.Logger = newLogger(logs) })
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	h.mustPrompt(id, "hi", acp.StopReasonEndTurn)
@@ -370,8 +370,8 @@ func TestProxyCancelMidToolCall(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	q.set("FAKEQ_ACP_TOOLS=shell:echo $$ > " + pidFile + "; exec sleep 60")
-	q.set("FAKEQ_GRANDCHILD=" + filepath.Join(t.TempDir(), "grandchild"))
+	q.Set("FAKEQ_ACP_TOOLS=shell:echo $$ > " + pidFile + "; exec sleep 60")
+	q.Set("FAKEQ_GRANDCHILD=" + filepath.Join(t.TempDir(), "grandchild"))
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
@@ -432,7 +432,7 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t, "FAKEQ_ECHO_PROMPT=1")
 	h := startWith(t, "", func(o *Options) {
-		q.use(o)
+		useAgent(q)(o)
 		o.Backend = acpclient.BackendACP
 		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
 			return "--- CONTEXT FILES BEGIN ---\nrules of " + filepath.Base(cwd) + "\n--- CONTEXT FILES END ---\n" + prompt, nil, nil
@@ -507,7 +507,7 @@ func TestProxyHTTPMCPPassesThrough(t *testing.T) {
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer ts.Close()
-	q.set("FAKEQ_ACP_TOOLS=mcp:web/echo")
+	q.Set("FAKEQ_ACP_TOOLS=mcp:web/echo")
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSessionWith(t.TempDir(), []acp.McpServer{{Http: &acp.McpServerHttpInline{Type: "http", Name: "web", Url: ts.URL,
@@ -525,8 +525,8 @@ func TestProxySlashCommandsAndModel(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
 	runs := filepath.Join(t.TempDir(), "ran")
-	q.set("FAKEQ_ACP_RAN=" + runs)
-	q.set("FAKEQ_ECHO_PROMPT=1")
+	q.Set("FAKEQ_ACP_RAN=" + runs)
+	q.Set("FAKEQ_ECHO_PROMPT=1")
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
@@ -749,8 +749,8 @@ func TestProxyAgentDiedSessionLoads(t *testing.T) {
 	id := h.newSession(cwd)
 	h.mustPrompt(id, "go", acp.StopReasonRefusal)
 	before, _ := h.store.Get(context.Background(), string(id))
-	q.set("FAKEQ_ACP_BAD=")
-	q.set("FAKEQ_OUTPUT=back again")
+	q.Set("FAKEQ_ACP_BAD=")
+	q.Set("FAKEQ_OUTPUT=back again")
 	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("load after the agent died: %v", err)
 	}
@@ -859,8 +859,8 @@ func TestProxyAgentMalformedStopped(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "grandchild")
-	q.set("FAKEQ_ACP_BAD=malformed")
-	q.set("FAKEQ_GRANDCHILD=" + pidFile)
+	q.Set("FAKEQ_ACP_BAD=malformed")
+	q.Set("FAKEQ_GRANDCHILD=" + pidFile)
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
@@ -888,9 +888,9 @@ func TestProxyUnaskedWriteRefused(t *testing.T) {
 	run := func(t *testing.T, tools, unasked, answer string, caps acp.ClientCapabilities) (string, string) {
 		cwd := t.TempDir()
 		ran := filepath.Join(t.TempDir(), "ran")
-		q.set("FAKEQ_ACP_RAN=" + ran)
-		q.set("FAKEQ_ACP_TOOLS=" + tools)
-		q.set("FAKEQ_ACP_UNASKED=" + unasked)
+		q.Set("FAKEQ_ACP_RAN=" + ran)
+		q.Set("FAKEQ_ACP_TOOLS=" + tools)
+		q.Set("FAKEQ_ACP_UNASKED=" + unasked)
 		h := startProxyAgent(t, "", q)
 		defer h.stop()
 		h.tc.setAnswer(selected(answer))

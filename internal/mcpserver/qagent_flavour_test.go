@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/mcpserver/mcptest"
 )
@@ -21,9 +22,9 @@ func flavourServer(t *testing.T, flavour string, every time.Duration, fakeEnv ..
 }
 
 // agentServer is flavourServer with the agent given (for a test that changes its knobs).
-func agentServer(t *testing.T, agent *fakeAgent, every time.Duration) (*mcp.ClientSession, func() []string) {
+func agentServer(t *testing.T, agent *fakeqtest.Agent, every time.Duration) (*mcp.ClientSession, func() []string) {
 	t.Helper()
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.Command})
 	var mu sync.Mutex
 	var msgs []string
 	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: every}, &mcp.ClientOptions{
@@ -81,7 +82,7 @@ func TestQAgentFlavours(t *testing.T) {
 				t.Fatalf("untrusted: %+v %q", res, text)
 			}
 			// A prompt "-h" reaches the model; one over the agent's cut is refused, naming its size.
-			agent.set("FAKEQ_TOOLS=", "FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
+			agent.Set("FAKEQ_TOOLS=", "FAKEQ_OUTPUT=", "FAKEQ_ECHO_PROMPT=1")
 			if res = callWithProgress(t, cs, map[string]any{"prompt": "-h"}); res.IsError || mcptest.Text(res) != "-h\n" {
 				t.Fatalf("-h: %+v %q", res, mcptest.Text(res))
 			}
@@ -106,14 +107,14 @@ func TestQAgentFlavourFailures(t *testing.T) {
 				t.Fatalf("%+v %q", res, text)
 			}
 			// An unknown agent names the agent.
-			agent.set("FAKEQ_FAIL=", "FAKEQ_AGENTS=dev")
+			agent.Set("FAKEQ_FAIL=", "FAKEQ_AGENTS=dev")
 			res = callWithProgress(t, cs, map[string]any{"prompt": "hi", "agent": "reviewer"})
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, `no agent named "reviewer"`) {
 				t.Fatalf("%+v %q", res, text)
 			}
 			// An expired login at exit 0 after a partial reply: isError, a login failure that says
 			// how to log in, with the partial reply.
-			agent.set("FAKEQ_AGENTS=", "FAKEQ_FAIL=auth")
+			agent.Set("FAKEQ_AGENTS=", "FAKEQ_FAIL=auth")
 			res = callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, "is not logged in (Authentication") ||
 				!strings.Contains(text, "KIRO_API_KEY") || !strings.HasSuffix(text, "partial answer") {
@@ -138,7 +139,7 @@ func TestQAgentKiroNoCredential(t *testing.T) {
 		t.Fatalf("%+v %q", res, text)
 	}
 	t.Setenv("KIRO_API_KEY", "ci-key") // for qkit's login check
-	agent.set("KIRO_API_KEY=ci-key")
+	agent.Set("KIRO_API_KEY=ci-key")
 	if res := callWithProgress(t, cs, map[string]any{"prompt": "hi"}); res.IsError || mcptest.Text(res) != "the answer" {
 		t.Fatalf("with KIRO_API_KEY: %+v %q", res, mcptest.Text(res))
 	}

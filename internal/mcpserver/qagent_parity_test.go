@@ -109,6 +109,6 @@ func parityDeps(t *testing.T, env []string) *mcpserver.Deps {
 		}
 		fake = append(fake, kv)
 	}
-	vars["QKIT_AGENT_COMMAND"] = newFakeAgent(t, "kiro", fake...).command
+	vars["QKIT_AGENT_COMMAND"] = newFakeAgent(t, "kiro", fake...).Command
 	return &mcpserver.Deps{App: mcptest.NewApp(t, vars), ProgressEvery: time.Hour}
 }

@@ -22,7 +22,7 @@ import (
 // TestMain lets the test binary act as the agent (fakeqtest.Use, newFakeAgent).
 func TestMain(m *testing.M) {
 	if os.Getenv("FAKEQ_AS_Q") != "1" { // the tests, not a run as the agent
-		parallelWaits()
+		fakeqtest.ParallelWaits()
 	}
 	fakeqtest.Main(m)
 }
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // env says otherwise. fakeEnv configures the fake (it inherits the test's environment).
 func qServer(t *testing.T, env map[string]string, fakeEnv ...string) (*mcp.ClientSession, *mcpserver.Deps) {
 	t.Helper()
-	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": newFakeAgent(t, "", fakeEnv...).command}
+	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": newFakeAgent(t, "", fakeEnv...).Command}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -264,7 +264,7 @@ func TestQAgentProgress(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
 	agent := newFakeAgent(t, "", "FAKEQ_OUTPUT=done", "FAKEQ_SLEEP=500ms")
-	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.command})
+	a := mcptest.NewApp(t, map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": agent.Command})
 	cs := mcptest.ConnectWith(t, &mcpserver.Deps{App: a, ProgressEvery: 50 * time.Millisecond}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if req.Params.ProgressToken == "tok" && strings.Contains(req.Params.Message, "has been running for") {
