@@ -420,13 +420,6 @@ func wantCode(t *testing.T, what string, err error, code int, msg string) {
 	}
 }
 
-// record makes fakeq append each run's argv to a file and returns a reader of the runs.
-func record(t *testing.T) func() [][]string {
-	f, runs := recorded(t)
-	t.Setenv("FAKEQ_RECORD", f)
-	return runs
-}
-
 // recorded is recordRuns' file, for a fake agent's FAKEQ_RECORD, and the reader of its runs.
 func recorded(t *testing.T) (string, func() [][]string) {
 	f := filepath.Join(t.TempDir(), "argv")
