@@ -398,7 +398,7 @@ func (o parityOutcome) String() string {
 
 // parityApp is an App on buffers for one cell: the agent of backend b with the scenario's knobs,
 // every front enabled, QKIT_HOME in a temporary folder. It leaves the environment alone (the
-// cells run side by side): the knobs reach the agent through its command (linkedAgent, env for
+// cells run side by side): the knobs reach the agent through its command (fakeqtest.NewAgent, env for
 // the TypeScript agent), QKIT_HOME the configuration through LookupEnv.
 func parityApp(t *testing.T, sc parityScenario, b parityBackend, ts string) (*app.App, *bytes.Buffer) {
 	t.Helper()
@@ -407,10 +407,10 @@ func parityApp(t *testing.T, sc parityScenario, b parityBackend, ts string) (*ap
 	}
 	switch b {
 	case pbChat:
-		overrides["agent.command"] = linkedAgent(t, "kiro", sc.knobs[b]...)
+		overrides["agent.command"] = fakeqtest.NewAgent(t, "kiro", append([]string{"FAKEQ_AS_Q=1"}, sc.knobs[b]...)...).Command
 		overrides["agent.backend"] = "chat"
 	case pbACP:
-		overrides["agent.command"] = linkedAgent(t, "kiro", sc.knobs[b]...)
+		overrides["agent.command"] = fakeqtest.NewAgent(t, "kiro", append([]string{"FAKEQ_AS_Q=1"}, sc.knobs[b]...)...).Command
 	case pbTS:
 		command := []string{"node", ts, "acp"}
 		if len(sc.knobs[b]) > 0 {
