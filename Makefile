@@ -65,16 +65,18 @@ install: build
 #
 # Two stages. First, one after another, the checks that need the CPU and, on a cold cache, the
 # memory: the compile of every package the checks and tests import (test variants included, so
-# staticcheck and the unit pass find them built), vet, staticcheck, and the race build's compile of
-# the largest package, and the NATS server the tests run. With warm caches this stage takes seconds.
+# staticcheck and the unit pass find them built), the NATS server the tests run, vet, staticcheck
+# and the race build's compile of the largest package. With warm caches this stage takes seconds.
 # On a cold one, single processes reach 0.6-1.1 GB: the compiles of modernc.org/sqlite/lib and of
 # nats-server's server package (0.62 and 0.75 GB under GOMEMLIMIT=600MiB; sqlite/lib took 16 % more
 # CPU than without) and staticcheck's analysis of sqlite/lib (1.07 GB; see STATICCHECK_ENV). So those
-# compile one at a time, everything else BUILD_JOBS at a time, under BUILD_GOMEMLIMIT.
-# Then, TEST_JOBS at a time: the race lane (race-deps, then race), the test lane (fuzz-ci, then
-# unit) and interop, which starts when either lane ends. None of them compiles a large package any
-# more; the tests mostly wait on the processes they start (40 % CPU over two cores), and two test
-# passes at once peaked at 0.73 GB of PSS (test links of 450-500 MB each); three at once at 1.1 GB.
+# compile alone, after their dependencies, and everything else BUILD_JOBS at a time, under
+# BUILD_GOMEMLIMIT.
+# Then, TEST_JOBS at a time: interop and the race lane (race-deps, then race), and the test lane
+# (fuzz-ci, then unit) when either ends. None of them compiles a large package any more; the tests
+# mostly wait on the processes they start. Their memory is the test links (340 MiB of PSS each) and
+# binaries: the unit and race passes at once peaked at 1.06 GB, so they overlap as little as the
+# order allows (the race lane is the longest on a cold cache, interop on a warm one).
 BUILD_GOMEMLIMIT ?= 600MiB
 BUILD_JOBS ?= 2
 TEST_JOBS ?= 2
@@ -82,7 +84,7 @@ test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
 	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target race-lane test-lane interop TESTVET=-vet=off
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop race-lane test-lane TESTVET=-vet=off
 
 .PHONY: race-lane test-lane compile-heavy race-heavy nats-server
 race-lane:
@@ -122,15 +124,20 @@ race:
 # (go list -export compiles without linking; go test then only compiles each test's main and
 # links), and compile also builds the tools make test runs (staticcheck; go tool keeps the
 # executable in the build cache), which STATICCHECK_ENV would otherwise build one package at a
-# time. modernc.org/sqlite/lib, the largest package by far, compiles first and alone.
+# time. modernc.org/sqlite/lib, the largest package by far, compiles first and alone, after its
+# dependencies (heavy_deps: the packages $(1) imports, for go build with flags $(2)).
 compile_all = $(GO) list -export -test -deps -f '' $(1) >/dev/null
+heavy_deps = $$($(GO) list $(2) -deps $(1) | grep -vx '$(1)')
 compile: compile-heavy
 	$(call timed,compile)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(call compile_all,-p $(BUILD_JOBS) ./...)
 	env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) tool -n staticcheck >/dev/null
 compile-heavy:
+	$(call timed,compile-heavy-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p $(BUILD_JOBS) $(call heavy_deps,modernc.org/sqlite/lib)
 	$(call timed,compile-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 modernc.org/sqlite/lib
+race-heavy: export CGO_ENABLED = 1
 race-heavy:
-	$(call timed,race-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(GO) build -race -p 1 modernc.org/sqlite/lib
+	$(call timed,race-heavy-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -race -p $(BUILD_JOBS) $(call heavy_deps,modernc.org/sqlite/lib,-race)
+	$(call timed,race-heavy)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -race -p 1 modernc.org/sqlite/lib
 # One at a time: the test lane fuzzes and tests meanwhile.
 race-deps:
 	$(call timed,race-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) CGO_ENABLED=1 $(call compile_all,-race -p 1 $(addprefix ./internal/,$(RACE_PKGS)))
@@ -140,6 +147,7 @@ race-deps:
 # own builds it with go tool. Its server package is the second largest compile: one at a time.
 test: export QKIT_NATS_SERVER = $(CURDIR)/bin/nats-server
 nats-server:
+	$(call timed,nats-server-deps)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p $(BUILD_JOBS) $(call heavy_deps,github.com/nats-io/nats-server/v2/server)
 	$(call timed,nats-server)env GOMEMLIMIT=$(BUILD_GOMEMLIMIT) $(GO) build -p 1 -o bin/nats-server github.com/nats-io/nats-server/v2
 
 # The light build's own files (cmd/lite.go, build tag qkit_lite) are checked too: only cmd and the
