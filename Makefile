@@ -83,10 +83,10 @@ TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
-	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop race-lane test-lane TESTVET=-vet=off
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy build fakeq
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop-suites race-lane test-lane TESTVET=-vet=off
 
-.PHONY: race-lane test-lane compile-heavy race-heavy nats-server
+.PHONY: race-lane test-lane compile-heavy race-heavy nats-server interop-suites
 race-lane:
 	@$(MAKE) --no-print-directory race-deps
 	@$(MAKE) --no-print-directory race
@@ -184,6 +184,10 @@ fakeq:
 # The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR). One
 # after the other: side by side, two browser tests at once took make test past 1.2 GB.
 interop: build fakeq browser nodedeps
+	@$(MAKE) --no-print-directory interop-suites
+# The suites alone, for make test, which builds what they need in its first stage (so that in the
+# second, make -j starts no other target while they wait for their binaries).
+interop-suites:
 	cd interop && for flavour in q kiro; do \
 			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
 			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) $(call timed,interop-$$flavour)npm test || exit 1; \
