@@ -11,8 +11,8 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions/storetest"
 )
 
-// TestStoreSuite runs the one store suite on a NATS bucket on a real (embedded) NATS server;
-// "machines" are two stores on the same bucket.
+// TestStoreSuite runs the one store suite on a NATS bucket on a real NATS server (a process,
+// internal/natstest); "machines" are two stores on the same bucket.
 func TestStoreSuite(t *testing.T) { storetest.Run(t, natsBackend) }
 
 func natsBackend(t *testing.T) *storetest.Backend {
