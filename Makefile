@@ -75,8 +75,8 @@ install: build
 # Then, TEST_JOBS at a time: interop and the race lane (race-deps, then race), and the test lane
 # (fuzz-ci, then unit) when either ends. None of them compiles a large package any more; the tests
 # mostly wait on the processes they start. Their memory is the test links (340 MiB of PSS each) and
-# binaries: the unit and race passes at once peaked at 1.06 GB, so they overlap as little as the
-# order allows (the race lane is the longest on a cold cache, interop on a warm one).
+# binaries: the unit and race passes at once peaked at 1.06 GB, so interop, the shortest, goes
+# beside the race lane, and the test lane follows it.
 BUILD_GOMEMLIMIT ?= 600MiB
 BUILD_JOBS ?= 2
 TEST_JOBS ?= 2
