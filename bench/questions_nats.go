@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
 	"github.com/qkit-cli/qkit/internal/questions/natsstore"
 )
@@ -185,39 +185,14 @@ func pendingLoad(ctx context.Context, b *bench, home string, env []string, n int
 // vmRSS is the resident set of pid now, in bytes.
 func vmRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS") }
 
-// startNATSServer builds the official NATS server from the module cache (the version go.mod pins for
-// the tests) and runs it on a free loopback port with JetStream in the scratch folder.
+// startNATSServer runs the official NATS server the tests run (internal/natstest: the version go.mod
+// pins as a tool) on a free loopback port with JetStream in the scratch folder.
 func startNATSServer(b *bench) (url string, stop func(), err error) {
-	bin := filepath.Join(b.dir, "nats-server")
-	c := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-	c.Dir = b.root
-	if out, err := c.CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("build nats-server: %v\n%s", err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := natstest.Start(natstest.Options{JetStream: true, StoreDir: filepath.Join(b.dir, "nats-data")})
 	if err != nil {
 		return "", nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(b.dir, "nats-data"))
-	if err := srv.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() { _ = srv.Process.Kill(); _ = srv.Wait() }
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
-		if err == nil {
-			_ = conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("nats-server did not start: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return "nats://127.0.0.1:" + strconv.Itoa(port), stop, nil
+	return srv.URL(), srv.Stop, nil
 }
 
 var loadN = func() int {
