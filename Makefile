@@ -72,6 +72,8 @@ install: build
 # CPU than without) and staticcheck's analysis of sqlite/lib (1.07 GB; see STATICCHECK_ENV). So those
 # compile alone, after their dependencies, and everything else BUILD_JOBS at a time, under
 # BUILD_GOMEMLIMIT.
+# The stage ends with the browser test (interop-browser): Chromium's 400 MiB of PSS beside the
+# second stage's test links went past 1 GiB.
 # Then, TEST_JOBS at a time: interop and the race lane (race-deps, then race), and the test lane
 # (fuzz-ci, then unit) when either ends. None of them compiles a large package any more; the tests
 # mostly wait on the processes they start. Their memory is the test links (340 MiB of PSS each) and
@@ -83,10 +85,10 @@ TEST_JOBS ?= 2
 test: export QKIT_REQUIRE_INTEROP = 1
 test: export QKIT_REQUIRE_BROWSER = 1
 test:
-	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy build fakeq
+	@$(MAKE) --no-print-directory -j1 nodedeps browser tidy gofmt compile nats-server vet staticcheck race-heavy build fakeq interop-browser
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target interop-suites race-lane test-lane TESTVET=-vet=off
 
-.PHONY: race-lane test-lane compile-heavy race-heavy nats-server interop-suites
+.PHONY: race-lane test-lane compile-heavy race-heavy nats-server interop-suites interop-browser
 race-lane:
 	@$(MAKE) --no-print-directory race-deps
 	@$(MAKE) --no-print-directory race
@@ -186,17 +188,27 @@ fakeq:
 	$(call timed,fakeq)$(GO) build -o bin/fakeq/q ./internal/fakeq/q
 	cp bin/fakeq/q bin/fakeq/kiro-cli
 
-# The suites run once per flavour of the fake agent: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR). One
-# after the other: side by side, two browser tests at once took make test past 1.2 GB.
+# The suites that run the fake agent (those that import flavour or agentCommand from env.js) run
+# once per flavour: q 1.19.7 and kiro-cli 2.x (FAKEQ_FLAVOUR); the others do not depend on it and run
+# once, with the first. The browser test (interop-browser) is one of those, and runs on its own:
+# Chromium's processes take 400 MiB of PSS, which beside make test's Go links and test processes went
+# past 1 GiB.
+INTEROP_FLAVOURS := q kiro
 interop: build fakeq browser nodedeps
+	@$(MAKE) --no-print-directory interop-browser
 	@$(MAKE) --no-print-directory interop-suites
 # The suites alone, for make test, which builds what they need in its first stage (so that in the
 # second, make -j starts no other target while they wait for their binaries).
+interop_env = FAKEQ_FLAVOUR=$(1) QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM)
 interop-suites:
-	cd interop && for flavour in q kiro; do \
-			echo "interop: FAKEQ_FLAVOUR=$$flavour"; \
-			FAKEQ_FLAVOUR=$$flavour QKIT_BIN=$(CURDIR)/$(BIN) FAKEQ_DIR=$(CURDIR)/bin/fakeq QKIT_CHROMIUM=$(CHROMIUM) $(call timed,interop-$$flavour)npm test || exit 1; \
+	cd interop && first=1 && for flavour in $(INTEROP_FLAVOURS); do \
+			if [ -n "$$first" ]; then suites=$$(ls *.test.js | grep -vx questions-web.test.js); \
+			else suites=$$(grep -lE '\b(flavour|agentCommand)\b' *.test.js); fi; first=; \
+			echo "interop: FAKEQ_FLAVOUR=$$flavour:" $$suites; \
+			$(call interop_env,$$flavour) $(call timed,interop-$$flavour)npm test -- $$suites || exit 1; \
 		done
+interop-browser:
+	cd interop && $(call interop_env,$(firstword $(INTEROP_FLAVOURS))) $(call timed,interop-browser)npm test -- questions-web.test.js
 
 # The browser test of `qkit questions serve` (interop/questions-web.test.js) drives Debian's
 # Chromium through playwright-core, which never downloads a browser. Installed here when missing
