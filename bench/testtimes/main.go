@@ -268,14 +268,21 @@ func pss(pid int) int64 {
 	return 0
 }
 
-// readPhases reads the lines make test PHASE_TIMES=file appended: name wall user sys maxrss.
+// readPhases reads the lines make test PHASE_TIMES=file appended: name wall user sys maxrss. A
+// phase timed more than once (fuzz-ci times each fuzz target) is their sum, with the largest
+// process of any of them.
 func readPhases(file string) ([]phase, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
+	return parsePhases(string(data)), nil
+}
+
+func parsePhases(data string) []phase {
 	var ps []phase
-	for _, line := range strings.Split(string(data), "\n") {
+	at := map[string]int{}
+	for _, line := range strings.Split(data, "\n") {
 		f := strings.Fields(line)
 		if len(f) != 5 {
 			continue // GNU time's "Command exited with non-zero status" lines
@@ -285,9 +292,16 @@ func readPhases(file string) ([]phase, error) {
 		p.user, _ = strconv.ParseFloat(f[2], 64)
 		p.sys, _ = strconv.ParseFloat(f[3], 64)
 		p.maxRSS, _ = strconv.ParseInt(f[4], 10, 64)
-		ps = append(ps, p)
+		i, ok := at[p.name]
+		if !ok {
+			at[p.name] = len(ps)
+			ps = append(ps, p)
+			continue
+		}
+		q := &ps[i]
+		q.wall, q.user, q.sys, q.maxRSS = q.wall+p.wall, q.user+p.user, q.sys+p.sys, max(q.maxRSS, p.maxRSS)
 	}
-	return ps, nil
+	return ps
 }
 
 // touchPackage adds a comment line to the first non-test Go file of dir, which changes the package
