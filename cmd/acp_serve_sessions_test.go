@@ -5,6 +5,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/qkit-cli/qkit/internal/sessions"
@@ -25,10 +26,11 @@ func TestACPServeRecordsToolsAndUsage(t *testing.T) {
 	for name, row := range rows {
 		for _, b := range []parityBackend{pbChat, pbACP} {
 			t.Run(name+"/"+string(b), func(t *testing.T) {
-				sc := parityScenarios()[5] // tool use: the shell tool on each backend
-				if sc.name != "tool use" {
-					t.Fatalf("row 5 is %q", sc.name)
+				i := slices.IndexFunc(parityScenarios(), func(sc parityScenario) bool { return sc.name == "tool use" })
+				if i < 0 {
+					t.Fatal("the parity table has no row \"tool use\"")
 				}
+				sc := parityScenarios()[i] // the shell tool on each backend
 				sc.editor = row.editor
 				a, _ := parityApp(t, sc, b, "")
 				o := parityACPServe(t, a, sc)

@@ -421,39 +421,26 @@ func (h belowWarn) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h belowWarn) WithGroup(name string) slog.Handler { return belowWarn{h.Handler.WithGroup(name)} }
 
-// streamOut writes the reply as it arrives. Near the size limit it holds back the last bytes,
-// since the cut (at a line break within 100 bytes of the limit) is known only once more arrives;
-// finish writes the rest of the kept reply, so stdout gets exactly the kept reply.
+// streamOut writes the reply as it arrives. Near the size limit it holds back the last bytes
+// (output.Live), since the cut is known only once more arrives; finish writes the rest of the kept
+// reply, so stdout gets exactly the kept reply.
 type streamOut struct {
-	w       io.Writer
-	room    int64 // bytes that may be written as they arrive; negative: no limit
-	written int64
-	err     error  // the first failed write (the reader went away)
-	stop    func() // stops the run after a failed write
+	w    io.Writer
+	live output.Live
+	err  error  // the first failed write (the reader went away)
+	stop func() // stops the run after a failed write
 }
 
 func newStreamOut(w io.Writer, limit int64, stop func()) *streamOut {
-	room := int64(-1)
-	if limit > 0 {
-		room = max(0, limit-output.CutHoldBack)
-	}
-	return &streamOut{w: w, room: room, stop: stop}
+	return &streamOut{w: w, live: output.NewLive(limit), stop: stop}
 }
 
 func (s *streamOut) chunk(b []byte) {
-	if s.room >= 0 {
-		left := s.room - s.written
-		if left <= 0 {
-			return
-		}
-		b = b[:min(int64(len(b)), left)]
-	}
-	if s.err != nil {
+	b = b[:s.live.ShowBytes(b)]
+	if len(b) == 0 || s.err != nil {
 		return
 	}
-	n, err := s.w.Write(b)
-	s.written += int64(n)
-	if err != nil {
+	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 		s.stop()
 	}
@@ -462,8 +449,8 @@ func (s *streamOut) chunk(b []byte) {
 // finish writes the rest of the kept reply, and a final line break when newline is set and the
 // reply lacks one.
 func (s *streamOut) finish(body string, newline bool) {
-	if s.written < int64(len(body)) {
-		_, _ = io.WriteString(s.w, body[s.written:])
+	if rest := s.live.Rest(body); rest != "" {
+		_, _ = io.WriteString(s.w, rest)
 	}
 	if newline && body != "" && !strings.HasSuffix(body, "\n") {
 		_, _ = io.WriteString(s.w, "\n")

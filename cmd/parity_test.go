@@ -39,6 +39,10 @@ import (
 // express the scenario, and the class of the ending must be the same on every front. A cell a
 // front or backend cannot express is n/a with its reason (parityNA), never left out.
 
+// capUTF8Reply has a two-byte character at bytes 71-72 and no line break: cut to 200 bytes, the
+// runner keeps its first 200.
+var capUTF8Reply = strings.Repeat("x", 71) + "é" + strings.Repeat("y", 200)
+
 // parityBackend is a column of the table: the backend and the agent behind it.
 type parityBackend string
 
@@ -169,6 +173,20 @@ func parityScenarios() []parityScenario {
 				pbChat: "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13",
 				pbACP:  "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13",
 				pbTS:   "chunk 1 of hello\nchunk 2 of hello\nchunk 3 of hello\nchunk 4 of hello\nchunk 5 of hello",
+			},
+		},
+		{
+			// A character across the point where a front stops showing the reply as it comes (the
+			// limit less output.CutHoldBack, 72 here): no front shows half of it (acp serve's text
+			// path sent its two halves in two chunks, each a replacement character to the editor).
+			name: "cap-utf8",
+			knobs: map[parityBackend][]string{
+				pbChat: {"FAKEQ_OUTPUT=" + capUTF8Reply}, pbACP: {"FAKEQ_OUTPUT=" + capUTF8Reply},
+			},
+			set:  paritySet("agent.max_response_size=200"),
+			want: classCap,
+			wantReply: map[parityBackend]string{
+				pbChat: capUTF8Reply[:200], pbACP: capUTF8Reply[:200],
 			},
 		},
 		{

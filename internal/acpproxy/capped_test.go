@@ -18,7 +18,7 @@ func FuzzCapped(f *testing.F) {
 		if step == 0 || limit == 0 {
 			return
 		}
-		c := capped{limit: int64(limit)}
+		c := newCapped(int64(limit))
 		var shown strings.Builder
 		for i := 0; i < len(reply); i += int(step) {
 			chunk := reply[i:min(i+int(step), len(reply))]

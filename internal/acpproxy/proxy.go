@@ -118,26 +118,25 @@ type Session struct {
 }
 
 // capped holds a turn's reply to agent.max_response_size as the runner does on every other path:
-// chunks go out as they come until output.CutHoldBack bytes before the limit; the rest is held
-// (only up to the limit, so memory stays flat) and counted, and the turn's end sends what the
-// runner would keep of it, cut where it cuts, with its notice.
+// chunks go out whole as they come while output.Live lets them; the rest is held (only up to the
+// limit, so memory stays flat) and counted, and the turn's end sends what the runner would keep of
+// it, cut where it cuts, with its notice.
 type capped struct {
-	limit   int64
-	shown   int64 // text bytes forwarded
-	held    []byte
-	total   int64 // text bytes the agent sent
-	holding bool
+	limit int64
+	live  output.Live
+	held  []byte
+	total int64 // text bytes the agent sent
 }
+
+func newCapped(limit int64) capped { return capped{limit: limit, live: output.NewLive(limit)} }
 
 // pass counts one chunk of text and reports whether it goes out as it came.
 func (c *capped) pass(text string) bool {
 	c.total += int64(len(text))
-	if !c.holding && c.shown+int64(len(text)) <= max(c.limit-output.CutHoldBack, 0) {
-		c.shown += int64(len(text))
+	if c.live.Whole(text) {
 		return true
 	}
-	c.holding = true
-	if room := c.limit - c.shown - int64(len(c.held)); room > 0 {
+	if room := c.limit - c.live.Shown() - int64(len(c.held)); room > 0 {
 		c.held = append(c.held, text[:min(int64(len(text)), room)]...)
 	}
 	return false
@@ -146,16 +145,17 @@ func (c *capped) pass(text string) bool {
 // finish is the text still to send when the turn ends (what was held, cut and with the notice
 // when the reply went past the limit) and the cut made, nil when none was.
 func (c *capped) finish() (string, *output.Truncation) {
-	if !c.holding {
+	shown := c.live.Shown()
+	if c.total == shown {
 		return "", nil
 	}
 	if c.total <= c.limit {
 		return string(c.held), nil
 	}
-	// shown stopped at least CutHoldBack bytes before the limit, so the cut, within the last 100
+	// Live stopped at least CutHoldBack bytes before the limit, so the cut, within the last 100
 	// bytes, falls in what was held.
 	cut := output.CutPoint(c.held)
-	t := &output.Truncation{Original: c.total, Kept: c.shown + int64(cut), Limit: c.limit}
+	t := &output.Truncation{Original: c.total, Kept: shown + int64(cut), Limit: c.limit}
 	return string(c.held[:cut]) + t.Notice(), t
 }
 
@@ -1019,7 +1019,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	}
 	s.mu.Lock()
 	s.inTurn, s.cut, s.deadline = true, false, deadline
-	s.capped = capped{limit: o.Limits.MaxResponseSize}
+	s.capped = newCapped(o.Limits.MaxResponseSize)
 	s.text.Reset()
 	s.tools, s.toolIndex, s.usage = nil, map[string]int{}, agent.Usage{}
 	s.mu.Unlock()

@@ -114,7 +114,6 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			// The reply without the tool is not the answer: the run repeats with it. The editor
 			// keeps what it was sent, so the next run sends only what goes beyond it.
 			shown = run.shown()
-			out.discardRun()
 		} else {
 			run.finish(res.Body())
 			out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
@@ -200,58 +199,45 @@ type textRun struct {
 	ids    map[string]acp.ToolCallId // the runner's tool ids → the editor's
 	tools  map[string]agent.ToolCall // the runner's tool ids → the call as announced
 	denied bool                      // the agent refused a tool: what it says after is not the answer
-	cut    bool                      // the run ended: its text is what the runner kept (finish)
+	live   output.Live               // the run's text measured against the size cap
 }
 
 func (c *toolCalls) newRun(out *reply, before string) *textRun {
 	c.held = map[string]acp.ToolCallId{}
-	r := &textRun{c: c, out: out, before: before, ids: map[string]acp.ToolCallId{}, tools: map[string]agent.ToolCall{}}
-	r.chunks.emit = func(s string) {
-		if r.denied {
-			return
-		}
-		if room := r.room(); room >= 0 {
-			// Near the size cap the runner cuts at a line break it knows only later: hold back
-			// what may be cut; finish sends what the runner kept of it.
-			s = s[:min(len(s), max(room-r.seen.Len(), 0))]
-			if s == "" {
-				return
-			}
-		}
-		done := r.seen.Len()
-		r.seen.WriteString(s)
-		switch {
-		case done >= len(r.before):
-			out.stream(s) // past what the editor has
-		case strings.HasPrefix(r.before[done:], s):
-			// still the text the editor has
-		case strings.HasPrefix(s, r.before[done:]):
-			out.stream(s[len(r.before)-done:]) // the rest of it is new
-		default:
-			// The repeated run says something else: its text so far, apart from the earlier one.
-			r.before = ""
-			out.stream("\n\n" + r.seen.String())
-		}
-	}
+	r := &textRun{c: c, out: out, before: before, live: output.NewLive(out.limit), ids: map[string]acp.ToolCallId{}, tools: map[string]agent.ToolCall{}}
+	// Near the size cap the runner cuts at a line break it knows only later: what may be cut is
+	// held back, and finish sends what the runner kept of it.
+	r.chunks.emit = func(s string) { r.pass(s[:r.live.Show(s)]) }
 	return r
 }
 
-// room is how much of a run's text may go to the editor as it arrives (-1: all of it).
-func (r *textRun) room() int {
-	limit := r.out.limit
-	if limit <= 0 || r.cut {
-		return -1
+// pass sends a run's text on to the editor, apart from what it has already.
+func (r *textRun) pass(s string) {
+	if r.denied || s == "" {
+		return
 	}
-	return int(max(limit-output.CutHoldBack, 0))
+	done := r.seen.Len()
+	r.seen.WriteString(s)
+	switch {
+	case done >= len(r.before):
+		r.out.send(s) // past what the editor has
+	case strings.HasPrefix(r.before[done:], s):
+		// still the text the editor has
+	case strings.HasPrefix(s, r.before[done:]):
+		r.out.send(s[len(r.before)-done:]) // the rest of it is new
+	default:
+		// The repeated run says something else: its text so far, apart from the earlier one.
+		r.before = ""
+		r.out.send("\n\n" + r.seen.String())
+	}
 }
 
 // finish sends what the runner kept of the run's text beyond what went out as it arrived: the
 // editor ends with the same reply as the transcript, cut where the runner cut it.
 func (r *textRun) finish(body string) {
 	r.chunks.flush()
-	if n := r.seen.Len(); n < len(body) && strings.HasPrefix(body, r.seen.String()) {
-		r.cut = true // the cut is made: the rest of the kept text goes out whole
-		r.chunks.emit(body[n:])
+	if rest := r.live.Rest(body); rest != "" && strings.HasPrefix(body, r.seen.String()) {
+		r.pass(rest) // the cut is made: the rest of the kept text goes out whole
 	}
 }
 

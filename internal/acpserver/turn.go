@@ -80,15 +80,14 @@ func (a *adapter) update(sessionID string, u acp.SessionUpdate) {
 }
 
 // reply is one turn's answer: what goes to the client as agent_message_chunk, and what the
-// transcript keeps. q's stream is sent as it comes, up to the runner's output cap (the same for
-// every front end), and is recorded from the runner's result; nothing holds a second copy, so memory
-// stays flat whatever q prints.
+// transcript keeps. q's stream is sent as it comes, up to the runner's output cap (each run's
+// output.Live, as on every front end), and is recorded from the runner's result; nothing holds a
+// second copy, so memory stays flat whatever q prints.
 type reply struct {
 	a         *adapter
 	sessionID string
 	rank      uint64   // the turn's id: older turns' chunks go out first (outLock)
 	limit     int64    // Limits.MaxResponseSize; 0: no cap
-	sent      int64    // bytes of the current run's stream sent
 	parts     []string // the transcript's text, in order: the runs' kept output is not copied
 	line      []byte   // the encoding buffer, reused for every chunk
 }
@@ -102,16 +101,7 @@ func (r *reply) say(text string) {
 	r.send(text)
 }
 
-// stream sends a chunk of q's output; past the cap it is dropped, as the runner drops it (the
-// runner's notice says so at the end).
-func (r *reply) stream(text string) {
-	if r.limit > 0 && r.sent >= r.limit {
-		return
-	}
-	r.sent += int64(len(text))
-	r.send(text)
-}
-
+// send sends text to the editor as an agent_message_chunk.
 func (r *reply) send(text string) {
 	r.line = appendTextChunk(r.line[:0], r.sessionID, kindAgentChunk, text)
 	if err := r.a.sendLines(r.rank, r.line); err != nil {
@@ -119,16 +109,11 @@ func (r *reply) send(text string) {
 	}
 }
 
-// discardRun starts the count for the next run without recording this one's output: a run that
-// repeats with a tool allowed is not the answer.
-func (r *reply) discardRun() { r.sent = 0 }
-
-// record adds the kept output of a run to the transcript and starts the count for the next run.
+// record adds the kept output of a run to the transcript.
 func (r *reply) record(body string) {
 	if body != "" {
 		r.parts = append(r.parts, body)
 	}
-	r.sent = 0
 }
 
 // text is the whole reply, as the transcript keeps it.
