@@ -103,8 +103,9 @@ type Session struct {
 	// history: the agent lost the session and a new one took its place; the next prompt carries
 	// qkit's transcript.
 	history bool
-	// always are the tool kinds the editor allowed always in this session (see access).
-	always []string
+	// always are the tools the editor allowed always in this session (see access); it has a
+	// lock of its own.
+	always approval.Grants
 	// tools and usage are the running turn's tool calls (in the order they started, as they
 	// ended) and what the agent said it cost, for the transcript (qkit sessions show).
 	tools     []agent.ToolCall
@@ -1121,12 +1122,8 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	}
 	id := string(resp.Outcome.Selected.OptionId)
 	for _, o := range req.Options {
-		if o.ID == id && o.Kind == string(acp.PermissionOptionKindAllowAlways) && req.Tool.Kind != "" {
-			s.mu.Lock()
-			if !slices.Contains(s.always, req.Tool.Kind) {
-				s.always = append(s.always, req.Tool.Kind)
-			}
-			s.mu.Unlock()
+		if o.ID == id && o.Kind == string(acp.PermissionOptionKindAllowAlways) {
+			s.always.Allow(req.Tool)
 		}
 	}
 	return acpclient.Decision{OptionID: id, By: "client"}, nil
@@ -1136,27 +1133,24 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 // (acpclient.Options.Access). Whoever serves it decides. The editor, when it serves it (it
 // advertised fs writes; terminals go to the editor always, since qkit offers the agent none of
 // its own): it is the client, and asks or refuses as it sees fit. qkit, when it serves it (a
-// write to disk for an editor without fs): then qkit's rule holds, as on every path where qkit
-// is the client (approval.Policy.Access): the write is served only when it belongs to a tool
-// call whose permission the editor granted in this turn and that still runs (req.Granted), or
-// the editor allowed that kind of tool always in this session. Anything else is refused; the
-// agent gets the error, the log says so, and the turn goes on.
+// write to disk for an editor without fs): then qkit's grant rule holds, the one every door
+// keeps (approval.Grants.CoversAccess, as in approval.Policy.Access): the write is served only
+// when it belongs to a tool call whose permission the editor granted in this turn and that still
+// runs (req.Granted), or the editor allowed always, in this session, the tool a write stands for
+// (trusted as write: a nameless edit, delete or move). Anything else is refused; the agent gets
+// the error, the log says so, and the turn goes on.
 func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
 	caps := p.o.Editor.Caps()
 	if req.Method == acp.ClientMethodTerminalCreate || caps.Fs.WriteTextFile {
 		return nil
 	}
-	if req.Granted != nil {
-		return nil
-	}
 	s := p.byAgentID(req.SessionID)
+	var grants *approval.Grants
 	if s != nil {
-		s.mu.Lock()
-		always := slices.ContainsFunc(acpclient.GrantedKinds(req.Method), func(k string) bool { return slices.Contains(s.always, k) })
-		s.mu.Unlock()
-		if always {
-			return nil
-		}
+		grants = &s.always
+	}
+	if grants.CoversAccess(req) {
+		return nil
 	}
 	err := &UnaskedError{Access: req}
 	session := req.SessionID

@@ -11,16 +11,18 @@ import (
 
 // Access decides a write (fs/write_text_file) or a command (terminal/create) the agent sends
 // (acpclient.AccessFunc). qkit is the client and keeps its own policy, whether the agent asked
-// first or not: the request is served when it belongs to a tool call whose permission was granted
-// in this turn and is still running (req.Granted: by a flag, a person, or "allow always"), or when
-// the flags allow its kind (--yolo; --trust-tools naming write/edit for a write, shell/execute for
-// a command, or a glob its title "Write PATH" / "Run COMMAND" matches), or a person allowed that
-// kind always for this run. --deny-tools refuses it whatever else. Anything else is refused (an
-// *UnaskedError, whose message the agent gets) and listed (Refused); with --on-permission fail
-// (the zero value) the run then fails (Err), though the agent may carry on without it.
+// first or not: the request is served when the flags allow its kind (--yolo; --trust-tools naming
+// write/edit for a write, shell/execute for a command, or a glob its title "Write PATH" / "Run
+// COMMAND" matches), or a grant covers it (Grants.CoversAccess: a permission granted in this turn
+// for the tool call it belongs to, by a flag, a person or "allow always", that still runs; or a
+// person's "allow always" for the tool it stands for, write or shell). That grant rule is the one
+// `acp serve`'s proxy keeps for the writes it serves itself. --deny-tools refuses it whatever
+// else. Anything else is refused (an *UnaskedError, whose message the agent gets) and listed
+// (Refused); with --on-permission fail (the zero value) the run then fails (Err), though the
+// agent may carry on without it.
 func (p *Policy) Access(_ context.Context, req acpclient.Access) error {
 	denied := Matches(p.Deny, req.Tool)
-	if !denied && (req.Granted != nil || p.TrustAll || Matches(p.Trust, req.Tool) || p.allowedAlways(req.Tool)) {
+	if !denied && (p.TrustAll || Matches(p.Trust, req.Tool) || p.always.CoversAccess(req)) {
 		return nil
 	}
 	e := &UnaskedError{Access: req, Trusted: p.Trust, Denied: denied}

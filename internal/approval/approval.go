@@ -53,8 +53,9 @@ type Policy struct {
 	// Asker is used with ask.
 	Asker Asker
 
+	always Grants // tools a person allowed for the rest of the run (their TrustName)
+
 	mu      sync.Mutex
-	always  []string      // tools a person allowed for the rest of the run (their names)
 	denied  []string      // tools denied (their labels), for the result
 	refused []string      // writes and commands refused (Access), for the result
 	failed  *UnaskedError // the first of them under --on-permission fail
@@ -80,7 +81,7 @@ func (p *Policy) Decide(ctx context.Context, req acpclient.PermissionRequest) (a
 	switch {
 	case Matches(p.Deny, req.Tool):
 		return p.reject(req, "policy")
-	case p.TrustAll || Matches(p.Trust, req.Tool) || p.allowedAlways(req.Tool):
+	case p.TrustAll || Matches(p.Trust, req.Tool) || p.always.Covers(req.Tool):
 		return allow(req, AllowAlways, "policy")
 	}
 	switch p.OnPermission {
@@ -96,9 +97,7 @@ func (p *Policy) Decide(ctx context.Context, req acpclient.PermissionRequest) (a
 		}
 		switch answer {
 		case AllowAlways:
-			p.mu.Lock()
-			p.always = append(p.always, TrustName(req.Tool))
-			p.mu.Unlock()
+			p.always.Allow(req.Tool)
 			return allow(req, AllowAlways, "person")
 		case AllowOnce:
 			return allow(req, AllowOnce, "person")
@@ -115,12 +114,6 @@ func (p *Policy) Denied() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.denied)
-}
-
-func (p *Policy) allowedAlways(t agent.ToolCall) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Contains(p.always, TrustName(t))
 }
 
 func (p *Policy) reject(req acpclient.PermissionRequest, by string) (acpclient.Decision, error) {
