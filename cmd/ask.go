@@ -347,7 +347,7 @@ func askRunOptions(a *app.App, opts *askOptions, prompt string) (askrun.Options,
 		// qkit sessions: --session may name a stored session (its folder checked, its history
 		// replayed when the agent has none); the turn is recorded under origin ask.
 		Sessions: &askrun.Sessions{Store: sessionStore(a), Origin: sessionrec.OriginAsk, Prompt: prompt, Name: "--session",
-			HistoryBytes: max(int(config.ContextMaxTokens.Get(a.Config)), 1) * 4 / 2, Now: a.Now},
+			HistoryBytes: sessionrec.HistoryBytes(int(config.ContextMaxTokens.Get(a.Config))), Now: a.Now},
 	}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/mcpbridge"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
@@ -1000,7 +1001,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	if withHistory {
 		history, err := o.Store.Messages(ctx, sessionID)
 		if err == nil && len(history) > 0 {
-			h, _ := sessions.WithHistory(history, "", max(o.MaxTokens, 1)*4/2)
+			h, _ := sessions.WithHistory(history, "", sessionrec.HistoryBytes(o.MaxTokens))
 			front = append(front, h)
 		}
 	}

@@ -1466,7 +1466,9 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	cwd := t.TempDir()
 	id := h.newSession(cwd)
 	h.mustPrompt(id, strings.Repeat("a", 150), acp.StopReasonEndTurn)
-	if gotCwd != cwd || gotBudget < 1 || gotBudget > 100 {
+	// The files get the whole of context.max_tokens, as ask gives them; the history has its own
+	// budget (sessionrec.HistoryBytes).
+	if gotCwd != cwd || gotBudget != 100 {
 		t.Fatalf("context built for cwd %q with %d tokens", gotCwd, gotBudget)
 	}
 	first := h.tc.agentText(id)
@@ -1478,7 +1480,16 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	if second := strings.TrimPrefix(h.tc.agentText(id), first); strings.Contains(second, "CONVERSATION SO FAR") {
 		t.Fatalf("history over budget was sent: %q", second)
 	}
+	before := h.tc.agentText(id)
 	h.mustPrompt(id, "third", acp.StopReasonEndTurn)
+	// The second turn fits: the history comes first, then the files with the prompt, as on every
+	// door (askrun.Sessions puts the history before what ask and the MCP tool built).
+	third := strings.TrimPrefix(h.tc.agentText(id), before)
+	if !strings.HasPrefix(third, "--- CONVERSATION SO FAR ---\n") ||
+		!strings.Contains(third, "--- END OF CONVERSATION SO FAR ---\n\n--- CONTEXT FILES BEGIN ---\n") ||
+		!strings.HasSuffix(third, "--- CONTEXT FILES END ---\n\nthird\n") {
+		t.Fatalf("q received %q", third)
+	}
 }
 
 func TestAgentProfileAndMCPServersStored(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -76,10 +77,11 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	if err != nil {
 		return a.fail(ctx, say, err)
 	}
-	budget := max(a.opts.MaxTokens, 1)
-	prompt, _ := sessions.WithHistory(history, userText, budget*4/2)
+	// As on every door that runs the agent afresh each turn (askrun.Sessions): the context files
+	// with the prompt, within context.max_tokens, and the session's history before them.
+	prompt := userText
 	if a.opts.Context != nil {
-		withFiles, warnings, err := a.opts.Context(in.cwd, max(budget-len(prompt)/4, 1), prompt)
+		withFiles, warnings, err := a.opts.Context(in.cwd, max(a.opts.MaxTokens, 1), prompt)
 		for _, w := range warnings {
 			a.opts.Logger.Warn(w, "session", in.sessionID)
 		}
@@ -88,6 +90,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 		}
 		prompt = withFiles
 	}
+	prompt, _ = sessions.WithHistory(history, prompt, sessionrec.HistoryBytes(a.opts.MaxTokens))
 	calls := &toolCalls{a: a, sessionID: in.sessionID, turn: in.turn, approved: map[string]acp.ToolCallId{}}
 	trusted, trustAll := in.trusted, false
 	var shown string // what the earlier runs of this turn streamed to the editor

@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/structured"
 	"github.com/qkit-cli/qkit/internal/structured/schema"
@@ -209,7 +210,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		SessionID: strings.TrimSpace(in.SessionID),
 		Sessions: &askrun.Sessions{Store: sessions.PathStore(sessions.Path(d.App.Config.Paths.Data)), Origin: sessions.OriginMCP, Prompt: in.Prompt,
 			Continue: in.Resume, Chat: true, KnownOnly: true, Name: "session_id", Now: d.App.Now,
-			HistoryBytes: max(int(config.ContextMaxTokens.Get(d.App.Config)), 1) * 4 / 2},
+			HistoryBytes: sessionrec.HistoryBytes(int(config.ContextMaxTokens.Get(d.App.Config)))},
 		OnEvent: func(e agent.Event) {
 			switch e.Type {
 			case agent.EventMessage:

@@ -5,6 +5,11 @@ import (
 	"strings"
 )
 
+// HistoryBytes is how much of a session's transcript goes before a prompt (WithHistory's budget)
+// when the agent cannot resume the session itself: half of context.max_tokens (maxTokens, at least
+// 1), counted as 4 bytes a token. Every door puts history before a prompt by this one budget.
+func HistoryBytes(maxTokens int) int { return max(maxTokens, 1) * 4 / 2 }
+
 // WithHistory puts the session's earlier turns before prompt, so q (which keeps one conversation per
 // folder, not per ACP session) sees this session's conversation. Oldest messages are dropped first
 // to keep the history within budget bytes; it returns the text and the number of messages kept.
