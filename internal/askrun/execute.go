@@ -1,6 +1,7 @@
 package askrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ type Options struct {
 	StateDir string
 	// SessionID is an ACP session to load instead of opening one (Request.Resume loads the folder's last).
 	SessionID string
+	// ResumeName is how the front end calls Request.Resume in its messages: "--resume" (the
+	// default) for ask, "resume" for the MCP tool.
+	ResumeName string
 	// Policy decides what the agent may do on either backend: the tools it trusts or refuses, what
 	// happens to a tool nothing covers (OnPermission), and the files and commands it reaches
 	// without asking. nil: what Request trusts, and fail for the rest.
@@ -281,7 +285,8 @@ func (o *Options) runACP(ctx context.Context, p *approval.Policy, m *meter, run 
 	session := o.SessionID
 	if session == "" && o.Request.Resume {
 		if session = acpclient.LastSession(SessionsFile(o.StateDir), dir); session == "" {
-			return output.NotFoundf("--resume: no ACP session was saved for %s: run qkit ask there without --resume first", dir)
+			name := cmp.Or(o.ResumeName, "--resume")
+			return output.NotFoundf("%s: no ACP session was saved for %s yet: a run there without %s saves one", name, dir, name)
 		}
 	}
 	if o.OnACP != nil {

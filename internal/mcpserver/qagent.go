@@ -207,7 +207,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 		OnWarning: func(w string) { l.Logger.Warn(w) },
 		// qkit sessions: each call is recorded (origin mcp); resume goes on with the tool's latest,
 		// session_id with the stored session it names (an unknown one is an error).
-		SessionID: strings.TrimSpace(in.SessionID),
+		SessionID: strings.TrimSpace(in.SessionID), ResumeName: "resume",
 		Sessions: &askrun.Sessions{Store: sessions.PathStore(sessions.Path(d.App.Config.Paths.Data)), Origin: sessions.OriginMCP, Prompt: in.Prompt,
 			Continue: in.Resume, Chat: true, KnownOnly: true, Name: "session_id", Now: d.App.Now,
 			HistoryBytes: sessionrec.HistoryBytes(int(config.ContextMaxTokens.Get(d.App.Config)))},

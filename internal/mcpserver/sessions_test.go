@@ -112,6 +112,19 @@ func TestQAgentSessionIDRefused(t *testing.T) {
 	}
 }
 
+// resume on the ACP backend in a folder where nothing ran yet is an error in the tool's own words
+// (not ask's --resume).
+func TestQAgentResumeNothingSaved(t *testing.T) {
+	t.Parallel()
+	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, `FAKEQ_OUTPUT=ok\n`)
+	res := call(t, cs, map[string]any{"prompt": "hi", "resume": true})
+	text := mcptest.Text(res)
+	if !res.IsError || !strings.Contains(text, "resume: no ACP session was saved for ") ||
+		!strings.HasSuffix(text, " yet: a run there without resume saves one") || strings.Contains(text, "--resume") {
+		t.Fatalf("%+v %q", res, text)
+	}
+}
+
 // On the ACP backend session_id loads the agent's session the first call opened.
 func TestQAgentSessionIDACP(t *testing.T) {
 	t.Parallel()
