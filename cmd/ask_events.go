@@ -66,8 +66,8 @@ func checkAskEventFlags(opts *askOptions) error {
 	if opts.dryRun && o.outputFormat == formatStreamJSON {
 		return output.UsageErrorf("--dry-run runs nothing, so it has no events for --output-format stream-json: use --output-format json (or --json) for it as one object")
 	}
-	if o.session != "" && opts.resume {
-		return output.UsageErrorf("--session and --resume contradict each other: --session loads the session it names, --resume this directory's last one; give one")
+	if err := askrun.OneSession(o.session, opts.resume, "--session", "--resume"); err != nil {
+		return err
 	}
 	if opts.asJSON {
 		o.outputFormat = formatJSON

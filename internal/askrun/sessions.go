@@ -52,6 +52,17 @@ type Sessions struct {
 	Now func() time.Time
 }
 
+// OneSession refuses a run given both a session to load (session, under the front end's
+// sessionName: --session, session_id) and the folder's last one to resume (resume, resumeName:
+// --resume, resume), in the same words on every front end.
+func OneSession(session string, resume bool, sessionName, resumeName string) error {
+	if session == "" || !resume {
+		return nil
+	}
+	return output.UsageErrorf("%s and %s contradict each other: %s loads the session it names, %s this directory's last one; give one",
+		sessionName, resumeName, sessionName, resumeName)
+}
+
 // resolveSession looks o.SessionID up in the store: a stored session (an id or unambiguous prefix
 // of any front end) goes on in its agent session or, when it has none (an import, acp serve's text
 // path) or when the backend is chat, in a new one with its transcript before the prompt. A session whose folder is gone is

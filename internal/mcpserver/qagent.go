@@ -193,8 +193,8 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	dir, _ := d.App.WorkingDir()
 	r.Dir = dir
 	sch, err := qAgentOutputSchema(in.OutputSchema, p)
-	if err == nil && in.Resume && in.SessionID != "" {
-		err = errors.New("resume and session_id contradict each other: session_id continues the session it names, resume the latest one of this folder; give one")
+	if err == nil {
+		err = askrun.OneSession(in.SessionID, in.Resume, "session_id", "resume")
 	}
 	if err != nil {
 		p.Stop()

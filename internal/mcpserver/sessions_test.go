@@ -99,8 +99,8 @@ func TestQAgentSessionIDRefused(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "argv")
 	cs, _ := qServer(t, nil, "FAKEQ_RECORD="+rec)
 	for args, want := range map[string]map[string]any{
-		"session_id no-such-session: no such session: see qkit sessions list": {"prompt": "hi", "session_id": "no-such-session"},
-		"resume and session_id contradict each other":                         {"prompt": "hi", "session_id": "x", "resume": true},
+		"session_id no-such-session: no such session: see qkit sessions list":                                                            {"prompt": "hi", "session_id": "no-such-session"},
+		"session_id and resume contradict each other: session_id loads the session it names, resume this directory's last one; give one": {"prompt": "hi", "session_id": "x", "resume": true},
 	} {
 		res := call(t, cs, want)
 		if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, args) {
