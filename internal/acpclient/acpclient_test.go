@@ -1,6 +1,7 @@
 package acpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,7 +252,13 @@ func TestPermissionErrorEndsTurn(t *testing.T) {
 func TestSizeCap(t *testing.T) {
 	o := fake(t, "FAKEQ_LINES=1000")
 	o.Limits.MaxResponseSize = 100
+	var logged bytes.Buffer
+	o.Limits.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	res, err := Run(t.Context(), o)
+	// The cut is logged as the text runner logs it (agent.Run).
+	if !strings.Contains(logged.String(), `level=WARN msg="agent response truncated" original_bytes=`) {
+		t.Errorf("log: %s", logged.String())
+	}
 	if err != nil || !res.Truncated || res.OriginalSize < 8000 || !strings.HasPrefix(res.Output, "line 1\n") || !strings.Contains(res.Notice, "TRUNCATED") && !strings.Contains(strings.ToLower(res.Notice), "truncated") {
 		t.Errorf("err %v result %+v", err, res.Result)
 	}

@@ -276,7 +276,7 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 	if timedOut {
 		timeout = l.Timeout
 	}
-	reply.Finish(&res.Result, l.MaxResponseSize, timeout)
+	reply.Finish(&res.Result, l.MaxResponseSize, timeout, l.Logger)
 	switch {
 	case (ctx.Err() != nil || r.outer.Err() != nil) && err != nil:
 		cause := ctx.Err()

@@ -1,6 +1,9 @@
 package agent
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // What the text runner does that another backend (the ACP client, internal/acpclient) must do the
 // same way: the start error, the kept reply and its notices. Only wrappers live here, so each rule
@@ -26,20 +29,9 @@ func (r *Reply) Write(p []byte) { r.k.Write(p) }
 func (r *Reply) Total() int64 { return r.k.total }
 
 // Finish fills res as Run does: Output (the kept reply, cut at a line break when it was
-// truncated, followed by the notices), Notice, Truncated and OriginalSize. timeout is the
-// configured limit when the run timed out, 0 otherwise (then TimedOut is left alone).
-func (r *Reply) Finish(res *Result, limit int64, timeout time.Duration) {
-	body := r.k.body()
-	res.OriginalSize = r.k.total
-	var notice string
-	if r.k.truncated() {
-		res.Truncated = true
-		notice += truncationNotice(limit, r.k.total, len(body))
-	}
-	if timeout > 0 {
-		res.TimedOut = true
-		notice += timeoutNotice(timeout)
-	}
-	res.Notice = notice
-	res.Output = string(body) + notice
+// truncated, followed by the notices), Notice, Truncated and OriginalSize, and logs the cut and the
+// timeout on log (nil: not logged) as Run does. timeout is the configured limit when the run timed
+// out, 0 otherwise (then TimedOut is left alone).
+func (r *Reply) Finish(res *Result, limit int64, timeout time.Duration, log *slog.Logger) {
+	r.k.finish(res, limit, timeout, log)
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/qkit-cli/qkit/internal/output"
 )
@@ -41,6 +43,31 @@ func (k *keeper) body() []byte {
 		return k.buf
 	}
 	return k.buf[:CutPoint(k.buf)]
+}
+
+// finish fills res from what was kept: Output (the kept reply, cut where Cap cuts, then the
+// notices), Notice, Truncated, OriginalSize and, when timeout is not 0 (the configured limit of
+// a run that hit it), TimedOut. The cut and the timeout are logged as warnings on log (nil: not
+// logged): one rule for both backends (Run and Reply).
+func (k *keeper) finish(res *Result, limit int64, timeout time.Duration, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	body := k.body()
+	res.OriginalSize = k.total
+	var notice string
+	if k.truncated() {
+		res.Truncated = true
+		notice += truncationNotice(limit, k.total, len(body))
+		log.Warn("agent response truncated", "original_bytes", k.total, "kept_bytes", len(body), "limit", limit)
+	}
+	if timeout > 0 {
+		res.TimedOut = true
+		notice += timeoutNotice(timeout)
+		log.Warn("agent timed out", "timeout", timeout, "output_bytes", k.total)
+	}
+	res.Notice = notice
+	res.Output = string(body) + notice
 }
 
 // CutPoint returns where to cut text that was stopped at the size limit. It is output.CutPoint: the

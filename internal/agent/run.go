@@ -143,24 +143,13 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	report := ClassifyStderr(res.Stderr)
 	parser.close(!stopped && res.ExitCode == 0 && !report.Failed())
 	res.Tools = parser.tools
-	res.OriginalSize = kept.total
-	body := kept.body()
-	var notice strings.Builder
-	if kept.truncated() {
-		res.Truncated = true
-		notice.WriteString(truncationNotice(l.MaxResponseSize, kept.total, len(body)))
-		log.Warn("agent response truncated", "original_bytes", kept.total, "kept_bytes", len(body), "limit", l.MaxResponseSize)
-	}
 	// Only a run the deadline stopped timed out: the sweep after an agent that exited in time may
 	// outlast the deadline without making its reply partial.
-	timedOut := stopped && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	if timedOut {
-		res.TimedOut = true
-		notice.WriteString(timeoutNotice(l.Timeout))
-		log.Warn("agent timed out", "timeout", l.Timeout, "output_bytes", kept.total)
+	var timeout time.Duration
+	if stopped && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		timeout = l.Timeout
 	}
-	res.Notice = notice.String()
-	res.Output = string(body) + res.Notice
+	kept.finish(&res, l.MaxResponseSize, timeout, log)
 	log.Info("agent finished", "exit_code", res.ExitCode, "output_bytes", kept.total, "stderr_bytes", tail.Total(), "duration", res.Duration)
 
 	if stopped && ctx.Err() != nil {
@@ -174,10 +163,10 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 		log.Error("agent failed", "error", err)
 		return res, err
 	}
-	if timedOut {
+	if res.TimedOut {
 		return res, nil
 	}
-	if err := failure(l, r, res, exit, report, strings.TrimSpace(string(body)) != ""); err != nil {
+	if err := failure(l, r, res, exit, report, strings.TrimSpace(res.Body()) != ""); err != nil {
 		var untrusted *UntrustedToolError
 		if errors.As(err, &untrusted) {
 			// A tool that needs approval is a normal event (an ACP editor asks the person and
