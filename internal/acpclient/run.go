@@ -183,7 +183,7 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 	defer unlink()
 
 	reply := agent.NewReply(l.MaxResponseSize)
-	index := map[string]int{}
+	var tools agent.ToolLog
 	// The agent's text goes through the filter the chat runner reads stdout with, one stream each
 	// for the reply and the thoughts (a sequence split across chunks is still removed whole).
 	raw := l.RawText()
@@ -219,26 +219,9 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 		case agent.EventMessage:
 			reply.Write([]byte(ev.Text))
 		case agent.EventUsage:
-			res.Usage.Credits += ev.Usage.Credits
-			if ev.Usage.ContextPercent > 0 {
-				res.Usage.ContextPercent = ev.Usage.ContextPercent
-			}
-			if ev.Usage.TurnDurationMs > 0 {
-				res.Usage.TurnDurationMs = ev.Usage.TurnDurationMs
-			}
-			res.Usage.InputTokens += ev.Usage.InputTokens
-			res.Usage.OutputTokens += ev.Usage.OutputTokens
-		case agent.EventToolCall, agent.EventToolCallUpdate:
-			if i, ok := index[ev.Tool.ID]; ok {
-				res.Tools[i] = res.Tools[i].Merge(*ev.Tool)
-			} else {
-				index[ev.Tool.ID] = len(res.Tools)
-				res.Tools = append(res.Tools, *ev.Tool)
-			}
-		case agent.EventPermissionDecided:
-			if i, ok := index[ev.Permission.Tool.ID]; ok && ev.Permission.Tool.Denied {
-				res.Tools[i].Denied = true
-			}
+			res.Usage.Add(*ev.Usage)
+		default:
+			tools.Record(ev)
 		}
 		if r.o.OnEvent != nil {
 			r.o.OnEvent(ev)
@@ -276,6 +259,7 @@ func (r *Runner) Prompt(ctx context.Context, prompt string) (Result, error) {
 	if timedOut {
 		timeout = l.Timeout
 	}
+	res.Tools = tools.Calls
 	reply.Finish(&res.Result, l.MaxResponseSize, timeout, l.Logger)
 	switch {
 	case (ctx.Err() != nil || r.outer.Err() != nil) && err != nil:

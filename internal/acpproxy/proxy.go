@@ -109,9 +109,8 @@ type Session struct {
 	always approval.Grants
 	// tools and usage are the running turn's tool calls (in the order they started, as they
 	// ended) and what the agent said it cost, for the transcript (qkit sessions show).
-	tools     []agent.ToolCall
-	toolIndex map[string]int
-	usage     agent.Usage
+	tools agent.ToolLog
+	usage agent.Usage
 	// deadline is the running turn's agent.timeout (nil: none), paused while the editor decides a
 	// permission request.
 	deadline *acpclient.Deadline
@@ -571,31 +570,13 @@ func (s *Session) record(ev agent.Event) {
 	if !s.inTurn {
 		return
 	}
-	switch ev.Type {
-	case agent.EventToolCall, agent.EventToolCallUpdate:
-		if i, ok := s.toolIndex[ev.Tool.ID]; ok {
-			s.tools[i] = s.tools[i].Merge(*ev.Tool)
-		} else {
-			s.toolIndex[ev.Tool.ID] = len(s.tools)
-			s.tools = append(s.tools, *ev.Tool)
+	if ev.Type == agent.EventUsage {
+		if ev.Usage != nil {
+			s.usage.Add(*ev.Usage)
 		}
-	case agent.EventPermissionDecided:
-		if i, ok := s.toolIndex[ev.Permission.Tool.ID]; ok && ev.Permission.Tool.Denied {
-			s.tools[i].Denied = true
-		}
-	case agent.EventUsage:
-		if u := ev.Usage; u != nil {
-			s.usage.Credits += u.Credits
-			if u.ContextPercent > 0 {
-				s.usage.ContextPercent = u.ContextPercent
-			}
-			if u.TurnDurationMs > 0 {
-				s.usage.TurnDurationMs = u.TurnDurationMs
-			}
-			s.usage.InputTokens += u.InputTokens
-			s.usage.OutputTokens += u.OutputTokens
-		}
+		return
 	}
+	s.tools.Record(ev)
 }
 
 // soleTurn is the session whose turn is running when it is the only one.
@@ -1023,12 +1004,12 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	s.inTurn, s.cut, s.deadline = true, false, deadline
 	s.capped = newCapped(o.Limits.MaxResponseSize)
 	s.text.Reset()
-	s.tools, s.toolIndex, s.usage = nil, map[string]int{}, agent.Usage{}
+	s.tools, s.usage = agent.ToolLog{}, agent.Usage{}
 	s.mu.Unlock()
 	stop, err := c.Prompt(turnCtx, agentID, blocks)
 	s.mu.Lock()
 	s.inTurn, s.deadline = false, nil
-	turn = Turn{Kept: s.text.String(), Tools: s.tools, Usage: s.usage}
+	turn = Turn{Kept: s.text.String(), Tools: s.tools.Calls, Usage: s.usage}
 	for i, t := range turn.Tools {
 		turn.Tools[i] = approval.Named(t)
 	}
@@ -1043,7 +1024,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 		turn.Kept += "\n[… the rest of this reply is in the agent's own session]\n"
 	}
 	s.text.Reset()
-	s.tools, s.toolIndex = nil, nil
+	s.tools = agent.ToolLog{}
 	s.mu.Unlock()
 	if tail != "" {
 		p.say(s, tail)

@@ -107,9 +107,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			err = run1.Err
 		}
 		ran.tools = res.Tools
-		ran.usage.Credits += run1.Usage.Credits
-		ran.usage.InputTokens += run1.Usage.InputTokens
-		ran.usage.OutputTokens += run1.Usage.OutputTokens
+		ran.usage.Add(run1.Usage)
 		run.chunks.flush()
 		var untrusted *agent.UntrustedToolError
 		rerun := errors.As(err, &untrusted) && ctx.Err() == nil

@@ -203,6 +203,47 @@ type Usage struct {
 	OutputTokens   int64   `json:"output_tokens,omitempty"`
 }
 
+// Add counts v, a later report of the same run or turn, into u: credits and tokens add up; the
+// context used and the turn's duration are the latest reported.
+func (u *Usage) Add(v Usage) {
+	u.Credits += v.Credits
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	if v.ContextPercent > 0 {
+		u.ContextPercent = v.ContextPercent
+	}
+	if v.TurnDurationMs > 0 {
+		u.TurnDurationMs = v.TurnDurationMs
+	}
+}
+
+// ToolLog keeps a run's tool calls from its events: in the order they started, each as its
+// updates left it, denied when its permission was refused. The zero ToolLog is empty.
+type ToolLog struct {
+	Calls []ToolCall
+	index map[string]int // Calls' positions by id
+}
+
+// Record takes in ev when it is about a tool call; other events are ignored.
+func (l *ToolLog) Record(ev Event) {
+	switch ev.Type {
+	case EventToolCall, EventToolCallUpdate:
+		if i, ok := l.index[ev.Tool.ID]; ok {
+			l.Calls[i] = l.Calls[i].Merge(*ev.Tool)
+			return
+		}
+		if l.index == nil {
+			l.index = map[string]int{}
+		}
+		l.index[ev.Tool.ID] = len(l.Calls)
+		l.Calls = append(l.Calls, *ev.Tool)
+	case EventPermissionDecided:
+		if i, ok := l.index[ev.Permission.Tool.ID]; ok && ev.Permission.Tool.Denied {
+			l.Calls[i].Denied = true
+		}
+	}
+}
+
 // ToolUse is one tool a run used, as `ask --json` reports it in "tools".
 type ToolUse struct {
 	Name    string `json:"name"`

@@ -63,15 +63,7 @@ func (m *meter) attemptUsage(u agent.Usage) agent.Usage {
 	m.mu.Lock()
 	rest := u.Credits - m.live
 	m.live = 0
-	m.total.Credits += u.Credits
-	m.total.InputTokens += u.InputTokens
-	m.total.OutputTokens += u.OutputTokens
-	if u.ContextPercent > 0 {
-		m.total.ContextPercent = u.ContextPercent
-	}
-	if u.TurnDurationMs > 0 {
-		m.total.TurnDurationMs = u.TurnDurationMs
-	}
+	m.total.Add(u)
 	total := m.total
 	m.mu.Unlock()
 	if rest > 0 {
