@@ -48,8 +48,8 @@ func fake(t *testing.T, env ...string) RunOptions {
 
 // fakeEnv is fake for a test that runs in parallel with others, so sets no variable of the test
 // process (t.Setenv): the fake's environment (FAKEQ_AS_Q, as fakeqtest.Use sets it, the knobs in
-// env, and HOME) goes to the agent in RunOptions.Env. The login probe is off: its whoami
-// would run with the test process's environment, not Env, so not as the fake.
+// env, and HOME) goes to the agent in RunOptions.Env. The login probe is off unless the test
+// arms it (its whoami runs with Env too).
 func fakeEnv(t *testing.T, env ...string) RunOptions {
 	t.Helper()
 	o := RunOptions{

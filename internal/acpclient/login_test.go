@@ -47,6 +47,20 @@ func TestRunLoggedOutFailsAtInitialize(t *testing.T) {
 	}
 }
 
+// The login probe asks whoami in the agent's environment (RunOptions.Env), not qkit's: here only
+// Env makes the test binary the fake, so a whoami run with qkit's environment would not answer as
+// the agent and the silent agent would run into its timeout.
+func TestLoginProbeUsesTheAgentsEnvironment(t *testing.T) {
+	t.Parallel()
+	o := fakeEnv(t, "FAKEQ_FLAVOUR=kiro", "FAKEQ_LOGGED_OUT=1", "FAKEQ_ACP_LOGIN=silent", "KIRO_API_KEY=", "AMAZON_Q_SIGV4=")
+	o.Limits.LoginProbeAfter, o.Limits.Timeout = 100*time.Millisecond, 5*time.Second
+	res, err := Run(t.Context(), o)
+	var le *agent.LoginError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), `whoami says "Not logged in"`) || res.TimedOut {
+		t.Fatalf("err %v, result %+v", err, res.Result)
+	}
+}
+
 // Probe still finds ACP in a logged-out agent: it answered initialize.
 func TestProbeLoggedOut(t *testing.T) {
 	o := loggedOut(t)

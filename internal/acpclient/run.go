@@ -137,7 +137,7 @@ func NewRunner(ctx context.Context, o RunOptions) *Runner {
 	}
 	// An agent that says nothing for a while may be waiting for a login nobody can give (one that
 	// did not say so in initialize): then, and only then, whoami is asked, as the text runner does.
-	r.probe = agent.StartLoginProbe(r.ctx, l, agent.EnvLookup(o.Env), r.spoke.Load, func() { r.cancel(errLogin) })
+	r.probe = agent.StartLoginProbe(r.ctx, l, o.Env, r.spoke.Load, func() { r.cancel(errLogin) })
 	return r
 }
 

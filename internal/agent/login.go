@@ -106,18 +106,19 @@ const whoamiTimeout = 10 * time.Second
 // ACP agent given as a command line) counts as logged in (NotChecked). A HeadlessLogin counts as logged in without asking the
 // agent. Otherwise it runs `<command> whoami`: a missing command is a
 // *MissingCommandError (never "log in"), a logged-out agent a *LoginError that says how to log in.
-// env looks variables up; nil means os.LookupEnv.
-func CheckLogin(ctx context.Context, command string, env func(string) (string, bool)) (Login, error) {
+// env is the agent's environment ("KEY=VALUE"; nil: qkit's own): the credential variables are
+// read from it and whoami runs with it, as the agent it speaks for would.
+func CheckLogin(ctx context.Context, command string, env []string) (Login, error) {
 	d := Describe(command)
 	if d.WhoamiArgs() == nil {
 		// An ACP agent checks its own login: it lists its methods in initialize and answers a
 		// session it cannot open without one with auth_required.
 		return Login{LoggedIn: true, Method: NotChecked}, nil
 	}
-	if login, ok := HeadlessLogin(env); ok {
+	if login, ok := HeadlessLogin(EnvLookup(env)); ok {
 		return login, nil
 	}
-	out, errOut, exit, err := query(ctx, d.Program, "whoami", whoamiTimeout, d.WhoamiArgs()...)
+	out, errOut, exit, err := queryIn(ctx, env, d.Program, "whoami", whoamiTimeout, d.WhoamiArgs()...)
 	if err != nil {
 		return Login{}, err
 	}
@@ -144,10 +145,10 @@ type LoginProbe struct {
 
 // StartLoginProbe arms the probe for a run under l: once l.LoginProbeAfter has passed (see
 // Limits.LoginProbeAfter; a negative one disarms it), unless spoke reports that the agent has said
-// something by then, CheckLogin is asked (env as for CheckLogin). A logged-out answer, while the
-// agent is still silent, calls stop, which ends the run; Found then has the error to return. ctx
-// bounds the whoami.
-func StartLoginProbe(ctx context.Context, l Limits, env func(string) (string, bool), spoke func() bool, stop func()) *LoginProbe {
+// something by then, CheckLogin is asked (env is the agent's environment, as for CheckLogin). A
+// logged-out answer, while the agent is still silent, calls stop, which ends the run; Found then
+// has the error to return. ctx bounds the whoami.
+func StartLoginProbe(ctx context.Context, l Limits, env []string, spoke func() bool, stop func()) *LoginProbe {
 	p := &LoginProbe{}
 	if l.LoginProbeAfter < 0 {
 		return p

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -45,8 +46,18 @@ func FuzzParseWhoami(f *testing.F) {
 }
 
 func TestCheckLogin(t *testing.T) {
-	env := func(vars map[string]string) func(string) (string, bool) {
-		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	// The agent's environment: the test's without its credential variables, and vars.
+	env := func(vars map[string]string) []string {
+		var e []string
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != "KIRO_API_KEY" && k != "AMAZON_Q_SIGV4" {
+				e = append(e, kv)
+			}
+		}
+		for k, v := range vars {
+			e = append(e, k+"="+v)
+		}
+		return e
 	}
 	if _, err := CheckLogin(t.Context(), "qkit-no-such-agent", env(nil)); !errors.As(err, new(*MissingCommandError)) {
 		t.Fatalf("missing binary: %v", err)

@@ -335,10 +335,15 @@ func startError(command string, err error) error {
 // whole group and is no failure of the agent's: err then wraps context.Cause(ctx) (errors.Is
 // context.Canceled for a cancel or an interrupt).
 func query(ctx context.Context, command, what string, timeout time.Duration, args ...string) (stdout, stderr string, exit procgroup.Exit, err error) {
+	return queryIn(ctx, nil, command, what, timeout, args...)
+}
+
+// queryIn is query with the process's environment env (nil: qkit's own).
+func queryIn(ctx context.Context, env []string, command, what string, timeout time.Duration, args ...string) (stdout, stderr string, exit procgroup.Exit, err error) {
 	qctx, cancel := context.WithTimeoutCause(ctx, timeout, errNoAnswer)
 	defer cancel()
 	var out, errOut strings.Builder // read once Wait has returned, when their writers have
-	p, err := procgroup.Start(command, args, procgroup.Options{Stdout: procgroup.Copy(&out), Stderr: procgroup.Copy(&errOut), Grace: time.Second})
+	p, err := procgroup.Start(command, args, procgroup.Options{Env: env, Stdout: procgroup.Copy(&out), Stderr: procgroup.Copy(&errOut), Grace: time.Second})
 	switch {
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
 		return "", "", procgroup.Exit{Code: -1}, &MissingCommandError{Command: command}
