@@ -95,10 +95,21 @@ type TrustFlags struct {
 	ByName string
 	// All trusts every tool: "--yolo", "yolo-mode true".
 	All string
+	// Deny refuses tools by name and OnPermission decides what nothing covers: "--deny-tools"
+	// and "--on-permission" for qkit ask; "" for a front end without them.
+	Deny, OnPermission string
 }
 
 // CLITrustFlags are qkit ask's.
-var CLITrustFlags = TrustFlags{ByName: "--trust-tools", All: "--yolo"}
+var CLITrustFlags = TrustFlags{ByName: "--trust-tools", All: "--yolo", Deny: "--deny-tools", OnPermission: "--on-permission"}
+
+// Or is f, or qkit ask's flags when f is the zero TrustFlags.
+func (f TrustFlags) Or() TrustFlags {
+	if f == (TrustFlags{}) {
+		return CLITrustFlags
+	}
+	return f
+}
 
 // TrustHint is the one wording every front end uses to say how to let tools run next time, with
 // the whole value to pass: what the run trusted already (trusted, as given) and the tools it

@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,7 +26,7 @@ func (p *Policy) Access(_ context.Context, req acpclient.Access) error {
 	if !denied && (p.TrustAll || Matches(p.Trust, req.Tool) || p.always.CoversAccess(req)) {
 		return nil
 	}
-	e := &UnaskedError{Access: req, Trusted: p.Trust, Denied: denied}
+	e := &UnaskedError{Access: req, Trusted: p.Trust, Denied: denied, Flags: p.Flags}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refused = append(p.refused, req.String())
@@ -54,19 +55,23 @@ func (p *Policy) Err() error {
 }
 
 // UnaskedError is a write or a command the agent sent that no permission covered: it was refused.
-// Its message names the flag that would allow it (or, Denied, the --deny-tools that refused it).
+// Its message names the flag that would allow it (or, Denied, the --deny-tools that refused it),
+// in the words of the front end's options (Flags).
 type UnaskedError struct {
 	Access acpclient.Access
 	// Trusted is what the run trusted (--trust-tools), for the hint's whole value.
 	Trusted []string
 	// Denied is set when --deny-tools names it.
 	Denied bool
+	// Flags name the front end's options (Policy.Flags; zero: qkit ask's).
+	Flags agent.TrustFlags
 }
 
 func (e *UnaskedError) Error() string {
+	f := e.Flags.Or()
 	if e.Denied {
-		return fmt.Sprintf("refused to %s: --deny-tools refuses it", e.Access)
+		return fmt.Sprintf("refused to %s: %s refuses it", e.Access, cmp.Or(f.Deny, "the run's policy"))
 	}
 	return fmt.Sprintf("refused to %s: the agent did not ask permission for it (%s) and nothing allowed it; %s",
-		e.Access, e.Access.Method, agent.TrustHint(e.Trusted, []string{TrustName(e.Access.Tool)}, agent.CLITrustFlags))
+		e.Access, e.Access.Method, agent.TrustHint(e.Trusted, []string{TrustName(e.Access.Tool)}, f))
 }

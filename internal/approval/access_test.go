@@ -153,3 +153,24 @@ func TestNeedsPermissionMessageSafe(t *testing.T) {
 		t.Fatalf("%q", err)
 	}
 }
+
+// The errors' hints are in the front end's words (Policy.Flags); the zero Flags are ask's.
+func TestErrorsInTheFrontsWords(t *testing.T) {
+	mcp := agent.TrustFlags{ByName: "trust-tools", All: "yolo-mode true"}
+	write := acpclient.Access{Method: "fs/write_text_file", Path: "/w/a.txt", Tool: agent.ToolCall{Kind: "edit", Title: "Write /w/a.txt"}}
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&UnaskedError{Access: write}, "to allow it, run again with --trust-tools write (or --yolo to trust every tool)"},
+		{&UnaskedError{Access: write, Flags: mcp}, "to allow it, run again with trust-tools write (or yolo-mode true to trust every tool)"},
+		{&UnaskedError{Access: write, Denied: true}, ": --deny-tools refuses it"},
+		{&NeedsPermissionError{Tool: shell}, "; or use --on-permission ask to decide, or deny to refuse it and carry on"},
+		{&NeedsPermissionError{Tool: shell, Flags: mcp}, "which needs permission: nothing allowed it; to allow it, run again with trust-tools shell (or yolo-mode true to trust every tool)"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); !strings.HasSuffix(got, c.want) {
+			t.Errorf("%q\ndoes not end with %q", got, c.want)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Policy struct {
 	OnPermission string
 	// Asker is used with ask.
 	Asker Asker
+	// Flags are how the front end names the options above, for the hints in its errors
+	// (NeedsPermissionError, UnaskedError); zero: qkit ask's flags.
+	Flags agent.TrustFlags
 
 	always Grants // tools a person allowed for the rest of the run (their TrustName)
 
@@ -66,14 +69,19 @@ type NeedsPermissionError struct {
 	Tool agent.ToolCall
 	// Trusted is what the run trusted (--trust-tools), for the hint's whole value.
 	Trusted []string
+	// Flags name the front end's options in the hint (Policy.Flags; zero: qkit ask's).
+	Flags agent.TrustFlags
 }
 
 func (e *NeedsPermissionError) Error() string {
-	name := TrustName(e.Tool)
+	name, f := TrustName(e.Tool), e.Flags.Or()
 	// The label is quoted already; the hint's name may be the agent's title as it is.
-	return termtext.StripString(fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and --on-permission is fail; "+
-		"%s; or use --on-permission ask to decide, or deny to refuse it and carry on",
-		label(e.Tool), agent.TrustHint(e.Trusted, []string{name}, agent.CLITrustFlags)))
+	hint := agent.TrustHint(e.Trusted, []string{name}, f)
+	if f.OnPermission == "" {
+		return termtext.StripString(fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it; %s", label(e.Tool), hint))
+	}
+	return termtext.StripString(fmt.Sprintf("the agent asked to run %s, which needs permission: nothing allowed it and %s is fail; "+
+		"%s; or use %s ask to decide, or deny to refuse it and carry on", label(e.Tool), f.OnPermission, hint, f.OnPermission))
 }
 
 // Decide answers one request (acpclient.PermissionFunc).
@@ -105,7 +113,7 @@ func (p *Policy) Decide(ctx context.Context, req acpclient.PermissionRequest) (a
 			return p.reject(req, "person")
 		}
 	default:
-		return acpclient.Decision{By: "policy"}, &NeedsPermissionError{Tool: req.Tool, Trusted: p.Trust}
+		return acpclient.Decision{By: "policy"}, &NeedsPermissionError{Tool: req.Tool, Trusted: p.Trust, Flags: p.Flags}
 	}
 }
 

@@ -104,10 +104,7 @@ func endedByRefusal(run Run) error {
 	if len(labels) == 0 {
 		labels = run.Denied
 	}
-	flags := run.TrustFlags
-	if flags == (agent.TrustFlags{}) {
-		flags = agent.CLITrustFlags
-	}
+	flags := run.TrustFlags.Or()
 	msg := "the agent ended its turn after " + strings.Join(labels, ", ") + " was refused (stop reason: refusal), so it did not finish"
 	if len(names) > 0 {
 		msg += "; " + agent.TrustHint(run.Trusted, names, flags)

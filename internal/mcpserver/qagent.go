@@ -203,7 +203,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	run, err := askrun.Execute(ctx, askrun.Options{
 		Structured: sch,
 		Limits:     l, Request: r, Backend: qAgentBackend(d.App.Config), StateDir: d.App.Config.Paths.State,
-		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail},
+		ClientVersion: d.App.Version.Version, Policy: &approval.Policy{TrustAll: r.TrustAll, Trust: r.TrustTools, OnPermission: approval.Fail, Flags: mcpTrustFlags},
 		OnWarning: func(w string) { l.Logger.Warn(w) },
 		// qkit sessions: each call is recorded (origin mcp); resume goes on with the tool's latest,
 		// session_id with the stored session it names (an unknown one is an error).
@@ -358,16 +358,14 @@ var mcpTrustFlags = agent.TrustFlags{ByName: "trust-tools", All: "yolo-mode true
 // qAgentError words a failed run for the assistant: what happened and what to change.
 func qAgentError(err error, res agent.Result) string {
 	msg := "q Developer command failed: " + err.Error()
+	// On the ACP backend the policy's own errors word their hint in the tool's parameters
+	// (approval.Policy.Flags).
 	var ut *agent.UntrustedToolError
-	var needs *approval.NeedsPermissionError
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "q Developer run cancelled by the client; the agent's process group was stopped"
 	case errors.As(err, &ut):
 		msg += "; " + ut.Hint(mcpTrustFlags)
-	case errors.As(err, &needs): // the ACP backend: the same hint, in the tool's parameters
-		msg = "q Developer command failed: the agent asked to run " + approval.Label(needs.Tool) + ", which is not trusted; " +
-			agent.TrustHint(needs.Trusted, []string{approval.TrustName(needs.Tool)}, mcpTrustFlags)
 	}
 	if body := strings.TrimSpace(res.Body()); body != "" && !errors.Is(err, context.Canceled) {
 		msg += "\n\nOutput before the failure:\n" + res.Body()

@@ -140,3 +140,32 @@ func TestQAgentSessionIDACP(t *testing.T) {
 		t.Fatalf("the second call did not load the first session:\n%s", data)
 	}
 }
+
+// A write the agent sends without asking, on the ACP backend, is refused in the tool's own words:
+// its parameters (trust-tools, yolo-mode), not ask's flags.
+func TestQAgentUnaskedWriteInTheToolsWords(t *testing.T) {
+	t.Parallel()
+	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, "FAKEQ_ACP_UNASKED=write:out.txt", `FAKEQ_OUTPUT=done\n`)
+	res := call(t, cs, map[string]any{"prompt": "hi"})
+	text := mcptest.Text(res)
+	if !res.IsError || !strings.Contains(text, "the agent did not ask permission for it") {
+		t.Fatalf("%+v %q", res, text)
+	}
+	if !strings.Contains(text, "trust-tools write") || strings.Contains(text, "--") {
+		t.Fatalf("the hint is not in the tool's parameters: %q", text)
+	}
+}
+
+// A tool the agent asks permission for on the ACP backend, which nothing trusts, fails the call
+// with the hint in the tool's parameters.
+func TestQAgentPermissionNeededInTheToolsWords(t *testing.T) {
+	t.Parallel()
+	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, "FAKEQ_ACP_TOOLS=shell:echo hi", `FAKEQ_OUTPUT=done\n`)
+	res := call(t, cs, map[string]any{"prompt": "hi"})
+	text := mcptest.Text(res)
+	want := `q Developer command failed: the agent asked to run "Running: echo hi" (execute), which needs permission: nothing allowed it; ` +
+		"to allow it, run again with trust-tools shell (or yolo-mode true to trust every tool)"
+	if !res.IsError || !strings.HasPrefix(text, want) {
+		t.Fatalf("%+v\n%q\nwant %q", res, text, want)
+	}
+}
