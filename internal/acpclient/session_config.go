@@ -74,13 +74,13 @@ func (c *Conn) SetMode(ctx context.Context, sessionID, mode string, choices Sess
 		return nil
 	}
 	if choices.Modes == nil || len(choices.Modes.AvailableModes) == 0 {
-		return fmt.Errorf("the agent did not switch to mode %q (--agent; it offers no modes): %w", mode, err)
+		return fmt.Errorf("the agent did not switch to mode %q (session/set_mode; it offers no modes): %w", mode, err)
 	}
 	var ids []string
 	for _, m := range choices.Modes.AvailableModes {
 		ids = append(ids, string(m.Id))
 	}
-	return fmt.Errorf("the agent did not switch to mode %q (--agent; its modes are %v): %w", mode, ids, err)
+	return fmt.Errorf("the agent did not switch to mode %q (session/set_mode; its modes are %v): %w", mode, ids, err)
 }
 
 // agent is the description of the agent the connection runs.
