@@ -3,6 +3,7 @@ package askrun
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -86,6 +87,17 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	case err != nil:
 		return "", err
 	}
+	// A session goes on in its own folder, as acp serve's session/load insists: continued from
+	// another one, the agent would work on another project with this one's conversation, and
+	// the turn would land in a session about something else.
+	dir, err := o.dir()
+	if err != nil {
+		return "", err
+	}
+	if c.Session.Cwd != "" && !sameFolder(c.Session.Cwd, dir) {
+		return "", output.UsageErrorf("%s %s: the session belongs to the folder %s, not %s: continue it there",
+			s.Name, id, termtext.VisibleLine(c.Session.Cwd), termtext.VisibleLine(dir))
+	}
 	o.SessionID = c.AgentSession
 	if o.SessionID != "" && o.Backend == acpclient.BackendChat {
 		// chat cannot load an agent session: the transcript goes before the prompt instead.
@@ -101,6 +113,17 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 		o.Request.Prompt, _ = sessionrec.WithHistory(c.History, o.Request.Prompt, max(s.HistoryBytes, 1))
 	}
 	return c.Session.ID, nil
+}
+
+// sameFolder reports whether a and b are the same folder: the same path, or the same folder
+// once links are resolved.
+func sameFolder(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // recordSession stores the run's turn under the session it continued (stored), the agent session

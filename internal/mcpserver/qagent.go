@@ -37,7 +37,7 @@ type qAgentInput struct {
 	YoloMode      bool   `json:"yolo-mode,omitempty" jsonschema:"Trust every tool Q wants to use without asking (--trust-all-tools). Without it, or trust-tools, a run that needs a tool fails."`
 	TrustTools    string `json:"trust-tools,omitempty" jsonschema:"Comma-separated list of specific tools to trust (--trust-tools), e.g. fs_read,fs_write. MCP tools need their @server/ prefix."`
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
-	SessionID     string `json:"session_id,omitempty" jsonschema:"Continue this qkit session: the session id an earlier call returned in its result's _meta (qkit/session_id), or any id (or unambiguous prefix) qkit sessions list shows. Not with resume."`
+	SessionID     string `json:"session_id,omitempty" jsonschema:"Continue this qkit session: the session id an earlier call returned in its result's _meta (qkit/session_id), or any id (or unambiguous prefix) qkit sessions list shows for the server's folder. Not with resume."`
 	// OutputSchema makes the call structured, as qkit ask --schema.
 	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names draft-07; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
@@ -69,9 +69,9 @@ that session's id in _meta as "qkit/session_id" and in a last text block for the
 ID: ...]" (on an error result too, once the agent replied). Pass it back as
 session_id to continue that conversation: on the chat backend the earlier turns go before the prompt (within
 context.max_tokens), on acp the agent's own session is loaded. session_id also takes any id, or unambiguous
-prefix, of qkit sessions list (an editor's session, an import); an id the store does not know, or a session
-whose folder is gone, fails the call before the agent runs. resume instead goes on with the latest call's
-session in this folder.
+prefix, of qkit sessions list (an editor's session, an import) of the server's folder; an id the store does
+not know, a session of another folder, or one whose folder is gone, fails the call before the agent runs.
+resume instead goes on with the latest call's session in this folder.
 
 Examples:
   Review code:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -167,5 +168,32 @@ func TestQAgentPermissionNeededInTheToolsWords(t *testing.T) {
 		"to allow it, run again with trust-tools shell (or yolo-mode true to trust every tool)"
 	if !res.IsError || !strings.HasPrefix(text, want) {
 		t.Fatalf("%+v\n%q\nwant %q", res, text, want)
+	}
+}
+
+// session_id of a session from another folder is refused, as acp serve's session/load refuses it:
+// the agent would work on this folder with another project's conversation. Nothing runs.
+func TestQAgentSessionOfAnotherFolder(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "argv")
+	cs, d := qServer(t, nil, "FAKEQ_RECORD="+rec)
+	st, err := sessions.Open(context.Background(), sessions.Path(d.App.Config.Paths.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	id, err := st.Record(context.Background(), sessions.Exchange{Origin: sessions.OriginMCP, Cwd: other, Backend: sessions.BackendText,
+		Turn: sessions.Turn{Prompt: "about the other project", Reply: "its secrets"}}, time.Now())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, cs, map[string]any{"prompt": "hi", "session_id": id})
+	text := mcptest.Text(res)
+	if !res.IsError || !strings.Contains(text, "session_id "+id+": the session belongs to the folder "+other+", not ") || strings.Contains(text, "secrets") {
+		t.Fatalf("%+v %q", res, text)
+	}
+	if _, err := os.Stat(rec); err == nil {
+		t.Fatal("the agent ran")
 	}
 }
