@@ -7,6 +7,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // SessionChoices are what an agent said a session can be set to, from its answer to session/new
@@ -48,7 +49,7 @@ func (c *Conn) SetModel(ctx context.Context, sessionID, model string, choices Se
 				SessionId: acp.SessionId(sessionID), ConfigId: id, Value: acp.SessionConfigValueId(model)}})
 		})
 		if err != nil {
-			return fmt.Errorf("the agent did not take model %q (session/set_config_option %s): %w", model, id, err)
+			return configRefused(model, id, err)
 		}
 		return nil
 	}
@@ -73,12 +74,25 @@ func (c *Conn) SetMode(ctx context.Context, sessionID, mode string, choices Sess
 	if err == nil {
 		return nil
 	}
-	if choices.Modes == nil || len(choices.Modes.AvailableModes) == 0 {
+	return modeRefused(mode, choices.Modes, err)
+}
+
+// configRefused is the error of an agent that refused model for its config option id. The id is
+// the agent's, so it is made visible before it can reach a terminal (model is quoted: %q escapes).
+func configRefused(model string, id acp.SessionConfigId, err error) error {
+	return fmt.Errorf("the agent did not take model %q (session/set_config_option %s): %w", model, termtext.VisibleLine(string(id)), err)
+}
+
+// modeRefused is the error of an agent that refused mode, naming the modes it offered (from
+// session/new or session/load). The ids are the agent's, so each is made visible before it can
+// reach a terminal (mode is quoted: %q escapes).
+func modeRefused(mode string, modes *acp.SessionModeState, err error) error {
+	if modes == nil || len(modes.AvailableModes) == 0 {
 		return fmt.Errorf("the agent did not switch to mode %q (session/set_mode; it offers no modes): %w", mode, err)
 	}
-	var ids []string
-	for _, m := range choices.Modes.AvailableModes {
-		ids = append(ids, string(m.Id))
+	ids := make([]string, 0, len(modes.AvailableModes))
+	for _, m := range modes.AvailableModes {
+		ids = append(ids, termtext.VisibleLine(string(m.Id)))
 	}
 	return fmt.Errorf("the agent did not switch to mode %q (session/set_mode; its modes are %v): %w", mode, ids, err)
 }

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // Model is one model the agent offers.
@@ -28,6 +31,8 @@ type ModelList struct {
 
 // ParseModels reads `chat --list-models --format json`: an object {models, default_model}, whose
 // models are objects (model_id or id or modelId, model_name or name, description) or plain strings.
+// The list is the agent's text, printed by ask --list-models and in errors: a model whose id is not
+// a visible token (checkModel) is left out, and names and descriptions are made printable.
 func ParseModels(data []byte) (ModelList, error) {
 	var raw struct {
 		Models       []json.RawMessage `json:"models"`
@@ -37,15 +42,12 @@ func ParseModels(data []byte) (ModelList, error) {
 	if err := json.Unmarshal(bytes.TrimSpace(data), &raw); err != nil {
 		return ModelList{}, fmt.Errorf("reading the model list: %w", err)
 	}
-	list := ModelList{Default: raw.Default}
-	if list.Default == "" {
-		list.Default = raw.DefaultCamel
-	}
+	list := ModelList{Default: checkDefault(firstOf(raw.Default, raw.DefaultCamel))}
 	for _, m := range raw.Models {
 		var id string
 		if json.Unmarshal(m, &id) == nil {
-			if id = strings.TrimSpace(id); id != "" {
-				list.Models = append(list.Models, Model{ID: id})
+			if mod, ok := checkModel(Model{ID: id}); ok {
+				list.Models = append(list.Models, mod)
 			}
 			continue
 		}
@@ -61,10 +63,7 @@ func ParseModels(data []byte) (ModelList, error) {
 			return ModelList{}, fmt.Errorf("reading the model list: a model is neither a name nor an object: %s", m)
 		}
 		mod := Model{ID: firstOf(o.ModelID, o.ID, o.Camel, o.ModelName, o.Name), Name: firstOf(o.ModelName, o.Name), Description: o.Description}
-		if mod.ID = strings.TrimSpace(mod.ID); mod.ID != "" {
-			if mod.Name == mod.ID {
-				mod.Name = ""
-			}
+		if mod, ok := checkModel(mod); ok {
 			list.Models = append(list.Models, mod)
 		}
 	}
@@ -72,6 +71,36 @@ func ParseModels(data []byte) (ModelList, error) {
 		return ModelList{}, errors.New("reading the model list: it names no model")
 	}
 	return list, nil
+}
+
+// checkModel is m as a model list may hold it, and whether it may be listed at all: its id trimmed
+// and a visible token (nothing a terminal would act on, no space), since it is printed and given
+// back as --model, which such an id could never be; its name and description through Printable,
+// its name left out when it is the id. ParseModels and the cache (cachedModels.valid) both go
+// through it, so a list stored before cannot bring back what the parser leaves out.
+func checkModel(m Model) (Model, bool) {
+	m.ID = strings.TrimSpace(m.ID)
+	if !visibleToken(m.ID) {
+		return Model{}, false
+	}
+	m.Name, m.Description = Printable(m.Name), Printable(m.Description)
+	if m.Name == m.ID {
+		m.Name = ""
+	}
+	return m, true
+}
+
+// checkDefault is the agent's default model id, or "" when it is not a visible token (checkModel).
+func checkDefault(id string) string {
+	if id = strings.TrimSpace(id); visibleToken(id) {
+		return id
+	}
+	return ""
+}
+
+// visibleToken reports whether s is non-empty text a terminal shows as it is, without spaces.
+func visibleToken(s string) bool {
+	return s != "" && termtext.VisibleLine(s) == s && !strings.ContainsFunc(s, unicode.IsSpace)
 }
 
 func firstOf(s ...string) string {
@@ -164,17 +193,17 @@ type cachedModels struct {
 }
 
 // valid reports whether v is what Refresh could have stored: a list ParseModels could have given
-// (a model at least, each with an id), or none when the agent cannot list them. A damaged cache
-// is asked again, not trusted.
+// (a model at least, each as checkModel leaves it), or none when the agent cannot list them. A
+// damaged cache, or one written before a check was added, is asked again, not trusted.
 func (v cachedModels) valid() bool {
 	if !v.Listed {
 		return len(v.List.Models) == 0 && v.List.Default == ""
 	}
-	if len(v.List.Models) == 0 {
+	if len(v.List.Models) == 0 || checkDefault(v.List.Default) != v.List.Default {
 		return false
 	}
 	for _, m := range v.List.Models {
-		if m.ID == "" || strings.TrimSpace(m.ID) != m.ID {
+		if c, ok := checkModel(m); !ok || c != m {
 			return false
 		}
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // FuzzModelCache: whatever the model cache holds, Models either answers from it with a list
-// Refresh could have stored (fresh, for this agent, a model at least with trimmed non-empty ids,
-// or nothing when the agent cannot list them) or asks the agent again; here the agent is missing,
-// so asking again is an error naming it. Nothing panics.
+// Refresh could have stored (fresh, for this agent, a model at least, each as checkModel leaves
+// it, or nothing when the agent cannot list them) or asks the agent again; here the agent is
+// missing, so asking again is an error naming it. Nothing panics.
 func FuzzModelCache(f *testing.F) {
 	f.Add([]byte(`{"command":"%s","fetched":"2026-11-25T10:00:00Z","listed":true,"list":{"models":[{"id":"auto"},{"id":"claude-sonnet-4.5","name":"Claude Sonnet 4.5"}],"default":"auto"}}`))
 	f.Add([]byte(`{"command":"%s","fetched":"2026-11-25T10:00:00Z","listed":false,"list":{"models":null}}`))
@@ -22,6 +22,8 @@ func FuzzModelCache(f *testing.F) {
 	f.Add([]byte(`{"command":"%s","fetched":"2027-01-01T00:00:00Z","listed":true,"list":{"models":[{"id":"x"}]}}`))
 	f.Add([]byte(`{"command":"other","fetched":"2026-11-25T10:00:00Z","listed":true,"list":{"models":[{"id":"x"}]}}`))
 	f.Add([]byte(`{"command":"%s","fetched":"2026-11-25T10:00:00Z","listed":true,"list":{"models":[{"id":"x"}]}`))
+	f.Add([]byte(`{"command":"%s","fetched":"2026-11-25T10:00:00Z","listed":true,"list":{"models":[{"id":"x\u001b]0;y\u0007"},{"id":"a b"}]}}`))
+	f.Add([]byte(`{"command":"%s","fetched":"2026-11-25T10:00:00Z","listed":true,"list":{"models":[{"id":"x","description":"\u009b2J"}],"default":"\u202e"}}`))
 	now := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
@@ -47,9 +49,12 @@ func FuzzModelCache(f *testing.F) {
 			t.Fatalf("a list from an agent that cannot list: %+v", list)
 		}
 		for _, m := range list.Models {
-			if m.ID == "" || strings.TrimSpace(m.ID) != m.ID {
-				t.Fatalf("model id %q from %q", m.ID, data)
+			if c, ok := checkModel(m); !ok || c != m {
+				t.Fatalf("model %+v from %q: not as ParseModels leaves one", m, data)
 			}
+		}
+		if checkDefault(list.Default) != list.Default {
+			t.Fatalf("default %q from %q", list.Default, data)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -42,9 +43,31 @@ func TestParseModels(t *testing.T) {
 	}
 }
 
+// The list is the agent's text, printed by ask --list-models and in the error of an unknown
+// model: an id holding anything a terminal acts on, or a space, is left out (it could never be
+// given back as --model), a default like it is dropped, and names and descriptions are made
+// printable.
+func TestParseModelsHostile(t *testing.T) {
+	list, err := ParseModels([]byte(`{"models":[` +
+		`{"model_id":"ev\u001b]0;PWNED\u0007il","description":"x"},"bad\u202eid","two words","tab\tid","c1\u009b2J",` +
+		`{"model_id":"good","model_name":"Go\u001b[2Jod","description":"the \u001b]0;PWNED\u0007good\u202e model\r"},` +
+		`" fine "],"default_model":"ev\u001b]0;PWNED\u0007il"}`))
+	want := ModelList{Models: []Model{{ID: "good", Name: "Good", Description: "the good model"}, {ID: "fine"}}}
+	if err != nil || !reflect.DeepEqual(list, want) {
+		t.Fatalf("%+v %v, want %+v", list, err, want)
+	}
+	if err := CheckModel("kiro-cli", "nope", list, true); err == nil || strings.ContainsAny(err.Error(), "\x1b\x07\u202e") {
+		t.Errorf("unknown model: %v", err)
+	}
+	if _, err := ParseModels([]byte(`{"models":["a\u001bb","c d"]}`)); err == nil || err.Error() != "reading the model list: it names no model" {
+		t.Errorf("a list of bad ids only: %v", err)
+	}
+}
+
 func FuzzParseModels(f *testing.F) {
 	f.Add([]byte(`{"models":[{"model_id":"auto"},"x"],"default_model":"auto"}`))
 	f.Add([]byte(`{"models":[{"modelId":"a","name":"A"}]}`))
+	f.Add([]byte(`{"models":[{"model_id":"a\u001b]0;x\u0007","description":"\u009b2J"},"b c","d"],"default_model":"e\u202e"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		list, err := ParseModels(data)
 		if err != nil {
@@ -53,9 +76,15 @@ func FuzzParseModels(f *testing.F) {
 		if len(list.Models) == 0 {
 			t.Fatal("a list without models")
 		}
+		if list.Default != "" && !visibleToken(list.Default) {
+			t.Fatalf("default %q is not a visible token", list.Default)
+		}
 		for _, m := range list.Models {
-			if m.ID == "" {
-				t.Fatalf("a model without an id: %+v", list)
+			if !visibleToken(m.ID) {
+				t.Fatalf("model id %q is not a visible token: %+v", m.ID, list)
+			}
+			if Printable(m.Name) != m.Name || Printable(m.Description) != m.Description {
+				t.Fatalf("model %+v holds text a terminal would act on", m)
 			}
 			if _, ok := list.Find(m.ID); !ok {
 				t.Fatalf("%q not found in its own list", m.ID)
@@ -103,6 +132,42 @@ func TestModelCache(t *testing.T) {
 	// A missing binary is an error, and not cached.
 	if _, _, err := c.Models(t.Context(), "qkit-no-such-agent"); !errors.As(err, new(*MissingCommandError)) {
 		t.Fatalf("missing: %v", err)
+	}
+}
+
+// A list cached before ParseModels left out hostile ids (or one written by hand) is not trusted:
+// the agent is asked again, so what it prints has gone through the parser.
+func TestModelCacheHostile(t *testing.T) {
+	l := flavour(t, "kiro")
+	rec := filepath.Join(t.TempDir(), "argv")
+	t.Setenv("FAKEQ_RECORD", rec)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := ModelCache{File: filepath.Join(t.TempDir(), "agent-models.json"), Now: func() time.Time { return now }}
+	for i, cached := range []ModelList{
+		{Models: []Model{{ID: "auto"}, {ID: "ev\x1b]0;PWNED\x07il"}}},
+		{Models: []Model{{ID: "auto"}, {ID: "two words"}}},
+		{Models: []Model{{ID: "auto", Description: "the \x1b[2Jauto model"}}},
+		{Models: []Model{{ID: "auto", Name: "A\u202euto"}}},
+		{Models: []Model{{ID: "auto"}}, Default: "ev\x1b]0;PWNED\x07il"},
+	} {
+		data, err := json.Marshal(cachedModels{Command: l.Command, Fetched: now, Listed: true, List: cached})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(c.File, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		list, listed, err := c.Models(t.Context(), l.Command)
+		if err != nil || !listed || len(list.Models) != 6 || list.Default != "auto" {
+			t.Errorf("%+v: got %+v %v %v, want the agent's own list", cached, list, listed, err)
+		}
+		if runs := countLines(t, rec); runs != i+1 {
+			t.Errorf("%+v: %d runs of the agent, want %d (the cache not trusted)", cached, runs, i+1)
+		}
+	}
+	// What the agent's answer left in the cache is trusted.
+	if _, _, err := c.Models(t.Context(), l.Command); err != nil || countLines(t, rec) != 5 {
+		t.Errorf("the checked list was not cached: %v", err)
 	}
 }
 

@@ -97,6 +97,8 @@
 //	                       ("\r⠋ Dividing up the work..." frames, no line break), then the rest of
 //	                       the reply as the retried response, its "> " on the spinner's line
 //	FAKEQ_MODELS=a,b       the models the agent knows (default: the flavour's)
+//	FAKEQ_MODELS_QUOTED=s  the models as s read as the inside of a Go string literal (ids an
+//	                       environment variable in a script cannot spell, \x1b), over FAKEQ_MODELS
 //	FAKEQ_AGENTS=a,b       the agents the agent knows (default: any name)
 //	FAKEQ_WHOAMI=idc       whoami reports IAM Identity Center instead of Builder ID
 //	FAKEQ_DELAY=d          wait d before the first word of the reply (the model thinking)

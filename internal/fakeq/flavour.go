@@ -279,6 +279,14 @@ func flavourChat(flavour string, args []string) int {
 	if m := os.Getenv("FAKEQ_MODELS"); m != "" {
 		models = strings.Split(m, ",")
 	}
+	if m := os.Getenv("FAKEQ_MODELS_QUOTED"); m != "" {
+		text, err := strconv.Unquote(`"` + m + `"`)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeq: FAKEQ_MODELS_QUOTED is not a Go string literal's inside:", err)
+			return 98
+		}
+		models = strings.Split(text, ",")
+	}
 	if c.listModels {
 		return listModels(c, models)
 	}

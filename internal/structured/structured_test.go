@@ -260,3 +260,24 @@ func TestOutputFile(t *testing.T) {
 		t.Errorf("temporary files left: %v", entries)
 	}
 }
+
+// The validator quotes the agent's decoded JSON (a value, a property name) in its problems, which
+// reach stderr and the final error: the escapes JSON let through as text must come out visible,
+// not as the control characters they decode to.
+func TestValidateProblemsAreVisible(t *testing.T) {
+	sch := mustCompile(t, `{"properties":{"a":{"enum":["x"]}},"additionalProperties":false}`)
+	for doc, want := range map[string]string{
+		`{"a":"\u001b]0;PWNED\u0007"}`:            `enum: \x1b]0;PWNED\x07 does not equal`,
+		`{"a":"x","b\u001b[2J\u009b31m\u202e":1}`: `b\x1b[2J\u009b31m\u202e`,
+		`{"a":"a\tb"}`: `enum: a\x09b does not equal`,
+	} {
+		err := sch.Validate([]byte(doc))
+		var ve *structured.ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if p := ve.Problems[0]; !strings.Contains(p, want) || strings.ContainsAny(p, "\x1b\x07\n\t\u009b\u202e") {
+			t.Errorf("%s: problem %q, want it to hold %q and no control character", doc, p, want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // ValidationError lists what is wrong with a JSON document against the schema, one problem per
@@ -49,9 +51,11 @@ func (s *Schema) Validate(doc []byte) error {
 	return nil
 }
 
-// problem is the validator's message on one line.
+// problem is the validator's message on one line, made visible: the message quotes the agent's
+// decoded JSON (a value as it is, escapes such as \u001b already decoded), and it reaches the
+// terminal (a warning per answer, the final error) as well as the retry prompt.
 func problem(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return termtext.VisibleLine(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // Problems is what err (from Extract or Validate) says is wrong, as retry lines.
