@@ -340,14 +340,18 @@ func newSessionsImportCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "import FILE [--json]",
 		Short: "Make a new session from an export file",
-		Long: `Make a new session from a file sessions export --format json wrote (FILE "-" reads stdin), and
-print its id. The new session has the file's transcript and settings (folder, model, backend, mode,
-trusted tools) and origin import. acp serve's session/load replays it and its next prompt carries
-the conversation; ask --session ID goes on with it. The whole session is stored in one
-transaction: a failure or a kill leaves nothing behind.
+		Long: `Make a new session from a file sessions export --format json wrote (FILE "-" reads stdin),
+print its id, and say on stderr how many turns it stored. The new session has the file's
+transcript, title, folder, model and backend, and origin import. acp serve's session/load replays
+it and its next prompt carries the conversation; ask --session ID goes on with it. The whole
+session is stored in one transaction: a failure or a kill leaves nothing behind.
+
+An imported session grants nothing: the file's trusted tools and mode are not taken, since nobody
+allowed them on this machine (the file may come from anyone). Allow tools again as you go on.
 
 A file that is not an export (not JSON, cut short, another kind or version) is refused with exit 2,
-and nothing is created. --json prints {id, title, cwd, turns}.`,
+and nothing is created. --json prints {id, title, cwd, turns}: turns counts the user messages
+stored, whatever the file's "turns" says.`,
 		Example: `  qkit sessions import fix-login.json
   ssh laptop qkit sessions export 3f2a | qkit sessions import -`,
 		Args: cobra.ExactArgs(1),
@@ -396,12 +400,12 @@ func runSessionsImport(ctx context.Context, a *app.App, file string, opts *sessi
 	if err != nil {
 		return err
 	}
-	turns := e.Session.Turns
 	if opts.asJSON {
-		return output.JSON(a.IO.Out, map[string]any{"id": rec.ID, "title": rec.Title, "cwd": rec.Cwd, "turns": turns})
+		return output.JSON(a.IO.Out, map[string]any{"id": rec.ID, "title": rec.Title, "cwd": rec.Cwd, "turns": rec.Turns})
 	}
 	fmt.Fprintln(a.IO.Out, rec.ID)
-	if sessions.FolderGone(rec.Cwd) {
+	a.Errorf("imported session %s: %d turn(s)", rec.ID, rec.Turns)
+	if rec.FolderGone {
 		a.Warnf("the session's folder %s does not exist here: create it (or move the project there) to go on with the session", termtext.VisibleLine(rec.Cwd))
 	}
 	return nil

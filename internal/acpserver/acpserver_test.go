@@ -1641,3 +1641,45 @@ func TestTwoServeProcessesShareTheDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestImportedSessionTrustsNothing: a session imported from a file whose trusted_tools say
+// fs_write runs its next prompt (text path) with no tool trusted: the file grants nothing here.
+func TestImportedSessionTrustsNothing(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	db := filepath.Join(t.TempDir(), "qkit.db")
+	file := fmt.Sprintf(`{"kind":"qkit-session","version":1,"session":{"cwd":%q,"backend":"text","mode":"yolo-agent",
+		"trusted_tools":["fs_write","execute_bash"],"turns":1},
+		"transcript":[{"role":"user","text":"earlier"},{"role":"agent","text":"reply"}]}`, cwd)
+	e, err := sessions.ParseExport([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sessions.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	if _, err := store.Import(context.Background(), e, id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=ok")
+	runs := recordRuns(t, q)
+	h := startWith(t, db, useAgent(q))
+	h.initialize()
+	if _, err := h.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: acp.SessionId(id), Cwd: cwd, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	h.mustPrompt(acp.SessionId(id), "go on", acp.StopReasonEndTurn)
+	all := runs()
+	if len(all) != 1 {
+		t.Fatalf("runs %q", all)
+	}
+	for _, arg := range all[0] {
+		if strings.HasPrefix(arg, "--trust") {
+			t.Fatalf("the imported session's prompt ran with %s: %q", arg, all[0])
+		}
+	}
+}

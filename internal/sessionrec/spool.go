@@ -39,15 +39,16 @@ type Spooled struct {
 // half of one; names sort in the order the exchanges were recorded.
 type Spool struct{ Dir string }
 
-// Record spools ex and returns the id its session will have: ex.ID; else the agent session (a
-// new session is named after it, and one already recorded with it is continued by the store);
-// else a new id, set in the spooled exchange so the store creates the session under it.
+// Record spools ex and returns the id its session will have: ex.ID; else the one the store gives
+// a new session of the agent session (SessionIDFor: the agent's id when it is safe to print; one
+// already recorded with it is continued by the store); else a new id, set in the spooled exchange
+// so the store creates the session under it.
 func (s Spool) Record(_ context.Context, ex Exchange, now time.Time) (string, error) {
 	id := ex.ID
 	switch {
 	case id != "":
 	case ex.AgentSession != "":
-		id = ex.AgentSession
+		id = SessionIDFor(ex.AgentSession)
 	case ex.Continue:
 		// The store finds the latest session of the origin in the folder as it takes the file in.
 	default:

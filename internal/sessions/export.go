@@ -39,7 +39,9 @@ type Export struct {
 	Transcript []ExportedMessage `json:"transcript"`
 }
 
-// ExportedSession is a session's settings in an Export.
+// ExportedSession is a session's settings in an Export. Store.Import takes from a file only its
+// title, folder, backend and model: not its id, origin, times or turn count (it sets its own),
+// and not its mode or trusted tools (a file grants nothing).
 type ExportedSession struct {
 	ID           string    `json:"id"`
 	Title        string    `json:"title"`
@@ -177,11 +179,19 @@ func jsonProblem(err error) error {
 // transaction: a crash or a kill leaves the whole session or nothing. Its history is e's
 // transcript, so acp serve's session/load replays it and the next prompt carries it; it has no
 // agent session yet (the agent's ids do not travel), so on the ACP backend the next load opens a
-// new one with that history.
-func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) (SessionRecord, error) {
+// new one with that history. It returns the stored session with the turns it stored (the file's
+// own "turns" is not read).
+//
+// The file grants nothing: it may come from another machine or from anyone, and nobody here
+// allowed what it says. Its trusted tools are dropped (acp serve's text path passes a session's
+// trusted tools to the agent as --trust-tools on every prompt), and so is its mode (a mode is one
+// of the agent's profiles, kiro's agents, each with tools of its own allowed). The folder, model,
+// backend and title are kept: they say where and with what the conversation goes on, not what the
+// agent may do there (acp serve loads a session only from its own folder).
+func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) (Summary, error) {
 	r := SessionRecord{
-		ID: id, Cwd: e.Session.Cwd, Model: e.Session.Model, Mode: e.Session.Mode, TrustedTools: e.Session.TrustedTools,
-		Title: e.Session.Title, Backend: e.Session.Backend, Origin: OriginImport, CreatedAt: now, UpdatedAt: now,
+		ID: id, Cwd: e.Session.Cwd, Model: e.Session.Model, Title: e.Session.Title, Backend: e.Session.Backend,
+		Origin: OriginImport, CreatedAt: now, UpdatedAt: now,
 	}
 	if r.Backend == "" {
 		r.Backend = BackendText
@@ -213,9 +223,9 @@ func (s *Store) Import(ctx context.Context, e Export, id string, now time.Time) 
 		return tx.Commit()
 	})
 	if err != nil {
-		return SessionRecord{}, fmt.Errorf("importing session %s: %w", id, err)
+		return Summary{}, fmt.Errorf("importing session %s: %w", id, err)
 	}
-	return r, nil
+	return Summary{SessionRecord: r, Turns: turns, FolderGone: FolderGone(r.Cwd)}, nil
 }
 
 // importBatch is how many messages one INSERT of insertTranscript stores: a statement per message

@@ -166,7 +166,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Session.Turns != 1 || strings.Join(back.Session.TrustedTools, ",") != "shell" {
+	// Everything but the trust comes back: an import grants nothing (TestImportGrantsNothing).
+	if back.Session.Turns != 1 || len(back.Session.TrustedTools) != 0 {
 		t.Fatalf("imported settings %+v", back.Session)
 	}
 	a, _ := json.Marshal(e.Transcript)
@@ -178,6 +179,37 @@ func TestExportImportRoundTrip(t *testing.T) {
 	msgs, _ := s.Messages(ctx, "dst")
 	if p, n := WithHistory(msgs, "next", 1<<20); n != 2 || !strings.Contains(p, "User: fix it") {
 		t.Fatalf("history %q (%d)", p, n)
+	}
+}
+
+// TestImportGrantsNothing: a file's trusted tools and mode are not taken (nobody here allowed
+// them), and the turns Import reports are the ones it stored, not the file's "turns".
+func TestImportGrantsNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	file := `{"kind":"qkit-session","version":1,"session":{"cwd":"/w","backend":"acp","model":"m1","mode":"yolo-agent",
+		"trusted_tools":["*","execute_bash"],"turns":99},
+		"transcript":[{"role":"user","text":"hi"},{"role":"agent","text":"hello"}]}`
+	e, err := ParseExport([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Import(ctx, e, "imp", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Turns != 1 || got.ID != "imp" || got.Title != "hi" || len(got.TrustedTools) != 0 || got.Mode != "" || !got.FolderGone {
+		t.Fatalf("Import returned %+v", got)
+	}
+	r, err := s.Get(ctx, "imp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.TrustedTools) != 0 || r.Mode != "" || r.Model != "m1" || r.Backend != BackendACP {
+		t.Fatalf("stored %+v", r)
+	}
+	if sums, _ := s.Summaries(ctx, Filter{}); len(sums) != 1 || sums[0].Turns != 1 {
+		t.Fatalf("listed %+v", sums)
 	}
 }
 

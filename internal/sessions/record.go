@@ -51,10 +51,14 @@ func recordTx(ctx context.Context, tx *sql.Tx, ex Exchange, now time.Time, once 
 	if err != nil {
 		return "", err
 	}
-	if id == "" {
-		if id = ex.AgentSession; id == "" {
-			id = uuid.NewString()
-		}
+	switch {
+	case id != "":
+	case ex.AgentSession != "":
+		// Named after the agent's session only when its id is safe to print (list, show, rm and
+		// completion print ids as they are); the spool names it the same way.
+		id = sessionrec.SessionIDFor(ex.AgentSession)
+	default:
+		id = uuid.NewString()
 	}
 	var exists int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&exists); err != nil {
