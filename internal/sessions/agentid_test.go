@@ -94,3 +94,42 @@ func TestSpoolHostileAgentSessionID(t *testing.T) {
 	}
 	checkHostileSession(t, st, id)
 }
+
+// An agent whose session id is another stored session's id (another agent's, or one it learned)
+// gets a session of its own: nothing is written into the other one.
+func TestAgentSessionIDOfAnotherSession(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, Path(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	other, err := st.Record(ctx, Exchange{Origin: OriginAsk, Cwd: "/p", Backend: BackendText,
+		Turn: Turn{Prompt: "mine", Reply: "private"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.Record(ctx, Exchange{Origin: OriginAsk, Cwd: "/q", Backend: BackendACP, AgentSession: other,
+		Turn: Turn{Prompt: "injected", Reply: "x"}}, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id == other {
+		t.Fatal("the agent's turn went into the session whose id it gave")
+	}
+	rec, err := st.Get(ctx, other)
+	if err != nil || rec.AgentSession != "" {
+		t.Fatalf("the other session: %+v %v", rec, err)
+	}
+	msgs, _ := st.Messages(ctx, other)
+	if len(msgs) != 2 || msgs[0].Text != "mine" {
+		t.Fatalf("the other session's transcript: %+v", msgs)
+	}
+	// The agent's own session goes on under its new id.
+	again, err := st.Record(ctx, Exchange{Origin: OriginAsk, Cwd: "/q", Backend: BackendACP, AgentSession: other,
+		Turn: Turn{Prompt: "second", Reply: "y"}}, now.Add(2*time.Second))
+	if err != nil || again != id {
+		t.Fatalf("the second turn went to %s (%v), want %s", again, err, id)
+	}
+}

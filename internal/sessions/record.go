@@ -51,20 +51,34 @@ func recordTx(ctx context.Context, tx *sql.Tx, ex Exchange, now time.Time, once 
 	if err != nil {
 		return "", err
 	}
+	exists := func(id string) (bool, error) {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&n)
+		return n > 0, err
+	}
 	switch {
 	case id != "":
 	case ex.AgentSession != "":
 		// Named after the agent's session only when its id is safe to print (list, show, rm and
-		// completion print ids as they are); the spool names it the same way.
+		// completion print ids as they are); the spool names it the same way. No session has
+		// this agent session (the lookup above), so an agent whose id is another session's
+		// (another agent's, or one it saw) gets a new one instead of writing into that one.
 		id = sessionrec.SessionIDFor(ex.AgentSession)
+		taken, err := exists(id)
+		if err != nil {
+			return "", err
+		}
+		if taken {
+			id = uuid.NewString()
+		}
 	default:
 		id = uuid.NewString()
 	}
-	var exists int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&exists); err != nil {
+	found, err := exists(id)
+	if err != nil {
 		return "", err
 	}
-	if exists == 0 {
+	if !found {
 		backend := ex.Backend
 		if backend == "" {
 			backend = BackendText
