@@ -34,7 +34,9 @@ func newSessionsCmd(a *app.App) *cobra.Command {
 These commands read and manage that store; an id may be shortened to any prefix only one
 session starts with.
 
-A session whose folder no longer exists is listed, marked; ask --session refuses it.`,
+A session goes on only in its own folder: ask --session, the MCP tool's session_id and an
+editor's session/load refuse it from another one. A session whose folder no longer exists is
+listed, marked, and refused.`,
 		Example: `  qkit sessions list --cwd . --since 7d
   qkit sessions show 3f2a
   qkit sessions export 3f2a -o fix-login.json && qkit sessions import fix-login.json
