@@ -142,32 +142,29 @@ func TestQAgentSessionIDACP(t *testing.T) {
 	}
 }
 
-// A write the agent sends without asking, on the ACP backend, is refused in the tool's own words:
-// its parameters (trust-tools, yolo-mode), not ask's flags.
-func TestQAgentUnaskedWriteInTheToolsWords(t *testing.T) {
+// On the ACP backend the policy's refusals hint in the tool's own parameters (trust-tools,
+// yolo-mode), not ask's flags: a write the agent sent without asking, and a tool it asked
+// permission for that nothing trusts.
+func TestQAgentPolicyErrorsInTheToolsWords(t *testing.T) {
 	t.Parallel()
-	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, "FAKEQ_ACP_UNASKED=write:out.txt", `FAKEQ_OUTPUT=done\n`)
-	res := call(t, cs, map[string]any{"prompt": "hi"})
-	text := mcptest.Text(res)
-	if !res.IsError || !strings.Contains(text, "the agent did not ask permission for it") {
-		t.Fatalf("%+v %q", res, text)
-	}
-	if !strings.Contains(text, "trust-tools write") || strings.Contains(text, "--") {
-		t.Fatalf("the hint is not in the tool's parameters: %q", text)
-	}
-}
-
-// A tool the agent asks permission for on the ACP backend, which nothing trusts, fails the call
-// with the hint in the tool's parameters.
-func TestQAgentPermissionNeededInTheToolsWords(t *testing.T) {
-	t.Parallel()
-	cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, "FAKEQ_ACP_TOOLS=shell:echo hi", `FAKEQ_OUTPUT=done\n`)
-	res := call(t, cs, map[string]any{"prompt": "hi"})
-	text := mcptest.Text(res)
-	want := `q Developer command failed: the agent asked to run "Running: echo hi" (execute), which needs permission: nothing allowed it; ` +
-		"to allow it, run again with trust-tools shell (or yolo-mode true to trust every tool)"
-	if !res.IsError || !strings.HasPrefix(text, want) {
-		t.Fatalf("%+v\n%q\nwant %q", res, text, want)
+	for name, c := range map[string]struct {
+		knob string
+		want string
+	}{
+		"unasked write": {"FAKEQ_ACP_UNASKED=write:out.txt",
+			"the agent did not ask permission for it (fs/write_text_file) and nothing allowed it; to allow it, run again with trust-tools write (or yolo-mode true to trust every tool)"},
+		"permission": {"FAKEQ_ACP_TOOLS=shell:echo hi",
+			`q Developer command failed: the agent asked to run "Running: echo hi" (execute), which needs permission: nothing allowed it; ` +
+				"to allow it, run again with trust-tools shell (or yolo-mode true to trust every tool)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cs, _ := qServer(t, map[string]string{"QKIT_AGENT_BACKEND": "acp"}, c.knob, `FAKEQ_OUTPUT=done\n`)
+			res := call(t, cs, map[string]any{"prompt": "hi"})
+			if text := mcptest.Text(res); !res.IsError || !strings.Contains(text, c.want) || strings.Contains(text, "--") {
+				t.Fatalf("%+v\n%q\nwant %q", res, text, c.want)
+			}
+		})
 	}
 }
 

@@ -99,12 +99,8 @@ func TestSpoolHostileAgentSessionID(t *testing.T) {
 // gets a session of its own: nothing is written into the other one.
 func TestAgentSessionIDOfAnotherSession(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, Path(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	now := time.Now()
+	st := openTest(t)
+	now := t0
 	other, err := st.Record(ctx, Exchange{Origin: OriginAsk, Cwd: "/p", Backend: BackendText,
 		Turn: Turn{Prompt: "mine", Reply: "private"}}, now)
 	if err != nil {
