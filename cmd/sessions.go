@@ -168,7 +168,8 @@ func runSessionsList(ctx context.Context, a *app.App, opts *sessionsListOptions)
 		lines = output.NewLines(a.IO.Out)
 	}
 	err = st.EachSummary(ctx, f, func(s *sessions.Summary) error {
-		id, folder, updated := s.ID, s.Cwd, s.UpdatedAt.Format(time.RFC3339)
+		// Ids are checked when a session is stored; one stored before may hold any text.
+		id, folder, updated := termtext.VisibleLine(s.ID), s.Cwd, s.UpdatedAt.Format(time.RFC3339)
 		if tty {
 			id, updated = shortID(id), s.UpdatedAt.Local().Format("2006-01-02 15:04")
 		}
@@ -331,7 +332,7 @@ func runSessionsExport(ctx context.Context, a *app.App, id string, opts *session
 	if err := filestore.WriteAtomic(path, []byte(buf.String()), 0o600, 0o700); err != nil {
 		return err
 	}
-	a.Errorf("exported session %s to %s", e.Session.ID, path)
+	a.Errorf("exported session %s to %s", termtext.VisibleLine(e.Session.ID), path)
 	return nil
 }
 
@@ -449,7 +450,7 @@ func runSessionsRm(ctx context.Context, a *app.App, args []string, opts *session
 			return sessionError(err)
 		}
 		ids = append(ids, r.ID)
-		labels = append(labels, fmt.Sprintf("%s %q", shortID(r.ID), termtext.VisibleLine(r.Title)))
+		labels = append(labels, fmt.Sprintf("%s %q", shortID(termtext.VisibleLine(r.ID)), termtext.VisibleLine(r.Title)))
 	}
 	if !opts.yes {
 		ok, err := a.Confirm("--yes", fmt.Sprintf("Remove %d session(s): %s?", len(ids), strings.Join(labels, ", ")))
@@ -585,7 +586,7 @@ func completeSessionIDs(a *app.App, firstOnly bool) cobra.CompletionFunc {
 				title = "(no prompt yet)"
 			}
 			// The shell shows the description: one line, nothing a terminal obeys.
-			out = append(out, s.ID+"\t"+termtext.VisibleLine(title))
+			out = append(out, termtext.VisibleLine(s.ID)+"\t"+termtext.VisibleLine(title))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}

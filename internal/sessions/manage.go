@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/sessionrec"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // FileName is the store's file in qkit's data folder.
@@ -163,7 +164,7 @@ func (s *Store) Find(ctx context.Context, id string) (SessionRecord, error) {
 	case 1:
 		return found[0], nil
 	}
-	ids := []string{found[0].ID, found[1].ID}
+	ids := []string{termtext.VisibleLine(found[0].ID), termtext.VisibleLine(found[1].ID)}
 	if len(found) > 2 {
 		ids = append(ids, "…")
 	}

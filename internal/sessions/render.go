@@ -17,7 +17,7 @@ func WriteText(w io.Writer, e Export, folderGone bool) error {
 	b := bufio.NewWriter(w)
 	line := termtext.VisibleLine
 	s := e.Session
-	fmt.Fprintf(b, "Session  %s\n", s.ID)
+	fmt.Fprintf(b, "Session  %s\n", line(s.ID)) // a session stored before ids were checked may hold any text
 	if s.Title != "" {
 		fmt.Fprintf(b, "Title    %s\n", line(s.Title))
 	}
@@ -66,7 +66,7 @@ func WriteMarkdown(w io.Writer, e Export, folderGone bool) error {
 		title = "Session " + s.ID
 	}
 	fmt.Fprintf(b, "# %s\n\n", line(title))
-	fmt.Fprintf(b, "- Session: `%s`\n", s.ID)
+	fmt.Fprintf(b, "- Session: `%s`\n", line(s.ID))
 	folder := "`" + line(s.Cwd) + "`"
 	if folderGone {
 		folder += " (no longer exists)"
