@@ -233,6 +233,14 @@ func storeRejectTimeoutCancel(t *testing.T, b *Backend) {
 	if _, err := s.Reject(CreateIn(t, s).ID, strings.Repeat("x", questions.MaxReasonLen+1), ""); !errors.As(err, &ve) {
 		t.Fatalf("long reason: %v", err)
 	}
+	// A reason that is not UTF-8 is refused, not stored with replacement characters.
+	bad := CreateIn(t, s)
+	if _, err := s.Reject(bad.ID, "bad \xff", ""); !errors.As(err, &ve) || err.Error() != "reason: must be valid UTF-8 text" {
+		t.Fatalf("reason not UTF-8: %v", err)
+	}
+	if got, err := s.Get(bad.ID); err != nil || got.Status.Status != questions.Pending {
+		t.Fatalf("after a refused reason: %+v %v", got, err)
+	}
 
 	sess = CreateIn(t, s)
 	_, err = s.Wait(context.Background(), sess.ID, questions.WaitOptions{Timeout: 30 * time.Millisecond})
