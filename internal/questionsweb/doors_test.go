@@ -3,6 +3,7 @@ package questionsweb
 import (
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,5 +47,52 @@ func TestPageShowsOverridesEscaped(t *testing.T) {
 	}
 	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.csrf}, "q0": {"Keep\u202eevil"}}, nil); r.code != 200 {
 		t.Fatalf("answering with the posted value: %+v", r)
+	}
+}
+
+// The largest answer the core accepts is accepted through the page too: four multiple-choice
+// questions with every option chosen, each label and each free text as long as allowed and made
+// of the characters that take the most bytes URL-encoded (4-byte UTF-8, 12 bytes as %XX). So is the
+// longest reason. `questions answer --other` and the MCP tool take these; the page must not refuse
+// them as too large.
+func TestLargestValidAnswersAreAccepted(t *testing.T) {
+	f := serve(t)
+	c := f.browser(t)
+	set := &questions.QuestionSet{}
+	form := url.Values{"csrf": {f.csrf}}
+	for i := range questions.MaxQuestions {
+		q := questions.Question{Question: "Which?", Header: "Q" + strconv.Itoa(i), MultiSelect: true}
+		name := "q" + strconv.Itoa(i)
+		for j := range questions.MaxOptions {
+			label := strings.Repeat(string(rune(0x1F600+j)), questions.MaxLabelLen)
+			q.Options = append(q.Options, questions.Option{Label: label})
+			form.Add(name, label)
+		}
+		set.Questions = append(set.Questions, q)
+		form.Set(name+"_other", strings.Repeat("😀", questions.MaxOtherTextLen))
+	}
+	if err := set.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.st.Create(set, questions.CreateOptions{Source: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", form, nil); r.code != 200 {
+		t.Fatalf("the largest valid answer (%d bytes posted): %+v", len(form.Encode()), r)
+	}
+	got, err := f.st.Get(sess.ID)
+	if err != nil || got.Status.Status != questions.Completed || len(got.Answers.Answers[3].Selected) != questions.MaxOptions {
+		t.Fatalf("stored %+v %v", got.Status, err)
+	}
+	// The issue's case: 7,400 CJK characters of free text (9 bytes each encoded).
+	sess = f.ask(t)
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", f.answerForm("q1_other", strings.Repeat("答", 7400)), nil); r.code != 200 {
+		t.Fatalf("7,400 CJK characters: %+v", r)
+	}
+	sess = f.ask(t)
+	reason := url.Values{"csrf": {f.csrf}, "reason": {strings.Repeat("😀", questions.MaxReasonLen)}}
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", reason, nil); r.code != 200 {
+		t.Fatalf("the longest reason: %+v", r)
 	}
 }
