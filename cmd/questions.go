@@ -233,10 +233,7 @@ func toSessionJSON(a *app.App, s *questions.Session) sessionJSON {
 		CreatedAt: s.Status.CreatedAt, UpdatedAt: s.Status.UpdatedAt,
 		AgeSeconds: int64(a.Now().Sub(s.Status.CreatedAt).Seconds()), QuestionCount: len(s.Set().Questions),
 		Header: s.Header(), RejectionReason: s.Status.RejectionReason, Reason: s.Status.Reason,
-		Source: s.Source(),
-	}
-	if s.Request != nil {
-		j.ExpiresAt = s.Request.ExpiresAt
+		Source: s.Source(), ExpiresAt: s.ExpiresAt(),
 	}
 	return j
 }

@@ -73,8 +73,11 @@ func (e *ValidationError) Error() string {
 	return strings.Join(parts, "; ")
 }
 
+// add records a problem. The field's path can hold a key exactly as the input wrote it (an unknown
+// field), so it is made visible here, once for every caller: an error printed on a terminal must
+// not carry the input's control sequences (an OSC title, a bidirectional override) with it.
 func (e *ValidationError) add(field, format string, args ...any) {
-	e.Problems = append(e.Problems, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	e.Problems = append(e.Problems, FieldError{Field: termLine(field), Msg: fmt.Sprintf(format, args...)})
 }
 
 func (e *ValidationError) orNil() error {

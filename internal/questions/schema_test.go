@@ -1,8 +1,11 @@
 package questions
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 const langSet = `{"questions":[
@@ -67,6 +70,27 @@ func TestParseQuestionSetErrors(t *testing.T) {
 	_, err := ParseQuestionSet([]byte(`{"questions":[]}`))
 	if err.Error() != ErrNoQuestions {
 		t.Errorf("got %q", err)
+	}
+}
+
+// An unknown field's name is repeated in the error, and the error goes to a terminal (questions ask
+// prints it on stderr): a control sequence or bidirectional override in the name is shown escaped.
+func TestUnknownFieldNamesAreShownEscaped(t *testing.T) {
+	q := `{"question":"q","header":"h","options":[{"label":"a"},{"label":"b"%s}]%s}`
+	tests := []struct{ in, want string }{
+		{`{"questions":[` + fmt.Sprintf(q, "", "") + `],"\u001b]0;PWNED\u0007":1}`, `\x1b]0;PWNED\x07: unknown field`},
+		{`{"questions":[` + fmt.Sprintf(q, "", `,"x\u202eyz":1`) + `]}`, `questions[0].x\u202eyz: unknown field`},
+		{`{"questions":[` + fmt.Sprintf(q, `,"a\nb":1`, "") + `]}`, `questions[0].options[1].a\x0ab: unknown field`},
+	}
+	for _, tt := range tests {
+		_, err := ParseQuestionSet([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tt.in, err, tt.want)
+			continue
+		}
+		if msg := err.Error(); termtext.VisibleLine(msg) != msg {
+			t.Errorf("the error carries characters a terminal acts on: %q", msg)
+		}
 	}
 }
 
@@ -192,6 +216,10 @@ func FuzzParseQuestionSet(f *testing.F) {
 			}
 			if err.Error() == "" {
 				t.Fatal("empty error message")
+			}
+			// The error is printed on terminals: nothing of the input in it may act on one.
+			if msg := err.Error(); termtext.VisibleLine(msg) != msg {
+				t.Fatalf("the error carries characters a terminal acts on: %q", msg)
 			}
 			return
 		}

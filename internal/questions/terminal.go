@@ -18,6 +18,14 @@ import (
 func term(s string) string     { return termtext.Visible(s) }
 func termLine(s string) string { return termtext.VisibleLine(s) }
 
+// ShownText is a set's text (a question, a reason) as a person is shown it anywhere, not only on a
+// terminal: control characters and bidirectional overrides written as visible escapes, exactly as
+// `qkit questions show` prints them, so every door shows the same text. ShownLine is the same for
+// text that stays on one line (a header, an option's label or description, the source). For display
+// only: answers still carry the label exactly as stored.
+func ShownText(s string) string { return term(s) }
+func ShownLine(s string) string { return termLine(s) }
+
 // ListRow is a set as one row of `qkit questions list`: short id, age, status, number of
 // questions, first header.
 func ListRow(s *Session, now time.Time) []string {

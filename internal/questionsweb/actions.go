@@ -13,8 +13,17 @@ import (
 	"github.com/qkit-cli/qkit/internal/questions"
 )
 
-// maxForm caps a posted form: four questions of free text and a reason fit many times over.
-const maxForm = 64 << 10
+// maxForm caps a posted form at the largest one the core's limits allow, so the page refuses no
+// answer or reason that `qkit questions answer/reject` and the MCP tool accept: every question with
+// every option chosen (labels as long as allowed) and free text as long as allowed, or the longest
+// reason, with each character taking the most room it can URL-encoded (every byte of a 4-byte UTF-8
+// character as %XX), plus room for the field names, the csrf token and the separators. It derives
+// from the core's limits, so it follows them when they change.
+const maxForm = maxEncodedChar*(questions.MaxQuestions*(questions.MaxOptions*questions.MaxLabelLen+questions.MaxOtherTextLen)+
+	questions.MaxReasonLen) + 16<<10
+
+// maxEncodedChar is the most bytes one character takes in a URL-encoded form.
+const maxEncodedChar = 3 * utf8.UTFMax
 
 // change checks what every state-changing request needs (the session cookie or bearer token, and
 // its form value in the form or header) and returns the set it names.
@@ -29,12 +38,8 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Sess
 		s.reply(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 		return nil, false
 	}
-	for key, values := range r.PostForm {
-		if !utf8.ValidString(key) || !utf8.ValidString(strings.Join(values, "")) {
-			s.reply(w, r, http.StatusBadRequest, "The form is not valid UTF-8 text; nothing was recorded.")
-			return nil, false
-		}
-	}
+	// Text that is not UTF-8 (free text, a reason) is refused by the core's own checks, with the
+	// message every other door gives; a field name that is not UTF-8 names no field of the form.
 	tok := r.PostForm.Get("csrf")
 	if tok == "" {
 		tok = r.Header.Get("X-Qkit-Token")

@@ -44,12 +44,14 @@ type questionView struct {
 	MaxOther               int
 }
 
-type optionView struct{ Name, Type, Label, Description string }
+// optionView is one option. Label is the stored label, which the form posts back (value=) so the
+// answer matches it; Shown is the label as the page shows it.
+type optionView struct{ Name, Type, Label, Shown, Description string }
 
 func (s *Server) view(sess *questions.Session, form string) setView {
 	v := setView{
 		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Form: form,
-		Source: sess.Source(), Age: sess.Age(s.now()),
+		Source: questions.ShownLine(sess.Source()), Age: sess.Age(s.now()),
 		Version: string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
 	}
 	switch sess.Status.Status {
@@ -58,15 +60,19 @@ func (s *Server) view(sess *questions.Session, form string) setView {
 	case questions.InProgress:
 		v.Note = "being answered in a terminal"
 	}
+	// What the set says is shown as `qkit questions show` shows it: a bidirectional override or a
+	// control character is written as an escape, not obeyed (html/template only escapes markup).
 	for i, q := range sess.Set().Questions {
 		name := "q" + strconv.Itoa(i)
 		kind := "radio"
 		if q.MultiSelect {
 			kind = "checkbox"
 		}
-		qv := questionView{Name: name, Header: q.Header, Question: q.Question, Multi: q.MultiSelect, MaxOther: questions.MaxOtherTextLen}
+		qv := questionView{Name: name, Header: questions.ShownLine(q.Header), Question: questions.ShownText(q.Question),
+			Multi: q.MultiSelect, MaxOther: questions.MaxOtherTextLen}
 		for _, o := range q.Options {
-			qv.Options = append(qv.Options, optionView{Name: name, Type: kind, Label: o.Label, Description: o.Description})
+			qv.Options = append(qv.Options, optionView{Name: name, Type: kind, Label: o.Label,
+				Shown: questions.ShownLine(o.Label), Description: questions.ShownLine(o.Description)})
 		}
 		v.Questions = append(v.Questions, qv)
 	}

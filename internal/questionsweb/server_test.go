@@ -239,7 +239,8 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 		{f.answerForm("q7", "x"), `field "q7"`},
 		{f.answerForm("admin", "1"), `field "admin"`},
 		{url.Values{"csrf": {f.csrf}, "q1": {"Lint"}}, "has no answer"},
-		{f.answerForm("q0_other", "caf\xe9"), "not valid UTF-8"},
+		{f.answerForm("q0_other", "caf\xe9"), ".other: must be valid UTF-8"},
+		{f.answerForm("q\xff", "x"), `field "q\xff"`},
 	} {
 		if r := post(t, c, target, tt.form, nil); r.code != 400 || !strings.Contains(r.Msg, tt.want) || !strings.Contains(r.Msg, "nothing was recorded") {
 			t.Errorf("%v: %+v", tt.form, r)
@@ -251,6 +252,11 @@ func TestTamperedFormsRecordNothing(t *testing.T) {
 	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}, "reason": {"x"}, "q0": {"Go"}}, nil); r.code != 400 ||
 		r.Msg != `The form has a field "q0" that a rejection does not take; nothing was recorded.` {
 		t.Fatalf("reject with answers: %+v", r)
+	}
+	// A reason that is not UTF-8 gets the core's message, as questions reject --reason does.
+	if r := post(t, c, f.base+"sets/"+sess.ID+"/reject", url.Values{"csrf": {f.csrf}, "reason": {"bad \xff"}}, nil); r.code != 400 ||
+		!strings.Contains(r.Msg, "reason: must be valid UTF-8 text") {
+		t.Fatalf("reason not UTF-8: %+v", r)
 	}
 	if got, _ := f.st.Get(sess.ID); got.Status.Status != questions.Pending || got.Answers != nil {
 		t.Fatalf("changed: %+v", got.Status)

@@ -251,6 +251,7 @@ func (s *Store) read(id string) (*set, error) {
 	lifecycle.FillStatus(sess.Session, id, dirInfo.ModTime().UTC()) // the folder's time: nothing better on record
 	var ans questions.Answers
 	var refused *refusedError
+	badAnswers := false
 	switch err := readJSON(s.path(id, AnswersFile), &ans); {
 	case errors.Is(err, fs.ErrNotExist):
 	case errors.As(err, &refused):
@@ -261,6 +262,16 @@ func (s *Store) read(id string) (*set, error) {
 	case err != nil:
 		problems = append(problems, err.Error())
 		sess.answersBad = true
+	case sess.Status.Status == questions.Completed && sess.Request != nil:
+		// A closed set's answers are checked as the NATS store checks them: answers that do not
+		// fit the questions (written by another tool) are not handed out as the set's. An open
+		// set's answers.json is checked when it is adopted (lifecycle.Adopt).
+		if cerr := lifecycle.CheckStored(sess.Session, &ans); cerr != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", AnswersFile, cerr))
+			badAnswers = true
+			break
+		}
+		sess.Answers = &ans
 	default:
 		sess.Answers = &ans
 	}
@@ -271,6 +282,10 @@ func (s *Store) read(id string) (*set, error) {
 		}
 	}
 	sess.Problem = strings.Join(problems, "; ")
+	if badAnswers {
+		// Shown abandoned, as the NATS store shows it; the files are left as they are.
+		sess.Status.Status, sess.Status.Claim, sess.Status.Reason = questions.Abandoned, nil, sess.Problem
+	}
 	return sess, nil
 }
 

@@ -1,6 +1,7 @@
 package dirstore
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,6 +33,20 @@ func fileBackend(t *testing.T) *storetest.Backend {
 			rewrite(t, filepath.Join(dir, id, StatusFile), func(m map[string]any) {
 				m["claim"].(map[string]any)["by"] = p
 			})
+		},
+		EditAnswers: func(t *testing.T, id string, edit func(a *questions.Answers)) {
+			path := filepath.Join(dir, id, AnswersFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a questions.Answers
+			if err := json.Unmarshal(data, &a); err != nil {
+				t.Fatal(err)
+			}
+			edit(&a)
+			data, _ = json.Marshal(a)
+			writeFile(t, path, string(data))
 		},
 		Remove: func(t *testing.T, id string) {
 			// As a careful tool removes a set: out of sight at once, then deleted.

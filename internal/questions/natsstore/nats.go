@@ -317,7 +317,7 @@ func (s *Store) decode(id string, e jetstream.KeyValueEntry) *set {
 			problems = append(problems, fmt.Sprintf("status: unknown status %q", rec.Status.Status))
 		}
 		if rec.Answers != nil && sess.Request != nil {
-			if _, err := questions.CheckAnswers(sess.Set(), rec.Answers.Answers); err != nil {
+			if err := lifecycle.CheckStored(sess.Session, rec.Answers); err != nil {
 				problems = append(problems, fmt.Sprintf("answers: %v", err))
 			} else {
 				sess.Answers = rec.Answers

@@ -53,6 +53,9 @@ func natsBackend(t *testing.T) *storetest.Backend {
 		SetClaimer: func(t *testing.T, id string, p questions.Process) {
 			edit(t, id, func(rec *record) { rec.Status.Claim.By = p })
 		},
+		EditAnswers: func(t *testing.T, id string, fn func(a *questions.Answers)) {
+			edit(t, id, func(rec *record) { fn(rec.Answers) })
+		},
 		Remove: func(t *testing.T, id string) {
 			a := adminStore(t)
 			ctx, cancel := a.ctx()

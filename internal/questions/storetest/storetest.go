@@ -22,6 +22,9 @@ type Backend struct {
 	SetClaimer func(t *testing.T, id string, p questions.Process)
 	// Remove deletes the set outright.
 	Remove func(t *testing.T, id string)
+	// EditAnswers changes the stored answers of an answered set, as another tool sharing the store
+	// could, without any check.
+	EditAnswers func(t *testing.T, id string, edit func(a *questions.Answers))
 }
 
 // Run runs the suite, each test as a subtest on a fresh backend from newBackend; they run in

@@ -233,6 +233,14 @@ func storeRejectTimeoutCancel(t *testing.T, b *Backend) {
 	if _, err := s.Reject(CreateIn(t, s).ID, strings.Repeat("x", questions.MaxReasonLen+1), ""); !errors.As(err, &ve) {
 		t.Fatalf("long reason: %v", err)
 	}
+	// A reason that is not UTF-8 is refused, not stored with replacement characters.
+	bad := CreateIn(t, s)
+	if _, err := s.Reject(bad.ID, "bad \xff", ""); !errors.As(err, &ve) || err.Error() != "reason: must be valid UTF-8 text" {
+		t.Fatalf("reason not UTF-8: %v", err)
+	}
+	if got, err := s.Get(bad.ID); err != nil || got.Status.Status != questions.Pending {
+		t.Fatalf("after a refused reason: %+v %v", got, err)
+	}
 
 	sess = CreateIn(t, s)
 	_, err = s.Wait(context.Background(), sess.ID, questions.WaitOptions{Timeout: 30 * time.Millisecond})
@@ -609,6 +617,31 @@ func waitPendingWatchesTheClaimersExit(t *testing.T, b *Backend) {
 	}
 }
 
+// A completed set whose stored answers do not fit its questions (another tool wrote them) is never
+// handed out as answered with them: reading it shows it abandoned, naming the answers, and a wait
+// on it ends abandoned. Both stores read it the same way.
+func storeCompletedSetWithAnswersThatDoNotFit(t *testing.T, b *Backend) {
+	s := b.Open(t, questions.Options{})
+	sess := CreateIn(t, s)
+	if _, err := s.Answer(sess.ID, GoodAnswers, ""); err != nil {
+		t.Fatal(err)
+	}
+	b.EditAnswers(t, sess.ID, func(a *questions.Answers) { a.Answers[0].Selected = []string{"Cobol"} })
+	reader := b.Open(t, questions.Options{})
+	got, err := reader.Get(sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Status != questions.Abandoned || got.Answers != nil || !strings.Contains(got.Status.Reason, "answers") {
+		t.Fatalf("read as %s (%q), answers %+v", got.Status.Status, got.Status.Reason, got.Answers)
+	}
+	_, err = reader.Wait(context.Background(), sess.ID, questions.WaitOptions{Timeout: time.Minute})
+	var ended *questions.EndedError
+	if !errors.As(err, &ended) || ended.Status != questions.Abandoned {
+		t.Fatalf("wait: %v", err)
+	}
+}
+
 var suite = []struct {
 	name string
 	test func(t *testing.T, b *Backend)
@@ -632,5 +665,6 @@ var suite = []struct {
 	{name: "StoreUnseenAskerTimesOutAtItsExpiry", test: storeUnseenAskerTimesOutAtItsExpiry},
 	{name: "StoreWaitPendingSeesAClaimLapseThatWritesNothing", test: storeWaitPendingSeesAClaimLapseThatWritesNothing},
 	{name: "StoreChanges", test: storeChanges},
+	{name: "StoreCompletedSetWithAnswersThatDoNotFit", test: storeCompletedSetWithAnswersThatDoNotFit},
 	{name: "WaitPendingWatchesTheClaimersExit", test: waitPendingWatchesTheClaimersExit, serial: true},
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -45,8 +46,16 @@ func AnswerChange(now func() time.Time, answers []questions.Answer, claim string
 	}
 }
 
-// CheckReason trims a rejection reason and refuses one that is too long.
+// CheckReason trims a rejection reason and refuses one that is not UTF-8 text or is too long. Every
+// door (the commands, the web page, the MCP tool's form, approvals) rejects through here, so each
+// refuses the same reasons with the same message; a reason that is not UTF-8 would otherwise be
+// stored with replacement characters by the JSON encoder.
 func CheckReason(reason string) (string, error) {
+	if !utf8.ValidString(reason) {
+		return "", &questions.ValidationError{Problems: []questions.FieldError{
+			{Field: "reason", Msg: "must be valid UTF-8 text"},
+		}}
+	}
 	reason = strings.TrimSpace(reason)
 	if n := len([]rune(reason)); n > questions.MaxReasonLen {
 		return "", &questions.ValidationError{Problems: []questions.FieldError{

@@ -138,6 +138,14 @@ func RoundTrip(qs []questions.Question) any {
 	return v
 }
 
+// CheckStored checks answers read from a store against the set's questions (sess.Request must be
+// read): another tool sharing the store may have written answers no door would accept. Every store
+// runs it when it reads a set, so none hands out such answers as the set's.
+func CheckStored(sess *questions.Session, ans *questions.Answers) error {
+	_, err := questions.CheckAnswers(sess.Set(), ans.Answers)
+	return err
+}
+
 // Outcome reports whether a wait on sess is over: answered or rejected (done, no error), or ended
 // without an answer (an *EndedError).
 func Outcome(sess *questions.Session) (bool, error) {
