@@ -3,6 +3,7 @@
 package procgroup
 
 import (
+	"errors"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -10,6 +11,9 @@ import (
 
 // groupSweep says whether what is left of a group can be ended after its leader has exited.
 const groupSweep = true
+
+// textBusy reports whether a start failed because the executable is open for writing.
+func textBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
 
 // newGroup makes the command, once started, the leader of a process group of its own.
 func newGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }

@@ -11,6 +11,9 @@ import (
 // groupSweep is false on Windows: once the leader has exited, its tree cannot be found any more.
 const groupSweep = false
 
+// textBusy is false on Windows, which has no ETXTBSY: a file being written cannot be opened.
+func textBusy(error) bool { return false }
+
 // newGroup starts the command in a process group of its own.
 func newGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}

@@ -159,7 +159,19 @@ func Start(name string, args []string, o Options) (*Proc, error) {
 		}
 		cmd.Stderr = w
 	}
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	// An executable someone is still writing cannot be run (ETXTBSY): just installed or updated
+	// beside qkit, or written by this very process while another of its goroutines forked, whose
+	// child holds the written file open until it execs. That passes in moments; wait a little.
+	for wait := 5 * time.Millisecond; err != nil && textBusy(err) && wait <= 160*time.Millisecond; wait *= 2 {
+		time.Sleep(wait)
+		again := exec.Command(name, args...)
+		again.Dir, again.Env, again.SysProcAttr = cmd.Dir, cmd.Env, cmd.SysProcAttr
+		again.Stdin, again.Stdout, again.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+		cmd, p.cmd = again, again
+		err = cmd.Start()
+	}
+	if err != nil {
 		return fail(err)
 	}
 	closeAll(theirs)

@@ -241,3 +241,27 @@ func TestStartError(t *testing.T) {
 		t.Fatalf("not found: %v", err)
 	}
 }
+
+// An executable still open for writing (just installed, or written while another goroutine forked)
+// cannot be run at once (ETXTBSY); Start waits for the writer instead of failing.
+func TestStartWaitsForAnExecutableBeingWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("#!/bin/sh\necho started\n"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	time.AfterFunc(30*time.Millisecond, func() { f.Close(); close(closed) })
+	var out bytes.Buffer
+	p, err := Start(path, nil, Options{Stdout: Copy(&out)})
+	if err != nil {
+		t.Fatalf("Start while the file was open for writing: %v", err)
+	}
+	<-closed
+	if exit := p.Wait(context.Background()); exit.Code != 0 || out.String() != "started\n" {
+		t.Fatalf("exit %+v, output %q", exit, out.String())
+	}
+}
