@@ -97,7 +97,7 @@ func TestPrepareErrors(t *testing.T) {
 }
 
 func TestPrepareArgvAndAccess(t *testing.T) {
-	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: trust("settings")})
 	for _, tc := range []struct {
 		req     Request
 		argv    []string
@@ -284,7 +284,7 @@ func TestParseRequest(t *testing.T) {
 
 func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	entries := append(testEntries(), Entry{Path: []string{"settings", "set"}, Short: "Set", Usage: "settings set <key> <value>", Access: Change})
-	r := New(entries, &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r := New(entries, &fakeExec{}, Options{Trusted: trust("settings")})
 	call, err := r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"internal.trusted", "context,settings"}})
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	// Nor a flag that resets them with everything else (settings reset --all).
 	reset := Entry{Path: []string{"settings", "reset"}, Short: "Reset", Usage: "settings reset", Access: Change,
 		Flags: []Flag{{Name: "all", Type: "bool", NoValue: true, Guarded: true}}}
-	r = New(append(testEntries(), reset), &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r = New(append(testEntries(), reset), &fakeExec{}, Options{Trusted: trust("settings")})
 	for _, flags := range []map[string]string{{"all": ""}, {"--all": "true"}} {
 		call, err = r.Prepare(Request{Command: "settings", Subcommand: "reset", Flags: flags})
 		if err != nil {
@@ -321,11 +321,29 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 }
 
 func TestTrusted(t *testing.T) {
-	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: []string{" Context  Add ", "/settings"}})
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: trust(" Context  Add ", "/settings")})
 	for name, want := range map[string]bool{"context add": true, "context rm": false, "settings reset": true, "contextual": false} {
 		if got := r.Trusted(name); got != want {
 			t.Errorf("Trusted(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// trust is an Options.Trusted that always returns list.
+func trust(list ...string) func() []string { return func() []string { return list } }
+
+// TestTrustedReadForEveryCall: the trust list is read when each call is prepared, so a list the
+// user changed while a server runs applies to its next call.
+func TestTrustedReadForEveryCall(t *testing.T) {
+	list := []string{"settings"}
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: func() []string { return list }})
+	reset := Request{Command: "settings", Subcommand: "reset", Args: []string{"agent.timeout"}}
+	if call, err := r.Prepare(reset); err != nil || !call.Trusted || call.NeedsConfirmation {
+		t.Fatalf("trusted: %+v, %v", call, err)
+	}
+	list = nil
+	if call, err := r.Prepare(reset); err != nil || call.Trusted || !call.NeedsConfirmation {
+		t.Fatalf("after the trust was withdrawn: %+v, %v", call, err)
 	}
 }
 
