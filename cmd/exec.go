@@ -319,7 +319,8 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 }
 
 // cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes. The
-// question is one plain line: Run "qkit context add notes.md"? [y/N]
+// question is one plain line, the command as Call.Display shows it (no argument can rewrite the
+// question): Run "qkit context add notes.md"? [y/N]
 // (a.Prompter, when set, asks instead: tests).
 func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 	return func(ctx context.Context, c *commands.Call) (bool, error) {
@@ -330,7 +331,7 @@ func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 		if err != nil {
 			return false, err
 		}
-		question := `Run "` + c.CommandLine + `"?`
+		question := "Run " + c.Display() + "?"
 		if a.Prompter != nil {
 			return p.Confirm(question, false)
 		}

@@ -99,7 +99,7 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 // request (session/cancel, or the client answered "cancelled").
 func (a *adapter) confirm(ctx context.Context, sessionID string, c *commands.Call) (ok, gone bool, err error) {
 	id := acp.ToolCallId("qkit-command-" + uuid.NewString())
-	title := fmt.Sprintf("Run %q (%s)?", c.CommandLine, c.Entry.Short)
+	title := fmt.Sprintf("Run %s (%s)?", c.Display(), c.Entry.Short)
 	kind := acp.ToolKindEdit
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(sessionID),
@@ -114,7 +114,7 @@ func (a *adapter) confirm(ctx context.Context, sessionID string, c *commands.Cal
 	case ctx.Err() != nil:
 		return false, true, nil
 	case err != nil:
-		return false, false, fmt.Errorf("asking the user to confirm %q: %w", c.CommandLine, err)
+		return false, false, fmt.Errorf("asking the user to confirm %s: %w", c.Display(), err)
 	case resp.Outcome.Selected == nil:
 		return false, true, nil
 	}

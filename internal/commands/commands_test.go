@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // fakeExec records what runs; Check refuses argv containing "--bad".
@@ -412,7 +413,34 @@ func FuzzRequest(f *testing.F) {
 		if call.Access == Change && !call.NeedsConfirmation {
 			t.Fatalf("untrusted change without confirmation: %q", call.Argv)
 		}
+		if d := call.Display(); termtext.VisibleLine(d) != d {
+			t.Fatalf("Display() %q leaves something for a terminal to act on", d)
+		}
 	})
+}
+
+// TestDisplayShowsEveryCharacter: an argument that would erase the question on a terminal and draw
+// a harmless-looking one shows as escapes, and its quotes cannot close the real ones.
+func TestDisplayShowsEveryCharacter(t *testing.T) {
+	r := newTestRegistry(t, &fakeExec{}, Options{})
+	for _, tc := range []struct{ arg, want string }{
+		{"notes.md", `"qkit context add notes.md"`},
+		{"my notes.md", `"qkit context add 'my notes.md'"`},
+		{"\x1b[2K\rRun \"qkit context show\"? [y/N] ", `"qkit context add '\x1b[2K\rRun \"qkit context show\"? [y/N] '"`},
+		{"a\u202eb\u009b\xff\n", `"qkit context add 'a\u202eb\u009b\xff\n'"`},
+	} {
+		call, err := r.Prepare(Request{Command: "context", Subcommand: "add", Args: []string{tc.arg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := call.Display()
+		if d != tc.want || termtext.VisibleLine(d) != d {
+			t.Errorf("Display() = %s, want %s", d, tc.want)
+		}
+		if got := DeclinedMessage(call); !strings.Contains(got, d) || termtext.VisibleLine(strings.TrimSuffix(got, "\n")) != strings.TrimSuffix(got, "\n") {
+			t.Errorf("DeclinedMessage = %q", got)
+		}
+	}
 }
 
 // FuzzParseLine feeds arbitrary slash-command lines (what an ACP client sends) through parsing and

@@ -82,7 +82,7 @@ func (res Result) Message() string {
 
 // DeclinedMessage says that the user declined c and that nothing ran.
 func DeclinedMessage(c *Call) string {
-	return fmt.Sprintf("The user declined to run %q; it did not run.\n", c.CommandLine)
+	return fmt.Sprintf("The user declined to run %s; it did not run.\n", c.Display())
 }
 
 // HowToConfirm says who can let c run when it cannot be confirmed here. internal.trusted is named
@@ -118,7 +118,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 		}
 		if !ok {
 			res.ExitCode = output.ExitRejected
-			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.CommandLine)
+			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.Display())
 			res.Stderr += r.audit(opts, c, res, start)
 			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.CommandLine, ErrDeclined))
 		}

@@ -126,7 +126,7 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 				return &mcp.CallToolResult{
 					InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{
 						Mode:            "form",
-						Message:         fmt.Sprintf("An assistant wants to run %q (%s). Allow it?", call.CommandLine, call.Entry.Short),
+						Message:         fmt.Sprintf("An assistant wants to run %s (%s). Allow it?", call.Display(), call.Entry.Short),
 						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 					}},
 					RequestState: state,
@@ -182,12 +182,12 @@ func canElicit(req *mcp.CallToolRequest) bool {
 
 func noConfirmationMessage(call *commands.Call) string {
 	if call.Guarded {
-		return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
+		return fmt.Sprintf("%s changes state and needs the user's confirmation, but this MCP client cannot ask "+
 			"the user (it does not support elicitation), and %s",
-			call.CommandLine, commands.HowToConfirm(call))
+			call.Display(), commands.HowToConfirm(call))
 	}
-	return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
+	return fmt.Sprintf("%s changes state and needs the user's confirmation, but this MCP client cannot ask "+
 		"the user (it does not support elicitation). Tell the user the command so they can run it "+
 		"themselves, or they can allow it without asking: qkit settings set internal.trusted %q",
-		call.CommandLine, call.Entry.Name)
+		call.Display(), call.Entry.Name)
 }
