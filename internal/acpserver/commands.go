@@ -71,18 +71,21 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 		say(err.Error() + "\n")
 		return turnResult{stop: acp.StopReasonEndTurn}
 	}
-	cancelled := false
 	res, err := reg.Run(ctx, call, commands.RunOptions{
 		Source: commands.SourceACP,
 		Dir:    in.cwd,
 		Confirm: func(ctx context.Context, c *commands.Call) (bool, error) {
 			ok, gone, err := a.confirm(ctx, in.sessionID, c)
-			cancelled = gone
+			if gone {
+				// session/cancel or a "cancelled" outcome: the core audits it as interrupted, as
+				// the CLI's Ctrl-C and MCP's cancelled form are.
+				return false, commands.ErrInterrupted
+			}
 			return ok, err
 		},
 	})
 	switch {
-	case cancelled || ctx.Err() != nil:
+	case errors.Is(err, commands.ErrInterrupted) || ctx.Err() != nil:
 		return turnResult{stop: acp.StopReasonCancelled}
 	case errors.Is(err, commands.ErrDeclined):
 		say(commands.DeclinedMessage(call))

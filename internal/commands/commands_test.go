@@ -162,6 +162,27 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	if len(ex.ran) != 0 {
 		t.Fatalf("ran %v although declined", ex.ran)
 	}
+	// Interrupted while asking, however the door learns it (the asker reports a cancel, or the
+	// context ends, even with a yes that came too late): exit 130, audited as interrupted, nothing
+	// runs.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tc := range []struct {
+		ctx     context.Context
+		confirm ConfirmFunc
+	}{
+		{ctx, func(context.Context, *Call) (bool, error) { return false, fmt.Errorf("asking: %w", ErrInterrupted) }},
+		{cancelled, func(context.Context, *Call) (bool, error) { return true, nil }},
+	} {
+		res, err = r.Run(tc.ctx, add, RunOptions{Source: SourceCLI, Confirm: tc.confirm})
+		if !errors.Is(err, ErrInterrupted) || res.ExitCode != output.ExitInterrupted || output.Code(err) != output.ExitInterrupted ||
+			!strings.Contains(res.Stderr, `"qkit context add notes.md": interrupted before the user answered`) {
+			t.Fatalf("interrupted Run = %+v, %v", res, err)
+		}
+	}
+	if len(ex.ran) != 0 {
+		t.Fatalf("ran %v although interrupted", ex.ran)
+	}
 	// Accepted.
 	var asked string
 	session := filepath.Join(t.TempDir(), "project")
@@ -191,6 +212,8 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	}
 	want := []AuditRecord{
 		{Time: now, Source: "mcp", CommandLine: "qkit context add notes.md", Access: Change, Declined: true, ExitCode: 3},
+		{Time: now, Source: "cli", CommandLine: "qkit context add notes.md", Access: Change, Interrupted: true, ExitCode: 130},
+		{Time: now, Source: "cli", CommandLine: "qkit context add notes.md", Access: Change, Interrupted: true, ExitCode: 130},
 		{Time: now, Source: "acp", CommandLine: "qkit context add notes.md", Dir: session, Access: Change, Confirmed: true},
 		{Time: now, Source: "cli", CommandLine: "qkit context show", Access: Read},
 	}

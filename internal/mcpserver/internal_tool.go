@@ -71,7 +71,8 @@ Confirmation
 
 Troubleshooting
   "Unknown command: X"          X is not a command assistants may run; the message lists those that are.
-  "... declined by the user"    the user said no (or dismissed the question); do not retry unasked.
+  "... declined to run ..."     the user said no; do not retry unasked.
+  "... was cancelled ..."       the user dismissed the question without answering; do not retry unasked.
   "... exited N"                the command ran and failed; its error text follows.
   Output is capped at agent.max_response_size with a truncation notice. Every run is written to
   <state>/audit.log.`
@@ -119,7 +120,14 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 			answer, answered := confirmation(req, state)
 			switch {
 			case answered:
-				opts.Confirm = func(context.Context, *commands.Call) (bool, error) { return answer, nil }
+				opts.Confirm = func(context.Context, *commands.Call) (bool, error) {
+					if answer == "cancel" {
+						// Dismissed without an answer: the core audits it as interrupted, as the
+						// CLI's Ctrl-C and ACP's session/cancel are.
+						return false, commands.ErrInterrupted
+					}
+					return answer == "accept", nil
+				}
 			case canElicit(req):
 				// Multi-round-trip: the SDK asks the client itself for clients before 2026-07-28 and
 				// calls this handler again with the answer; newer clients answer and call again.
@@ -138,6 +146,9 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 		res, err := reg.Run(ctx, call, opts)
 		if errors.Is(err, commands.ErrDeclined) {
 			return ErrorResult(commands.DeclinedMessage(call)), nil, nil
+		}
+		if errors.Is(err, commands.ErrInterrupted) {
+			return ErrorResult(commands.InterruptedMessage(call)), nil, nil
 		}
 		if err != nil {
 			return ErrorResult(err.Error()), nil, nil
@@ -158,16 +169,17 @@ func confirmState(key []byte, call *commands.Call) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// confirmation returns the user's answer when this call carries one for state.
-func confirmation(req *mcp.CallToolRequest, state string) (accepted, answered bool) {
+// confirmation returns the user's answer (the elicitation's action: accept, decline or cancel)
+// when this call carries one for state.
+func confirmation(req *mcp.CallToolRequest, state string) (action string, answered bool) {
 	if req.Params == nil || req.Params.InputResponses == nil || !hmac.Equal([]byte(req.Params.RequestState), []byte(state)) {
-		return false, false
+		return "", false
 	}
 	r, ok := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
 	if !ok || r == nil {
-		return false, false
+		return "", false
 	}
-	return r.Action == "accept", true
+	return r.Action, true
 }
 
 // canElicit reports whether the client declared form elicitation.

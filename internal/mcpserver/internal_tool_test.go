@@ -324,7 +324,8 @@ func TestInternalCommandTrustWithdrawn(t *testing.T) {
 	}
 }
 
-// TestInternalCommandElicitation: accept runs the change, decline and cancel refuse it, on the
+// TestInternalCommandElicitation: accept runs the change, decline refuses it (audited as declined)
+// and cancel too (audited as interrupted, as the CLI's Ctrl-C and ACP's session/cancel are), on the
 // newest protocol (multi-round-trip answered by the client) and on 2025-11-25 (the SDK asks with
 // elicitation/create and calls the tool again).
 func TestInternalCommandElicitation(t *testing.T) {
@@ -345,10 +346,13 @@ func TestInternalCommandElicitation(t *testing.T) {
 					t.Fatalf("asked %q", asked)
 				}
 				want, value := "", "180s"
-				if action == "accept" {
+				switch action {
+				case "accept":
 					value = "5m"
-				} else {
+				case "decline":
 					want = `The user declined to run "qkit settings set agent.timeout 5m"`
+				case "cancel":
+					want = `The question whether to run "qkit settings set agent.timeout 5m" was cancelled before the user answered; it did not run.`
 				}
 				if res.IsError != (want != "") || !strings.Contains(text, want) {
 					t.Fatalf("got %v %q", res.IsError, text)
@@ -357,7 +361,8 @@ func TestInternalCommandElicitation(t *testing.T) {
 					t.Fatalf("agent.timeout = %q, want %q", got, value)
 				}
 				recs := f.audit(t)
-				if len(recs) != 1 || recs[0].Source != "mcp" || recs[0].Confirmed != (action == "accept") || recs[0].Declined != (action != "accept") {
+				if len(recs) != 1 || recs[0].Source != "mcp" || recs[0].Confirmed != (action == "accept") ||
+					recs[0].Declined != (action == "decline") || recs[0].Interrupted != (action == "cancel") {
 					t.Fatalf("audit %+v", recs)
 				}
 			})
