@@ -73,7 +73,8 @@ request can also be the JSON the MCP tool takes: {"command", "subcommand", "args
 
 With --json the result is {command_line, output, error, exit_code, confirmed}, also when the request
 is refused or not confirmed (output is then empty and error holds the message). The exit code is the
-internal command's (3 when the change was declined, 2 when the request was refused).`,
+internal command's (3 when the change was declined, 130 when the question was interrupted, 2 when
+the request was refused).`,
 		Example: `  qkit exec internal --list
   qkit exec internal context show --json
   qkit exec internal context add notes.md --yes
@@ -254,13 +255,14 @@ func runExecInternal(ctx context.Context, a *app.App, reg *commands.Registry, op
 		return fail(words, err)
 	}
 	if call.Access == commands.Change && opts.catchInterrupts != nil {
-		// A change may ask first and must be audited: Ctrl-C at the question, or while it runs,
-		// cancels it and exits 130 instead of ending the process at once. A read keeps the
-		// default, immediate exit, as the command run directly does (the handler costs a thread).
+		// A change may ask first and must be audited: Ctrl-C at the question cancels it (exit 130,
+		// audited as interrupted, as ACP's session/cancel and MCP's cancelled form are) and Ctrl-C
+		// while it runs stops it, instead of ending the process at once. A read keeps the default,
+		// immediate exit, as the command run directly does (the handler costs a thread).
 		ctx = opts.catchInterrupts()
 	}
 	res, err := reg.Run(ctx, call, commands.RunOptions{Source: commands.SourceCLI, Confirm: cliConfirm(a, opts.yes)})
-	if err != nil && !errors.Is(err, commands.ErrDeclined) {
+	if err != nil && !errors.Is(err, commands.ErrDeclined) && !errors.Is(err, commands.ErrInterrupted) {
 		return fail(call.CommandLine, err)
 	}
 	if opts.asJSON {
@@ -319,7 +321,8 @@ func execRequest(a *app.App, reg *commands.Registry, opts *execInternalOptions, 
 }
 
 // cliConfirm asks on the terminal, or takes --yes; without a terminal it fails naming --yes. The
-// question is one plain line: Run "qkit context add notes.md"? [y/N]
+// question is one plain line, the command as Call.Display shows it (no argument can rewrite the
+// question): Run "qkit context add notes.md"? [y/N]
 // (a.Prompter, when set, asks instead: tests).
 func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 	return func(ctx context.Context, c *commands.Call) (bool, error) {
@@ -330,11 +333,18 @@ func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 		if err != nil {
 			return false, err
 		}
-		question := `Run "` + c.CommandLine + `"?`
+		question := "Run " + c.Display() + "?"
+		var ok bool
 		if a.Prompter != nil {
-			return p.Confirm(question, false)
+			ok, err = p.Confirm(question, false)
+		} else {
+			ok, err = prompt.ConfirmLine(ctx, a.IO.In, a.IO.ErrOut, question, false)
 		}
-		return prompt.ConfirmLine(ctx, a.IO.In, a.IO.ErrOut, question, false)
+		if errors.Is(err, prompt.ErrInterrupted) {
+			// Ctrl-C at the question: the core records it as every door's cancel.
+			return false, fmt.Errorf("%w: %w", commands.ErrInterrupted, err)
+		}
+		return ok, err
 	}
 }
 

@@ -160,6 +160,27 @@ func TestExecInternalConfirmsOnTTY(t *testing.T) {
 	}
 }
 
+// TestExecInternalQuestionShowsArgumentsVisibly: an argument holding ESC[2K and a carriage return
+// cannot erase the question and draw a harmless one; the question and the declined message show it
+// as escapes.
+func TestExecInternalQuestionShowsArgumentsVisibly(t *testing.T) {
+	a, _, errOut := testApp(t)
+	a.IO.StdinTTY, a.IO.StdoutTTY = true, true
+	stub := &prompt.Stub{Answers: []any{false}}
+	a.Prompter = stub
+	fake := "\x1b[2K\rRun \"qkit context show\"? [y/N] "
+	if code := Run(context.Background(), a, []string{"exec", "internal", "context", "add", fake}); code != output.ExitRejected {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := `Run "qkit context add '\x1b[2K\rRun \"qkit context show\"? [y/N] '"?`
+	if len(stub.Asked) != 1 || stub.Asked[0] != want {
+		t.Fatalf("asked %q, want %q", stub.Asked, want)
+	}
+	if strings.ContainsAny(errOut.String(), "\x1b\r") || !strings.Contains(errOut.String(), "declined by the user") {
+		t.Fatalf("stderr %q", errOut)
+	}
+}
+
 func TestExecInternalReadNeverAsks(t *testing.T) {
 	a, out, _ := testApp(t)
 	a.IO.StdinTTY, a.IO.StdoutTTY = true, true

@@ -34,7 +34,7 @@ var inheritedExposed = map[string][]string{
 func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 	opts := commands.Options{Now: a.Now, Logger: a.Logger}
 	if a.Config != nil {
-		opts.Trusted = config.InternalTrusted.Get(a.Config)
+		opts.Trusted = currentTrusted(a)
 		opts.MaxOutput = config.AgentMaxResponseSize.Get(a.Config)
 		opts.AuditPath = filepath.Join(a.Config.Paths.State, "audit.log")
 	}
@@ -46,6 +46,23 @@ func internalRegistry(a *app.App, root *cobra.Command) *commands.Registry {
 		return commands.NewLazy(func() []commands.Entry { return internalEntries(NewRoot(scratchApp(a))) }, exec, opts)
 	}
 	return commands.New(internalEntries(root), exec, opts)
+}
+
+// currentTrusted returns internal.trusted as the configuration holds it now, read again for each
+// call: a server keeps its registry for hours, and a trust the user withdrew (qkit settings reset
+// internal.trusted) must stop covering its next call. The file is small; reading it costs far less
+// than building the tree the call runs on. When it cannot be read, nothing is trusted: every change
+// asks.
+func currentTrusted(a *app.App) func() []string {
+	cfg := a.Config
+	return func() []string {
+		now, err := cfg.Reload()
+		if err != nil {
+			a.Logger.Warn("internal.trusted: cannot read the configuration again; every change asks", "err", err)
+			return nil
+		}
+		return config.InternalTrusted.Get(now)
+	}
 }
 
 // flagSet reads an annotation listing flag names, comma-separated.

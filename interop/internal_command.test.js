@@ -104,15 +104,21 @@ for (const answer of ['accept', 'decline', 'cancel']) {
       if (answer === 'accept') {
         assert.equal(res.isError ?? false, false, text(res));
         assert.equal(setting(env, 'agent.timeout'), '5m');
-      } else {
+      } else if (answer === 'decline') {
         assert.equal(res.isError, true);
         assert.match(text(res), /The user declined to run "qkit settings set agent\.timeout 5m"/);
+        assert.equal(setting(env, 'agent.timeout'), '180s');
+      } else {
+        assert.equal(res.isError, true);
+        assert.match(text(res), /The question whether to run "qkit settings set agent\.timeout 5m" was cancelled before the user answered/);
         assert.equal(setting(env, 'agent.timeout'), '180s');
       }
       const audit = readFileSync(join(env.QKIT_HOME, 'state', 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       assert.equal(audit.length, 1);
       assert.equal(audit[0].source, 'mcp');
       assert.equal(audit[0].confirmed, answer === 'accept');
+      assert.equal(audit[0].declined ?? false, answer === 'decline');
+      assert.equal(audit[0].interrupted ?? false, answer === 'cancel');
     } finally {
       await client.close();
       cleanup();

@@ -1449,6 +1449,64 @@ func TestSlashCommands(t *testing.T) {
 	}
 }
 
+// TestSlashCommandCancelIsInterrupted: a change whose permission request is cancelled (the client
+// answers "cancelled", or session/cancel arrives while it asks) stops the turn as cancelled and is
+// audited as interrupted with exit code 130, as the CLI's Ctrl-C and MCP's cancelled form are, and
+// a "don't run it" is audited as declined.
+func TestSlashCommandCancelIsInterrupted(t *testing.T) {
+	t.Parallel()
+	audit := filepath.Join(t.TempDir(), "state", "audit.log")
+	h := startWith(t, "", func(o *Options) {
+		o.Commands = commands.New([]commands.Entry{
+			{Path: []string{"context", "add"}, Short: "Add context files", Usage: "context add <path>...", Access: commands.Change},
+		}, fakeExec{}, commands.Options{AuditPath: audit})
+	})
+	h.initialize()
+	id := h.newSession(t.TempDir())
+
+	h.tc.setAnswer(func(context.Context, acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+	})
+	h.mustPrompt(id, "/context add a.md", acp.StopReasonCancelled)
+	<-h.tc.asked
+
+	h.tc.setAnswer(func(ctx context.Context, _ acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		<-ctx.Done()
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+	})
+	res := make(chan acp.StopReason, 1)
+	go func() { s, _ := h.prompt(id, acp.TextBlock("/context add b.md")); res <- s }()
+	<-h.tc.asked
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-res; s != acp.StopReasonCancelled {
+		t.Fatalf("stopReason %q, want cancelled", s)
+	}
+
+	h.tc.setAnswer(selected(optRejectOnce))
+	h.mustPrompt(id, "/context add c.md", acp.StopReasonEndTurn)
+	<-h.tc.asked
+
+	recs, err := commands.ReadAudit(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("audit %+v", recs)
+	}
+	for i, want := range []struct {
+		line                 string
+		interrupted, decline bool
+		code                 int
+	}{{"qkit context add a.md", true, false, 130}, {"qkit context add b.md", true, false, 130}, {"qkit context add c.md", false, true, 3}} {
+		r := recs[i]
+		if r.Source != "acp" || r.CommandLine != want.line || r.Interrupted != want.interrupted || r.Declined != want.decline || r.ExitCode != want.code || r.Confirmed {
+			t.Errorf("audit line %d = %+v, want %+v", i, r, want)
+		}
+	}
+}
+
 func TestContextBlockAndHistoryBudget(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_ECHO_PROMPT=1")

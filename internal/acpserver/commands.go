@@ -71,18 +71,21 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 		say(err.Error() + "\n")
 		return turnResult{stop: acp.StopReasonEndTurn}
 	}
-	cancelled := false
 	res, err := reg.Run(ctx, call, commands.RunOptions{
 		Source: commands.SourceACP,
 		Dir:    in.cwd,
 		Confirm: func(ctx context.Context, c *commands.Call) (bool, error) {
 			ok, gone, err := a.confirm(ctx, in.sessionID, c)
-			cancelled = gone
+			if gone {
+				// session/cancel or a "cancelled" outcome: the core audits it as interrupted, as
+				// the CLI's Ctrl-C and MCP's cancelled form are.
+				return false, commands.ErrInterrupted
+			}
 			return ok, err
 		},
 	})
 	switch {
-	case cancelled || ctx.Err() != nil:
+	case errors.Is(err, commands.ErrInterrupted) || ctx.Err() != nil:
 		return turnResult{stop: acp.StopReasonCancelled}
 	case errors.Is(err, commands.ErrDeclined):
 		say(commands.DeclinedMessage(call))
@@ -99,7 +102,7 @@ func (a *adapter) runCommand(ctx context.Context, in turnInput, line string, say
 // request (session/cancel, or the client answered "cancelled").
 func (a *adapter) confirm(ctx context.Context, sessionID string, c *commands.Call) (ok, gone bool, err error) {
 	id := acp.ToolCallId("qkit-command-" + uuid.NewString())
-	title := fmt.Sprintf("Run %q (%s)?", c.CommandLine, c.Entry.Short)
+	title := fmt.Sprintf("Run %s (%s)?", c.Display(), c.Entry.Short)
 	kind := acp.ToolKindEdit
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: acp.SessionId(sessionID),
@@ -114,7 +117,7 @@ func (a *adapter) confirm(ctx context.Context, sessionID string, c *commands.Cal
 	case ctx.Err() != nil:
 		return false, true, nil
 	case err != nil:
-		return false, false, fmt.Errorf("asking the user to confirm %q: %w", c.CommandLine, err)
+		return false, false, fmt.Errorf("asking the user to confirm %s: %w", c.Display(), err)
 	case resp.Outcome.Selected == nil:
 		return false, true, nil
 	}

@@ -23,20 +23,26 @@ type AuditRecord struct {
 	Confirmed bool `json:"confirmed"`
 	Trusted   bool `json:"trusted,omitempty"`
 	// Declined is set when the user said no; the command did not run and ExitCode is 3.
-	Declined   bool    `json:"declined,omitempty"`
-	ExitCode   int     `json:"exit_code"`
-	DurationMS float64 `json:"duration_ms"`
+	Declined bool `json:"declined,omitempty"`
+	// Interrupted is set when the question was cancelled before the user answered (Ctrl-C at the
+	// CLI, session/cancel or a cancelled permission request in ACP, a cancelled MCP elicitation);
+	// the command did not run and ExitCode is 130.
+	Interrupted bool    `json:"interrupted,omitempty"`
+	ExitCode    int     `json:"exit_code"`
+	DurationMS  float64 `json:"duration_ms"`
 }
 
 // audit writes the line for a call and returns a warning for the command's stderr when it could not.
-func (r *Registry) audit(opts RunOptions, c *Call, res Result, start time.Time) string {
+// interrupted says the question was cancelled before an answer.
+func (r *Registry) audit(opts RunOptions, c *Call, res Result, start time.Time, interrupted bool) string {
 	if r.opts.AuditPath == "" {
 		return ""
 	}
 	rec := AuditRecord{
 		Time: start.UTC(), Source: opts.Source, CommandLine: c.CommandLine, Dir: opts.Dir, Access: c.Access,
-		Confirmed: res.Confirmed, Trusted: c.Trusted, Declined: c.NeedsConfirmation && !res.Confirmed,
-		ExitCode: res.ExitCode, DurationMS: float64(r.opts.Now().Sub(start).Microseconds()) / 1000,
+		Confirmed: res.Confirmed, Trusted: c.Trusted, Declined: c.NeedsConfirmation && !res.Confirmed && !interrupted,
+		Interrupted: interrupted,
+		ExitCode:    res.ExitCode, DurationMS: float64(r.opts.Now().Sub(start).Microseconds()) / 1000,
 	}
 	if err := AppendAudit(r.opts.AuditPath, rec); err != nil {
 		// The command has run; failing it now would lie about what happened. Say so on its stderr.

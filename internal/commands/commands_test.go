@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // fakeExec records what runs; Check refuses argv containing "--bad".
@@ -97,7 +98,7 @@ func TestPrepareErrors(t *testing.T) {
 }
 
 func TestPrepareArgvAndAccess(t *testing.T) {
-	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: trust("settings")})
 	for _, tc := range []struct {
 		req     Request
 		argv    []string
@@ -161,6 +162,27 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	if len(ex.ran) != 0 {
 		t.Fatalf("ran %v although declined", ex.ran)
 	}
+	// Interrupted while asking, however the door learns it (the asker reports a cancel, or the
+	// context ends, even with a yes that came too late): exit 130, audited as interrupted, nothing
+	// runs.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tc := range []struct {
+		ctx     context.Context
+		confirm ConfirmFunc
+	}{
+		{ctx, func(context.Context, *Call) (bool, error) { return false, fmt.Errorf("asking: %w", ErrInterrupted) }},
+		{cancelled, func(context.Context, *Call) (bool, error) { return true, nil }},
+	} {
+		res, err = r.Run(tc.ctx, add, RunOptions{Source: SourceCLI, Confirm: tc.confirm})
+		if !errors.Is(err, ErrInterrupted) || res.ExitCode != output.ExitInterrupted || output.Code(err) != output.ExitInterrupted ||
+			!strings.Contains(res.Stderr, `"qkit context add notes.md": interrupted before the user answered`) {
+			t.Fatalf("interrupted Run = %+v, %v", res, err)
+		}
+	}
+	if len(ex.ran) != 0 {
+		t.Fatalf("ran %v although interrupted", ex.ran)
+	}
 	// Accepted.
 	var asked string
 	session := filepath.Join(t.TempDir(), "project")
@@ -190,6 +212,8 @@ func TestRunConfirmationAndAudit(t *testing.T) {
 	}
 	want := []AuditRecord{
 		{Time: now, Source: "mcp", CommandLine: "qkit context add notes.md", Access: Change, Declined: true, ExitCode: 3},
+		{Time: now, Source: "cli", CommandLine: "qkit context add notes.md", Access: Change, Interrupted: true, ExitCode: 130},
+		{Time: now, Source: "cli", CommandLine: "qkit context add notes.md", Access: Change, Interrupted: true, ExitCode: 130},
 		{Time: now, Source: "acp", CommandLine: "qkit context add notes.md", Dir: session, Access: Change, Confirmed: true},
 		{Time: now, Source: "cli", CommandLine: "qkit context show", Access: Read},
 	}
@@ -284,7 +308,7 @@ func TestParseRequest(t *testing.T) {
 
 func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	entries := append(testEntries(), Entry{Path: []string{"settings", "set"}, Short: "Set", Usage: "settings set <key> <value>", Access: Change})
-	r := New(entries, &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r := New(entries, &fakeExec{}, Options{Trusted: trust("settings")})
 	call, err := r.Prepare(Request{Command: "settings", Subcommand: "set", Args: []string{"internal.trusted", "context,settings"}})
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +328,7 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 	// Nor a flag that resets them with everything else (settings reset --all).
 	reset := Entry{Path: []string{"settings", "reset"}, Short: "Reset", Usage: "settings reset", Access: Change,
 		Flags: []Flag{{Name: "all", Type: "bool", NoValue: true, Guarded: true}}}
-	r = New(append(testEntries(), reset), &fakeExec{}, Options{Trusted: []string{"settings"}})
+	r = New(append(testEntries(), reset), &fakeExec{}, Options{Trusted: trust("settings")})
 	for _, flags := range []map[string]string{{"all": ""}, {"--all": "true"}} {
 		call, err = r.Prepare(Request{Command: "settings", Subcommand: "reset", Flags: flags})
 		if err != nil {
@@ -321,11 +345,29 @@ func TestTrustNeverCoversTheTrustList(t *testing.T) {
 }
 
 func TestTrusted(t *testing.T) {
-	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: []string{" Context  Add ", "/settings"}})
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: trust(" Context  Add ", "/settings")})
 	for name, want := range map[string]bool{"context add": true, "context rm": false, "settings reset": true, "contextual": false} {
 		if got := r.Trusted(name); got != want {
 			t.Errorf("Trusted(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// trust is an Options.Trusted that always returns list.
+func trust(list ...string) func() []string { return func() []string { return list } }
+
+// TestTrustedReadForEveryCall: the trust list is read when each call is prepared, so a list the
+// user changed while a server runs applies to its next call.
+func TestTrustedReadForEveryCall(t *testing.T) {
+	list := []string{"settings"}
+	r := newTestRegistry(t, &fakeExec{}, Options{Trusted: func() []string { return list }})
+	reset := Request{Command: "settings", Subcommand: "reset", Args: []string{"agent.timeout"}}
+	if call, err := r.Prepare(reset); err != nil || !call.Trusted || call.NeedsConfirmation {
+		t.Fatalf("trusted: %+v, %v", call, err)
+	}
+	list = nil
+	if call, err := r.Prepare(reset); err != nil || call.Trusted || !call.NeedsConfirmation {
+		t.Fatalf("after the trust was withdrawn: %+v, %v", call, err)
 	}
 }
 
@@ -394,7 +436,34 @@ func FuzzRequest(f *testing.F) {
 		if call.Access == Change && !call.NeedsConfirmation {
 			t.Fatalf("untrusted change without confirmation: %q", call.Argv)
 		}
+		if d := call.Display(); termtext.VisibleLine(d) != d {
+			t.Fatalf("Display() %q leaves something for a terminal to act on", d)
+		}
 	})
+}
+
+// TestDisplayShowsEveryCharacter: an argument that would erase the question on a terminal and draw
+// a harmless-looking one shows as escapes, and its quotes cannot close the real ones.
+func TestDisplayShowsEveryCharacter(t *testing.T) {
+	r := newTestRegistry(t, &fakeExec{}, Options{})
+	for _, tc := range []struct{ arg, want string }{
+		{"notes.md", `"qkit context add notes.md"`},
+		{"my notes.md", `"qkit context add 'my notes.md'"`},
+		{"\x1b[2K\rRun \"qkit context show\"? [y/N] ", `"qkit context add '\x1b[2K\rRun \"qkit context show\"? [y/N] '"`},
+		{"a\u202eb\u009b\xff\n", `"qkit context add 'a\u202eb\u009b\xff\n'"`},
+	} {
+		call, err := r.Prepare(Request{Command: "context", Subcommand: "add", Args: []string{tc.arg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := call.Display()
+		if d != tc.want || termtext.VisibleLine(d) != d {
+			t.Errorf("Display() = %s, want %s", d, tc.want)
+		}
+		if got := DeclinedMessage(call); !strings.Contains(got, d) || termtext.VisibleLine(strings.TrimSuffix(got, "\n")) != strings.TrimSuffix(got, "\n") {
+			t.Errorf("DeclinedMessage = %q", got)
+		}
+	}
 }
 
 // FuzzParseLine feeds arbitrary slash-command lines (what an ACP client sends) through parsing and

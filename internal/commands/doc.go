@@ -19,7 +19,8 @@
 //     a flag marked Guarded that changes them with everything else (`settings reset --all`);
 //   - execution (Registry.Run) with the output capped at agent.max_response_size by the same function
 //     and notice as the agent runner (output.Cap);
-//   - the audit log: one JSON line per run or declined run in <state>/audit.log.
+//   - the audit log: one JSON line per run, declined change or interrupted question in
+//     <state>/audit.log.
 //
 // # Using it from a front end (CLI, MCP, ACP)
 //
@@ -35,6 +36,8 @@
 //
 // Run calls Confirm only when call.NeedsConfirmation. A nil Confirm for such a call returns
 // ErrConfirmationNeeded without running anything. A declined call returns a Result with exit code 3
-// and the error ErrDeclined, and is audited as declined. A failing command is not an error of Run:
+// and the error ErrDeclined, and is audited as declined; a question cancelled before an answer
+// (ConfirmFunc's ErrInterrupted, or the context ending) returns exit code 130 and ErrInterrupted,
+// and is audited as interrupted, at every door. A failing command is not an error of Run:
 // its stderr and exit code are in the Result.
 package commands

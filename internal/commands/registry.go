@@ -90,9 +90,11 @@ type Output struct {
 
 // Options configure a Registry.
 type Options struct {
-	// Trusted lists changes that need no confirmation: an entry name ("context add") or a group
-	// ("context"). It is the setting internal.trusted.
-	Trusted []string
+	// Trusted returns the changes that need no confirmation: entry names ("context add") or groups
+	// ("context"), the setting internal.trusted as it is now. Prepare calls it for every change, so
+	// a server that runs for hours sees the list the user last set: `qkit settings reset
+	// internal.trusted` withdraws the trust at once, not when the server restarts. Nil trusts nothing.
+	Trusted func() []string
 	// MaxOutput caps each run's output in bytes (agent.max_response_size); 0 means no cap.
 	MaxOutput int64
 	// AuditPath is the audit log, <state>/audit.log; empty disables auditing.
@@ -235,8 +237,17 @@ func (r *Registry) TopLevel() []string {
 }
 
 // Trusted reports whether a change to entry name needs no confirmation by internal.trusted.
+// It reads the current list (Options.Trusted).
 func (r *Registry) Trusted(name string) bool {
-	for _, t := range r.opts.Trusted {
+	if r.opts.Trusted == nil {
+		return false
+	}
+	return trustedIn(r.opts.Trusted(), name)
+}
+
+// trustedIn reports whether list (internal.trusted) names entry name or a group above it.
+func trustedIn(list []string, name string) bool {
+	for _, t := range list {
 		t = strings.Join(strings.Fields(strings.ToLower(strings.TrimPrefix(strings.TrimSpace(t), "/"))), " ")
 		if t == "" {
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kballard/go-shellquote"
@@ -417,6 +418,17 @@ func CommandLine(argv []string) string {
 	return "qkit " + shellquote.Join(argv...)
 }
 
+// Display is the command line as every door shows it to a person (the CLI's question, MCP's
+// elicitation, ACP's permission request, the declined message): in double quotes, Go-quoted. The
+// arguments come from an assistant, and one holding ESC[2K and a carriage return would otherwise
+// erase the real question on a terminal and draw a harmless-looking one; quoted, every control
+// character, C1 control, bidirectional override and byte that is not UTF-8 shows as an escape
+// (\x1b, \r, \u202e), as termtext.VisibleLine would show it, and a double quote inside shows as \",
+// so the closing quote is always the real one. An ordinary command line only gains the quotes.
+func (c *Call) Display() string {
+	return strconv.Quote(c.CommandLine)
+}
+
 // UnknownCommandError is a request for a command that is not exposed; it lists the ones that are.
 type UnknownCommandError struct {
 	Command   string
@@ -437,5 +449,5 @@ var ErrConfirmationNeeded = errors.New("needs the user's confirmation")
 // ConfirmationNeededError says which command needs confirmation and how to give it. Front ends
 // return its text to the assistant.
 func ConfirmationNeededError(c *Call, how string) error {
-	return output.WithCode(output.ExitUsage, fmt.Errorf("%q changes state and needs the user's confirmation: %s (%w)", c.CommandLine, how, ErrConfirmationNeeded))
+	return output.WithCode(output.ExitUsage, fmt.Errorf("%s changes state and needs the user's confirmation: %s (%w)", c.Display(), how, ErrConfirmationNeeded))
 }

@@ -17,8 +17,11 @@ const (
 	SourceACP = "acp"
 )
 
-// ConfirmFunc asks the user whether to run a change. It returns false when the user declines (or
-// cancels), and an error when the question could not be asked at all.
+// ConfirmFunc asks the user whether to run a change. It returns false when the user says no, an
+// error wrapping ErrInterrupted when the question was cancelled before an answer (Ctrl-C at the
+// CLI's prompt, an MCP elicitation answered "cancel", an ACP permission request answered
+// "cancelled"), and another error when the question could not be asked at all. A context that ends
+// while it asks is an interruption too, whatever it returns.
 type ConfirmFunc func(ctx context.Context, c *Call) (bool, error)
 
 // RunOptions say who runs a call and how a change is confirmed.
@@ -82,7 +85,13 @@ func (res Result) Message() string {
 
 // DeclinedMessage says that the user declined c and that nothing ran.
 func DeclinedMessage(c *Call) string {
-	return fmt.Sprintf("The user declined to run %q; it did not run.\n", c.CommandLine)
+	return fmt.Sprintf("The user declined to run %s; it did not run.\n", c.Display())
+}
+
+// InterruptedMessage says that the question about c was cancelled before the user answered and
+// that nothing ran.
+func InterruptedMessage(c *Call) string {
+	return fmt.Sprintf("The question whether to run %s was cancelled before the user answered; it did not run.\n", c.Display())
 }
 
 // HowToConfirm says who can let c run when it cannot be confirmed here. internal.trusted is named
@@ -98,10 +107,18 @@ func HowToConfirm(c *Call) string {
 // ErrDeclined is returned by Run when the user declined a change.
 var ErrDeclined = errors.New("the user declined")
 
+// ErrInterrupted is returned by Run when the question about a change was cancelled before the
+// user answered. Every door records it the same way: exit code 130 and "interrupted" in the audit
+// line, not a no (the user never said no: they pressed Ctrl-C, the editor cancelled the turn, the
+// client dismissed the form).
+var ErrInterrupted = errors.New("interrupted before the user answered")
+
 // Run runs a prepared call: it confirms a change through opts.Confirm when needed, executes the
 // command in-process, caps its output and writes the audit line. A command that fails is not an error
-// here: its exit code and error text are in the Result. Run's error is for calls that did not run
-// (declined: exit code 3 in the Result and ErrDeclined; no way to confirm; confirmation failed).
+// here: its exit code and error text are in the Result. Run's error is for calls that did not run:
+// declined (exit code 3 in the Result, ErrDeclined, audited as declined); interrupted while asking
+// (exit code 130, ErrInterrupted, audited as interrupted); no way to confirm; confirmation failed
+// (neither of the last two is audited: nothing was asked).
 func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, error) {
 	res := Result{CommandLine: c.CommandLine}
 	if opts.Dir != "" && !filepath.IsAbs(opts.Dir) {
@@ -113,13 +130,20 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 			return res, ConfirmationNeededError(c, HowToConfirm(c))
 		}
 		ok, err := opts.Confirm(ctx, c)
+		if errors.Is(err, ErrInterrupted) || ctx.Err() != nil {
+			// Also when an answer came after the context ended: whoever ended it wants nothing run.
+			res.ExitCode = output.ExitInterrupted
+			res.Stderr = fmt.Sprintf("qkit: %s: interrupted before the user answered; it did not run\n", c.Display())
+			res.Stderr += r.audit(opts, c, res, start, true)
+			return res, output.WithCode(output.ExitInterrupted, fmt.Errorf("%s: %w", c.CommandLine, ErrInterrupted))
+		}
 		if err != nil {
 			return res, err
 		}
 		if !ok {
 			res.ExitCode = output.ExitRejected
-			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.CommandLine)
-			res.Stderr += r.audit(opts, c, res, start)
+			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.Display())
+			res.Stderr += r.audit(opts, c, res, start, false)
 			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.CommandLine, ErrDeclined))
 		}
 		res.Confirmed = true
@@ -142,7 +166,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 		res.Stderr, _ = output.Cap(out.Stderr, r.opts.MaxOutput)
 		res.ExitCode = out.ExitCode
 	}
-	res.Stderr += r.audit(opts, c, res, start)
+	res.Stderr += r.audit(opts, c, res, start, false)
 	return res, nil
 }
 

@@ -198,6 +198,19 @@ func Load(opts LoadOptions) (*Config, error) {
 	return c, nil
 }
 
+// Reload reads the configuration again as c was read: the same file, environment and --set
+// overrides. A server that runs for a long time calls it to see a setting changed since it started
+// (internal.trusted, which `qkit settings reset` may have withdrawn). It fails as Load does.
+func (c *Config) Reload() (*Config, error) {
+	overrides := map[string]string{}
+	for _, v := range c.values {
+		if v.Source == SourceFlag {
+			overrides[v.Key.Name] = v.Raw
+		}
+	}
+	return Load(LoadOptions{File: c.File, Overrides: overrides, LookupEnv: c.env})
+}
+
 // fileString turns what viper decoded from YAML back into the text form settings are parsed from.
 func fileString(x any) string {
 	switch t := x.(type) {

@@ -256,3 +256,30 @@ func TestSkipFileAndValueErrorKey(t *testing.T) {
 		t.Fatalf("problem %#v", c.Problems[0])
 	}
 }
+
+// TestReload: Reload sees the file as it is now, with the environment and --set overrides the
+// first load had.
+func TestReload(t *testing.T) {
+	home := t.TempDir()
+	env := envOf(map[string]string{"QKIT_HOME": home, "QKIT_AGENT_COMMAND": "kiro-cli"})
+	c, err := Load(LoadOptions{LookupEnv: env, Overrides: map[string]string{"log.level": "debug"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("internal.trusted", "settings set"); err != nil {
+		t.Fatal(err)
+	}
+	if len(InternalTrusted.Get(c)) != 0 {
+		t.Fatalf("the loaded config changed: %v", InternalTrusted.Get(c))
+	}
+	now, err := c.Reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := InternalTrusted.Get(now); len(got) != 1 || got[0] != "settings set" {
+		t.Fatalf("internal.trusted after Reload = %v", got)
+	}
+	if AgentCommand.Get(now) != "kiro-cli" || LogLevel.Get(now) != "debug" {
+		t.Fatalf("Reload lost the environment or the overrides: %+v", now.All())
+	}
+}

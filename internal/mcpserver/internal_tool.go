@@ -71,7 +71,8 @@ Confirmation
 
 Troubleshooting
   "Unknown command: X"          X is not a command assistants may run; the message lists those that are.
-  "... declined by the user"    the user said no (or dismissed the question); do not retry unasked.
+  "... declined to run ..."     the user said no; do not retry unasked.
+  "... was cancelled ..."       the user dismissed the question without answering; do not retry unasked.
   "... exited N"                the command ran and failed; its error text follows.
   Output is capped at agent.max_response_size with a truncation notice. Every run is written to
   <state>/audit.log.`
@@ -119,14 +120,21 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 			answer, answered := confirmation(req, state)
 			switch {
 			case answered:
-				opts.Confirm = func(context.Context, *commands.Call) (bool, error) { return answer, nil }
+				opts.Confirm = func(context.Context, *commands.Call) (bool, error) {
+					if answer == "cancel" {
+						// Dismissed without an answer: the core audits it as interrupted, as the
+						// CLI's Ctrl-C and ACP's session/cancel are.
+						return false, commands.ErrInterrupted
+					}
+					return answer == "accept", nil
+				}
 			case canElicit(req):
 				// Multi-round-trip: the SDK asks the client itself for clients before 2026-07-28 and
 				// calls this handler again with the answer; newer clients answer and call again.
 				return &mcp.CallToolResult{
 					InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{
 						Mode:            "form",
-						Message:         fmt.Sprintf("An assistant wants to run %q (%s). Allow it?", call.CommandLine, call.Entry.Short),
+						Message:         fmt.Sprintf("An assistant wants to run %s (%s). Allow it?", call.Display(), call.Entry.Short),
 						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 					}},
 					RequestState: state,
@@ -138,6 +146,9 @@ func internalCommandHandler(d *Deps, key []byte) mcp.ToolHandlerFor[internalComm
 		res, err := reg.Run(ctx, call, opts)
 		if errors.Is(err, commands.ErrDeclined) {
 			return ErrorResult(commands.DeclinedMessage(call)), nil, nil
+		}
+		if errors.Is(err, commands.ErrInterrupted) {
+			return ErrorResult(commands.InterruptedMessage(call)), nil, nil
 		}
 		if err != nil {
 			return ErrorResult(err.Error()), nil, nil
@@ -158,16 +169,17 @@ func confirmState(key []byte, call *commands.Call) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// confirmation returns the user's answer when this call carries one for state.
-func confirmation(req *mcp.CallToolRequest, state string) (accepted, answered bool) {
+// confirmation returns the user's answer (the elicitation's action: accept, decline or cancel)
+// when this call carries one for state.
+func confirmation(req *mcp.CallToolRequest, state string) (action string, answered bool) {
 	if req.Params == nil || req.Params.InputResponses == nil || !hmac.Equal([]byte(req.Params.RequestState), []byte(state)) {
-		return false, false
+		return "", false
 	}
 	r, ok := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult)
 	if !ok || r == nil {
-		return false, false
+		return "", false
 	}
-	return r.Action == "accept", true
+	return r.Action, true
 }
 
 // canElicit reports whether the client declared form elicitation.
@@ -182,12 +194,12 @@ func canElicit(req *mcp.CallToolRequest) bool {
 
 func noConfirmationMessage(call *commands.Call) string {
 	if call.Guarded {
-		return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
+		return fmt.Sprintf("%s changes state and needs the user's confirmation, but this MCP client cannot ask "+
 			"the user (it does not support elicitation), and %s",
-			call.CommandLine, commands.HowToConfirm(call))
+			call.Display(), commands.HowToConfirm(call))
 	}
-	return fmt.Sprintf("%q changes state and needs the user's confirmation, but this MCP client cannot ask "+
+	return fmt.Sprintf("%s changes state and needs the user's confirmation, but this MCP client cannot ask "+
 		"the user (it does not support elicitation). Tell the user the command so they can run it "+
 		"themselves, or they can allow it without asking: qkit settings set internal.trusted %q",
-		call.CommandLine, call.Entry.Name)
+		call.Display(), call.Entry.Name)
 }

@@ -289,7 +289,43 @@ func TestInternalCommandNoElicitation(t *testing.T) {
 	}
 }
 
-// TestInternalCommandElicitation: accept runs the change, decline and cancel refuse it, on the
+// TestInternalCommandTrustWithdrawn: a server reads internal.trusted for each call, so resetting it
+// while the server runs withdraws the trust from the next call: that change needs confirmation
+// again, which this client cannot give.
+func TestInternalCommandTrustWithdrawn(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "qkit")
+	file := filepath.Join(home, "config", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("internal:\n  trusted: [settings set]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newInternalFixture(t, map[string]string{"QKIT_HOME": home})
+	f.home = home
+	cs := f.connect(t, "", nil)
+	if res, text := callInternal(t, cs, setTimeout); res.IsError {
+		t.Fatalf("trusted: %q", text)
+	}
+	// The user withdraws the trust while the server runs.
+	streams, _, _, errOut := app.Test()
+	if code := cmd.Run(t.Context(), app.New(streams, app.VersionInfo{}), []string{"settings", "reset", "internal.trusted"}); code != 0 {
+		t.Fatalf("settings reset internal.trusted: exit %d: %s", code, errOut)
+	}
+	res, text := callInternal(t, cs, map[string]any{"command": "settings", "subcommand": "set", "args": []string{"agent.timeout", "7m"}})
+	if !res.IsError || !strings.Contains(text, "needs the user's confirmation") {
+		t.Fatalf("after the trust was withdrawn: %v %q", res.IsError, text)
+	}
+	if got := f.setting(t, "agent.timeout"); got != "5m" {
+		t.Fatalf("agent.timeout = %q, want 5m", got)
+	}
+	if recs := f.audit(t); len(recs) != 1 || !recs[0].Trusted {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// TestInternalCommandElicitation: accept runs the change, decline refuses it (audited as declined)
+// and cancel too (audited as interrupted, as the CLI's Ctrl-C and ACP's session/cancel are), on the
 // newest protocol (multi-round-trip answered by the client) and on 2025-11-25 (the SDK asks with
 // elicitation/create and calls the tool again).
 func TestInternalCommandElicitation(t *testing.T) {
@@ -310,10 +346,13 @@ func TestInternalCommandElicitation(t *testing.T) {
 					t.Fatalf("asked %q", asked)
 				}
 				want, value := "", "180s"
-				if action == "accept" {
+				switch action {
+				case "accept":
 					value = "5m"
-				} else {
+				case "decline":
 					want = `The user declined to run "qkit settings set agent.timeout 5m"`
+				case "cancel":
+					want = `The question whether to run "qkit settings set agent.timeout 5m" was cancelled before the user answered; it did not run.`
 				}
 				if res.IsError != (want != "") || !strings.Contains(text, want) {
 					t.Fatalf("got %v %q", res.IsError, text)
@@ -322,7 +361,8 @@ func TestInternalCommandElicitation(t *testing.T) {
 					t.Fatalf("agent.timeout = %q, want %q", got, value)
 				}
 				recs := f.audit(t)
-				if len(recs) != 1 || recs[0].Source != "mcp" || recs[0].Confirmed != (action == "accept") || recs[0].Declined != (action != "accept") {
+				if len(recs) != 1 || recs[0].Source != "mcp" || recs[0].Confirmed != (action == "accept") ||
+					recs[0].Declined != (action == "decline") || recs[0].Interrupted != (action == "cancel") {
 					t.Fatalf("audit %+v", recs)
 				}
 			})
