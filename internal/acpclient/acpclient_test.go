@@ -1,7 +1,6 @@
 package acpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
+	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/proctest"
 	"github.com/qkit-cli/qkit/internal/streamjson/streamjsontest"
 )
@@ -252,12 +252,12 @@ func TestPermissionErrorEndsTurn(t *testing.T) {
 func TestSizeCap(t *testing.T) {
 	o := fake(t, "FAKEQ_LINES=1000")
 	o.Limits.MaxResponseSize = 100
-	var logged bytes.Buffer
-	o.Limits.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	logged := output.NewHeadBuffer(0) // safe for the connection's goroutines, which log too
+	o.Limits.Logger = slog.New(slog.NewTextHandler(logged, nil))
 	res, err := Run(t.Context(), o)
 	// The cut is logged as the text runner logs it (agent.Run).
-	if !strings.Contains(logged.String(), `level=WARN msg="agent response truncated" original_bytes=`) {
-		t.Errorf("log: %s", logged.String())
+	if log := string(logged.Head()); !strings.Contains(log, `level=WARN msg="agent response truncated" original_bytes=`) {
+		t.Errorf("log: %s", log)
 	}
 	if err != nil || !res.Truncated || res.OriginalSize < 8000 || !strings.HasPrefix(res.Output, "line 1\n") || !strings.Contains(res.Notice, "TRUNCATED") && !strings.Contains(strings.ToLower(res.Notice), "truncated") {
 		t.Errorf("err %v result %+v", err, res.Result)
