@@ -1,6 +1,7 @@
 package questionsweb
 
 import (
+	"fmt"
 	"io"
 	"net/url"
 	"strconv"
@@ -39,6 +40,12 @@ func TestPageShowsOverridesEscaped(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not show %q:\n%s", want, page)
+		}
+	}
+	// The form's limits are the core's.
+	for _, want := range []string{fmt.Sprintf(`maxlength="%d"`, questions.MaxOtherTextLen), fmt.Sprintf(`maxlength="%d"`, questions.MaxReasonLen)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page has no %s", want)
 		}
 	}
 	// The one U+202E left is the stored label in the option's value, which the browser posts back.

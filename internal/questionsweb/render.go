@@ -35,6 +35,8 @@ type setView struct {
 	// Version changes whenever what the page shows of the set changes.
 	Version   string
 	Questions []questionView
+	// MaxReason is the core's limit on a rejection's reason (questions.MaxReasonLen).
+	MaxReason int
 }
 
 type questionView struct {
@@ -52,7 +54,8 @@ func (s *Server) view(sess *questions.Session, form string) setView {
 	v := setView{
 		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Form: form,
 		Source: questions.ShownLine(sess.Source()), Age: sess.Age(s.now()),
-		Version: string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
+		Version:   string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
+		MaxReason: questions.MaxReasonLen,
 	}
 	switch sess.Status.Status {
 	case questions.Detached:
