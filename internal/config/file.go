@@ -153,6 +153,10 @@ func setNode(root *yaml.Node, name string, v any) error {
 	}
 	if m, i := findEntry(root, parts); m != nil {
 		old := m.Content[i+1]
+		if old.Kind == yaml.MappingNode {
+			// No setting is a section: what is under it is not qkit's to drop.
+			return fmt.Errorf("line %d: %q holds a section of settings, not a value; fix or remove that line (the file was left unchanged)", m.Content[i].Line, m.Content[i].Value)
+		}
 		val.HeadComment, val.LineComment, val.FootComment = old.HeadComment, old.LineComment, old.FootComment
 		m.Content[i+1] = val
 		deleteNode(root, parts, val)

@@ -67,11 +67,14 @@ func TestSetOnEmptySection(t *testing.T) {
 	}
 }
 
-// TestSetRefusesValueSection: a section holding a value cannot take a key; the file is untouched.
+// TestSetRefusesValueSection: a section holding a value cannot take a key, nor a setting holding a
+// section a value; the file is untouched.
 func TestSetRefusesValueSection(t *testing.T) {
 	for content, want := range map[string]string{
 		"agent: 5\n":         `line 1: "agent" holds the value "5", not a section of settings`,
 		"x: 1\nagent: [a]\n": `line 2: "agent" holds a list, not a section of settings`,
+		// The other way round: a setting holding a section; what is under it is not dropped.
+		"agent:\n  command:\n    x: 1\n": `line 2: "command" holds a section of settings, not a value`,
 	} {
 		c, file := configAt(t, content)
 		err := c.Set("agent.command", "kiro-cli")
