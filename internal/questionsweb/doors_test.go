@@ -2,7 +2,6 @@ package questionsweb
 
 import (
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,22 +16,8 @@ import (
 func TestPageShowsOverridesEscaped(t *testing.T) {
 	f := serve(t)
 	c := f.browser(t)
-	set, err := questions.ParseQuestionSet([]byte(`{"questions":[{"question":"Pick \u202eone","header":"Pick\u202e","options":[
-		{"label":"Keep\u202eevil","description":"safe\u202etxt"},{"label":"Drop"}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := f.st.Create(set, questions.CreateOptions{Source: "mcp\u202e"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Get(f.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	page := string(body)
+	sess, page := f.pageWith(t, c, `{"questions":[{"question":"Pick \u202eone","header":"Pick\u202e","options":[
+		{"label":"Keep\u202eevil","description":"safe\u202etxt"},{"label":"Drop"}]}]}`, "mcp\u202e")
 	for _, want := range []string{
 		`<span class="tag">Pick\u202e</span> Pick \u202eone</legend>`,
 		`<span class="label">Keep\u202eevil</span> <small>safe\u202etxt</small>`,

@@ -80,6 +80,29 @@ func (f *fixture) browser(t *testing.T) *http.Client {
 	return c
 }
 
+// pageWith stores the question set setJSON from source and returns it with the page c is shown.
+func (f *fixture) pageWith(t *testing.T, c *http.Client, setJSON, source string) (*questions.Session, string) {
+	t.Helper()
+	set, err := questions.ParseQuestionSet([]byte(setJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := f.st.Create(set, questions.CreateOptions{Source: source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Get(f.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, string(body)
+}
+
 // sessionCookie is the page's cookie in jar.
 func sessionCookie(t *testing.T, f *fixture, jar http.CookieJar) *http.Cookie {
 	t.Helper()
@@ -632,21 +655,7 @@ func TestHostileTextIsEscapedOnThePage(t *testing.T) {
 	c := f.browser(t)
 	const hostile = `{"questions":[{"question":"</legend><script>alert(1)</script>","header":"<b>x</b>",
  "options":[{"label":"\"><img src=x onerror=alert(1)>","description":"<iframe src=//evil>"},{"label":"No"}]}]}`
-	set, err := questions.ParseQuestionSet([]byte(hostile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := f.st.Create(set, questions.CreateOptions{Source: "mcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Get(f.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	page := string(body)
+	sess, page := f.pageWith(t, c, hostile, "mcp")
 	for _, raw := range []string{"<script>alert", "<img", "<iframe", "<b>x"} {
 		if strings.Contains(page, raw) {
 			t.Errorf("the page holds %q as markup:\n%s", raw, page)
@@ -657,7 +666,7 @@ func TestHostileTextIsEscapedOnThePage(t *testing.T) {
 			t.Errorf("the page lacks %q:\n%s", want, page)
 		}
 	}
-	label := set.Questions[0].Options[0].Label
+	label := sess.Set().Questions[0].Options[0].Label
 	if r := post(t, c, f.base+"sets/"+sess.ID+"/answer", url.Values{"csrf": {f.csrf}, "q0": {label}}, nil); r.code != 200 {
 		t.Fatalf("%+v", r)
 	}
