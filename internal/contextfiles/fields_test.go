@@ -112,3 +112,24 @@ func FuzzContextConfig(f *testing.F) {
 		}
 	})
 }
+
+// A field that holds a list of rules in a file without "paths" is a misspelling whose rules would
+// silently not apply: Collect warns of it. Q's other fields, and files with "paths", say nothing.
+func TestStrayRulesAreReported(t *testing.T) {
+	for content, want := range map[string]string{
+		`{"pathz": ["a.md"], "hooks": {"x": ["y"]}}`: `"pathz" holds a list of rules but is not "paths"`,
+		`{"Path": ["a.md"]}`:                         `"Path" holds a list of rules`,
+		`{"paths": ["a.md"], "extra": ["b.md"]}`:     "",
+		`{"hooks": {"conversation_start": []}}`:      "",
+		`{"pathz": []}`:                              "",
+	} {
+		c, err := parseConfig("f.json", []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(c.strayRules("f.json"), "\n")
+		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", content, got, want)
+		}
+	}
+}

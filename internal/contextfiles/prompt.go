@@ -111,6 +111,9 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		Files: []File{}, Dropped: []File{}, Skipped: []Skipped{},
 		Warnings: printableAll(ex.warnings),
 	}
+	for _, stray := range [][]string{global.strayRules(s.globalPath()), prof.strayRules(s.profilePath(profile))} {
+		rep.Warnings = append(rep.Warnings, printableAll(stray)...)
+	}
 	if rep.Warnings == nil {
 		rep.Warnings = []string{}
 	}

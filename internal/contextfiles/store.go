@@ -114,6 +114,23 @@ type fileConfig struct {
 	fields []jsonField
 }
 
+// strayRules names the fields of c, read from path, that hold a list of rules although the file
+// has no "paths": a misspelled key ("pathz", "path") whose rules would silently not apply. Other
+// fields (Q's hooks, an object) are kept as they are and not reported.
+func (c fileConfig) strayRules(path string) []string {
+	if slices.ContainsFunc(c.fields, func(f jsonField) bool { return f.name == "paths" }) {
+		return nil
+	}
+	var out []string
+	for _, f := range c.fields {
+		var rules []string
+		if json.Unmarshal(f.value, &rules) == nil && len(rules) > 0 {
+			out = append(out, fmt.Sprintf("%s: %q holds a list of rules but is not \"paths\", so they are not used; rename it to \"paths\"", path, f.name))
+		}
+	}
+	return out
+}
+
 // jsonField is one top-level field of a context file, its value as written.
 type jsonField struct {
 	name  string
