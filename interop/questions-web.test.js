@@ -4,7 +4,8 @@
 // asked, and its answer (or rejection) is what the waiting call returns, the set's badge then saying
 // how it ended; without the token it shows nothing, the cookie the browser holds (and hands to any
 // other web server on 127.0.0.1) is not the token, a cross-site post is refused, a page open across
-// a restart says it lost its access, and a page left open when the server stops says so.
+// a restart says it lost its access, a page left open when the server stops says so, and the text
+// fields take as many emoji as the core does.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
@@ -241,6 +242,43 @@ test('a cross-site post is refused; the set is then rejected on the page, with a
   await page.locator(`#set-${id} .msg`, { hasText: 'Rejected' }).waitFor();
   const out = await call;
   assert.equal(text(out), 'User rejected this question set.\n\nRejection reason: "Ask me after the release"');
+  await page.close();
+});
+
+// A browser counts maxlength in UTF-16 units, two for an emoji; the core counts characters. The
+// person can type as many emoji as the core takes (the browser stops them there, no earlier);
+// ordinary text over the core's limit reaches the core, which refuses it with its message, and the
+// page keeps what was typed.
+test('the page takes as many emoji as the core does, and keeps a reason the core refuses', { skip }, async () => {
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const page = await browser.newPage();
+  await page.goto(base);
+  const set = page.locator('section.set:not(.closed)');
+  await set.waitFor();
+  const id = await set.getAttribute('data-id');
+  const typed = async (field, value) => {
+    await field.focus();
+    await page.keyboard.insertText(value); // as typing or pasting: the browser applies maxlength
+    return [...await field.inputValue()].length;
+  };
+  const other = set.locator('input[name=q0_other]');
+  assert.equal(await typed(other, '😀'.repeat(10001)), 10000, 'free text in emoji stopped elsewhere than at the core\'s limit');
+  await other.fill('');
+
+  await set.getByText('Reject these questions…').click();
+  const reason = set.locator('textarea[name=reason]');
+  const over = 'x'.repeat(2001);
+  await typed(reason, over);
+  await set.getByRole('button', { name: 'Reject', exact: true }).click();
+  await set.locator('.msg', { hasText: 'reason: at most 2000 characters, not 2001' }).waitFor();
+  assert.equal(await reason.inputValue(), over, 'the refused reason was lost');
+  assert.equal(JSON.parse((await run(qkitBin, ['questions', 'show', id, '--json'], { env: iso.env })).stdout).status, 'pending');
+
+  await reason.fill('');
+  assert.equal(await typed(reason, '😀'.repeat(2001)), 2000, 'a reason in emoji stopped elsewhere than at the core\'s limit');
+  await set.getByRole('button', { name: 'Reject', exact: true }).click();
+  await page.locator(`#set-${id} .msg`, { hasText: 'Rejected' }).waitFor();
+  assert.equal(text(await call), `User rejected this question set.\n\nRejection reason: "${'😀'.repeat(2000)}"`);
   await page.close();
 });
 

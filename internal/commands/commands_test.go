@@ -463,6 +463,21 @@ func TestDisplayShowsEveryCharacter(t *testing.T) {
 		if got := DeclinedMessage(call); !strings.Contains(got, d) || termtext.VisibleLine(strings.TrimSuffix(got, "\n")) != strings.TrimSuffix(got, "\n") {
 			t.Errorf("DeclinedMessage = %q", got)
 		}
+		// The other texts that name the command line for an assistant, which may show them to a
+		// person in a terminal: the result of a run (silent, failed) and how to confirm a guarded
+		// change.
+		for _, res := range []Result{{CommandLine: call.CommandLine}, {CommandLine: call.CommandLine, ExitCode: 1}, {CommandLine: call.CommandLine, ExitCode: 2, Stderr: "qkit: no\n"}} {
+			if got := res.Message(); !strings.HasPrefix(got, d+" ") && !strings.HasPrefix(got, d+":") {
+				t.Errorf("Message() = %q, want it to start with %s", got, d)
+			}
+		}
+		guarded, err := r.Prepare(Request{Command: "settings", Subcommand: "reset", Args: []string{TrustSetting, tc.arg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := HowToConfirm(guarded); !guarded.Guarded || !strings.HasSuffix(got, "in a terminal: "+guarded.Display()) || termtext.VisibleLine(got) != got {
+			t.Errorf("HowToConfirm = %q (guarded %v)", got, guarded.Guarded)
+		}
 	}
 }
 
@@ -514,10 +529,10 @@ func TestResultMessage(t *testing.T) {
 		res  Result
 		want string
 	}{
-		{Result{CommandLine: "qkit context add x"}, "qkit context add x: done.\n"},
+		{Result{CommandLine: "qkit context add x"}, "\"qkit context add x\": done.\n"},
 		{Result{CommandLine: "qkit context show", Output: "rules"}, "rules\n"},
-		{Result{CommandLine: "qkit settings get nope", Stderr: "qkit: unknown setting\n", ExitCode: 2}, "qkit settings get nope exited 2:\nqkit: unknown setting\n"},
-		{Result{CommandLine: "qkit questions show", ExitCode: 4}, "qkit questions show exited 4.\n"},
+		{Result{CommandLine: "qkit settings get nope", Stderr: "qkit: unknown setting\n", ExitCode: 2}, "\"qkit settings get nope\" exited 2:\nqkit: unknown setting\n"},
+		{Result{CommandLine: "qkit questions show", ExitCode: 4}, "\"qkit questions show\" exited 4.\n"},
 	} {
 		if got := c.res.Message(); got != c.want {
 			t.Errorf("Message() = %q, want %q", got, c.want)

@@ -419,15 +419,17 @@ func CommandLine(argv []string) string {
 }
 
 // Display is the command line as every door shows it to a person (the CLI's question, MCP's
-// elicitation, ACP's permission request, the declined message): in double quotes, Go-quoted. The
-// arguments come from an assistant, and one holding ESC[2K and a carriage return would otherwise
-// erase the real question on a terminal and draw a harmless-looking one; quoted, every control
-// character, C1 control, bidirectional override and byte that is not UTF-8 shows as an escape
-// (\x1b, \r, \u202e), as termtext.VisibleLine would show it, and a double quote inside shows as \",
-// so the closing quote is always the real one. An ordinary command line only gains the quotes.
-func (c *Call) Display() string {
-	return strconv.Quote(c.CommandLine)
-}
+// elicitation, ACP's permission request, the declined message, Result.Message, HowToConfirm): in
+// double quotes, Go-quoted. The arguments come from an assistant, and one holding ESC[2K and a
+// carriage return would otherwise erase the real question on a terminal and draw a
+// harmless-looking one; quoted, every control character, C1 control, bidirectional override and
+// byte that is not UTF-8 shows as an escape (\x1b, \r, \u202e), as termtext.VisibleLine would show
+// it, and a double quote inside shows as \", so the closing quote is always the real one. An
+// ordinary command line only gains the quotes.
+func (c *Call) Display() string { return display(c.CommandLine) }
+
+// display is Call.Display for a command line alone (Result.Message has no Call).
+func display(commandLine string) string { return strconv.Quote(commandLine) }
 
 // UnknownCommandError is a request for a command that is not exposed; it lists the ones that are.
 type UnknownCommandError struct {

@@ -65,20 +65,22 @@ func (res Result) Text() string {
 
 // Message is the result as an assistant reads it, in the same words whichever front end ran the
 // command (the internal_command MCP tool, an ACP slash command): the command's text, or
-// "COMMAND: done." when it printed nothing, after "COMMAND exited N:" when it failed ("COMMAND exited
-// N." alone when it failed silently). The text ends with a line break.
+// `"COMMAND": done.` when it printed nothing, after `"COMMAND" exited N:` when it failed
+// (`"COMMAND" exited N.` alone when it failed silently). The command line is shown as Call.Display
+// shows it: the assistant may show the text to a person in a terminal. The text ends with a line
+// break.
 func (res Result) Message() string {
-	text := res.Text()
+	text, line := res.Text(), display(res.CommandLine)
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
 	switch {
 	case res.ExitCode != 0 && text == "":
-		return fmt.Sprintf("%s exited %d.\n", res.CommandLine, res.ExitCode)
+		return fmt.Sprintf("%s exited %d.\n", line, res.ExitCode)
 	case res.ExitCode != 0:
-		return fmt.Sprintf("%s exited %d:\n%s", res.CommandLine, res.ExitCode, text)
+		return fmt.Sprintf("%s exited %d:\n%s", line, res.ExitCode, text)
 	case text == "":
-		return res.CommandLine + ": done.\n"
+		return line + ": done.\n"
 	}
 	return text
 }
@@ -95,11 +97,12 @@ func InterruptedMessage(c *Call) string {
 }
 
 // HowToConfirm says who can let c run when it cannot be confirmed here. internal.trusted is named
-// only for a change it can waive.
+// only for a change it can waive. The command line is c.Display(): the text goes to an assistant,
+// which may show it to a person in a terminal.
 func HowToConfirm(c *Call) string {
 	if c.Guarded {
 		return "it changes " + strings.Join(guardedSettings, " or ") + " (settings reset --all resets both), which " +
-			TrustSetting + " never allows unasked, so only the user can run it, in a terminal: " + c.CommandLine
+			TrustSetting + " never allows unasked, so only the user can run it, in a terminal: " + c.Display()
 	}
 	return "the user must confirm it, or list it in the setting " + TrustSetting
 }
@@ -122,7 +125,7 @@ var ErrInterrupted = errors.New("interrupted before the user answered")
 func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, error) {
 	res := Result{CommandLine: c.CommandLine}
 	if opts.Dir != "" && !filepath.IsAbs(opts.Dir) {
-		return res, fmt.Errorf("%s: working directory %q is not an absolute path", c.CommandLine, opts.Dir)
+		return res, fmt.Errorf("%s: working directory %q is not an absolute path", c.Display(), opts.Dir)
 	}
 	start := r.opts.Now()
 	if c.NeedsConfirmation {
@@ -135,7 +138,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 			res.ExitCode = output.ExitInterrupted
 			res.Stderr = fmt.Sprintf("qkit: %s: interrupted before the user answered; it did not run\n", c.Display())
 			res.Stderr += r.audit(opts, c, res, start, true)
-			return res, output.WithCode(output.ExitInterrupted, fmt.Errorf("%s: %w", c.CommandLine, ErrInterrupted))
+			return res, output.WithCode(output.ExitInterrupted, fmt.Errorf("%s: %w", c.Display(), ErrInterrupted))
 		}
 		if err != nil {
 			return res, err
@@ -144,7 +147,7 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts RunOptions) (Result, e
 			res.ExitCode = output.ExitRejected
 			res.Stderr = fmt.Sprintf("qkit: %s: declined by the user\n", c.Display())
 			res.Stderr += r.audit(opts, c, res, start, false)
-			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.CommandLine, ErrDeclined))
+			return res, output.WithCode(output.ExitRejected, fmt.Errorf("%s: %w", c.Display(), ErrDeclined))
 		}
 		res.Confirmed = true
 	}

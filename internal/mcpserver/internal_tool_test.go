@@ -257,8 +257,32 @@ func TestInternalCommandFailureKeepsErrorAndCode(t *testing.T) {
 	f := newInternalFixture(t, nil)
 	cs := f.connect(t, "", nil)
 	res, text := callInternal(t, cs, map[string]any{"command": "settings", "subcommand": "get", "args": []string{"nope"}})
-	if !res.IsError || !strings.Contains(text, "qkit settings get nope exited 2") || !strings.Contains(text, `unknown setting "nope"`) {
+	if !res.IsError || !strings.Contains(text, `"qkit settings get nope" exited 2`) || !strings.Contains(text, `unknown setting "nope"`) {
 		t.Fatalf("got %v %q", res.IsError, text)
+	}
+}
+
+// TestInternalCommandTextsShowArgumentsVisibly: the tool's texts that name the command line (a
+// failed run's result, how to confirm a guarded change) show an argument's escape sequence and
+// bidirectional override as escapes, as Call.Display does: the assistant may show them to a person
+// in a terminal.
+func TestInternalCommandTextsShowArgumentsVisibly(t *testing.T) {
+	f := newInternalFixture(t, nil)
+	cs := f.connect(t, "", nil)
+	const hostile = "nope\x1b[2K\r\u202e"
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"command": "settings", "subcommand": "get", "args": []string{hostile}},
+			`"qkit settings get nope\x1b\\[2K\r\u202e" exited 2:`},
+		{map[string]any{"command": "settings", "subcommand": "set", "args": []string{"agent.command", hostile}},
+			`in a terminal: "qkit settings set agent.command nope\x1b`},
+	} {
+		res, text := callInternal(t, cs, tc.args)
+		if !res.IsError || !strings.Contains(text, tc.want) || strings.ContainsAny(text, "\x1b\r\u202e") {
+			t.Errorf("%v: %v %q, want an error with %s and no raw control or override", tc.args, res.IsError, text, tc.want)
+		}
 	}
 }
 

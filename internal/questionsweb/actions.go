@@ -109,7 +109,12 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	done, err := s.st.Reject(sess.ID, r.PostForm.Get("reason"), "")
+	// A browser posting the form without the script sends each line break of the textarea as CRLF
+	// (the form encoding's rule), which the core would count as two characters where the person
+	// typed one; the script posts LF. Either way the reason is stored as typed, with LF, and a
+	// line break counts as one character, as at every other door.
+	reason := strings.ReplaceAll(r.PostForm.Get("reason"), "\r\n", "\n")
+	done, err := s.st.Reject(sess.ID, reason, "")
 	if err != nil {
 		s.storeError(w, r, err)
 		return

@@ -35,7 +35,7 @@ type setView struct {
 	// Version changes whenever what the page shows of the set changes.
 	Version   string
 	Questions []questionView
-	// MaxReason is the core's limit on a rejection's reason (questions.MaxReasonLen).
+	// MaxReason is the reason's maxlength: browserMax of the core's limit (questions.MaxReasonLen).
 	MaxReason int
 }
 
@@ -43,8 +43,19 @@ type questionView struct {
 	Name, Header, Question string
 	Multi                  bool
 	Options                []optionView
-	MaxOther               int
+	// MaxOther is the free text's maxlength: browserMax of the core's limit
+	// (questions.MaxOtherTextLen).
+	MaxOther int
 }
+
+// browserMax is the maxlength attribute that lets a person type n characters, the core's limit,
+// whatever characters they are. A browser counts maxlength in UTF-16 code units, two for a
+// character outside the Basic Multilingual Plane (an emoji, a rarer CJK character), where the core
+// counts characters (code points): at n the browser would stop a person typing emoji at n/2. At 2n
+// it never stops text the core accepts; text over the core's limit that it lets through (up to 2n
+// ordinary characters) is refused by the core with the message every door gives, and the page's
+// script keeps what was typed for the person to shorten.
+func browserMax(n int) int { return 2 * n }
 
 // optionView is one option. Label is the stored label, which the form posts back (value=) so the
 // answer matches it; Shown is the label as the page shows it.
@@ -55,7 +66,7 @@ func (s *Server) view(sess *questions.Session, form string) setView {
 		ID: sess.ID, Short: sess.ShortID(), Status: string(sess.Status.Status), Form: form,
 		Source: questions.ShownLine(sess.Source()), Age: sess.Age(s.now()),
 		Version:   string(sess.Status.Status) + "@" + sess.Status.UpdatedAt.Format(time.RFC3339Nano),
-		MaxReason: questions.MaxReasonLen,
+		MaxReason: browserMax(questions.MaxReasonLen),
 	}
 	switch sess.Status.Status {
 	case questions.Detached:
@@ -72,7 +83,7 @@ func (s *Server) view(sess *questions.Session, form string) setView {
 			kind = "checkbox"
 		}
 		qv := questionView{Name: name, Header: questions.ShownLine(q.Header), Question: questions.ShownText(q.Question),
-			Multi: q.MultiSelect, MaxOther: questions.MaxOtherTextLen}
+			Multi: q.MultiSelect, MaxOther: browserMax(questions.MaxOtherTextLen)}
 		for _, o := range q.Options {
 			qv.Options = append(qv.Options, optionView{Name: name, Type: kind, Label: o.Label,
 				Shown: questions.ShownLine(o.Label), Description: questions.ShownLine(o.Description)})
