@@ -329,7 +329,12 @@ func runSessionsExport(ctx context.Context, a *app.App, id string, opts *session
 	if err != nil {
 		return err
 	}
-	if err := filestore.WriteAtomic(path, []byte(buf.String()), 0o600, 0o700); err != nil {
+	// A transcript may hold secrets: a new export file is private (0600 less the umask); an
+	// existing one keeps its permissions, a device or /dev/stdout is written, not replaced.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := filestore.WriteNamed(path, []byte(buf.String()), 0o600); err != nil {
 		return err
 	}
 	a.Errorf("exported session %s to %s", termtext.VisibleLine(e.Session.ID), path)

@@ -15,8 +15,13 @@ import (
 
 // WriteAtomic replaces path with data. The directory is created (with dirPerm) when missing. When
 // path is a symbolic link (a config.yaml kept in a dotfiles repository), the file it points to is
-// replaced and the link kept.
+// replaced and the link kept. A path that is, or leads to, something other than a regular file (a
+// device, a FIFO, a descriptor in /proc) is refused: replacing it with a file would break what it
+// is (as root, /dev/null). A file a person names for output goes through WriteNamed instead.
 func WriteAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("write %s: %w", path, ErrNotRegular)
+	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
