@@ -15,7 +15,8 @@ import (
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
-// TestParityTranscript: one turn that ends whole, cut at the size cap, or at the timeout, through
+// TestParityTranscript: one turn that ends whole, cut at the size cap, at the timeout, or with the
+// agent's death, through
 // every door that records it (`qkit ask`, the q-developer-agent tool, acp serve's text path and
 // its proxy) on both backends, leaves the same stored reply: the agent's own text, without any of
 // qkit's notices, and the same ending (ended, truncated). The history the next prompt carries and
@@ -26,6 +27,7 @@ func TestParityTranscript(t *testing.T) {
 	want := map[string]sessionrec.Message{
 		"plain reply": {Text: "The answer.\n", Ended: sessionrec.EndedTurn},
 		"timeout":     {Text: "partial answer\n", Ended: sessionrec.EndedTimedOut},
+		"agent death": {Text: "partial answer\n", Ended: sessionrec.EndedError},
 		"cap": {Text: "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13",
 			Ended: sessionrec.EndedTurn, Truncated: true},
 	}
@@ -109,4 +111,3 @@ func onlySession(t *testing.T, st *sessions.Store, a *app.App) string {
 	}
 	return list[0].ID
 }
-
