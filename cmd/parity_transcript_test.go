@@ -63,6 +63,24 @@ func TestParityTranscript(t *testing.T) {
 	rows.Wait()
 }
 
+// TestTextPathRefusalStored: when the editor refuses a tool on acp serve's text path, the
+// transcript keeps what the agent said and the refusal as data (error, the call denied), which the
+// history words as the refusal of that tool; qkit's notice to the editor is not stored.
+func TestTextPathRefusalStored(t *testing.T) {
+	parityEnv(t)
+	for _, sc := range parityScenarios() {
+		if sc.name != "denial" {
+			continue
+		}
+		got := parityStoredReply(t, sc, pfACP, pbChat)
+		note := sessionrec.EndingNote(got.Ended, got.Truncated, got.Tools)
+		if strings.Contains(got.Text, "Permission to use") || got.Ended != sessionrec.EndedError ||
+			!strings.Contains(note, "permission to use shell was refused") {
+			t.Fatalf("stored %q ended %q tools %+v: note %q", got.Text, got.Ended, got.Tools, note)
+		}
+	}
+}
+
 // parityStoredReply runs sc once through front on backend b and returns the reply its session
 // store kept. ask records a chat run only in a stored session it continues (--session), so ask's
 // cells continue one made for the purpose, in this folder, on both backends.

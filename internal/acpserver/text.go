@@ -75,14 +75,14 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 	// qkit's own words (a notice, a failure) go to the editor, never into the transcript: it
 	// keeps the agent's reply and how the turn ended (sessionrec.Ending), as on every door.
 	say := out.notice
-	failed := func(err error) turnResult { // before the agent ran
+	failBefore := func(err error) turnResult { // before the agent ran
 		r := a.fail(ctx, say, err)
 		r.ended = sessionrec.Ending(acpclient.BackendChat, "", false, r.stop == acp.StopReasonCancelled, true)
 		return r
 	}
 	history, err := a.opts.Store.Messages(ctx, in.sessionID)
 	if err != nil {
-		return failed(err)
+		return failBefore(err)
 	}
 	// As on every door that runs the agent afresh each turn (askrun.Sessions): the context files
 	// with the prompt, within context.max_tokens, and the session's history before them.
@@ -93,7 +93,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			a.opts.Logger.Warn(w, "session", in.sessionID)
 		}
 		if err != nil {
-			return failed(fmt.Errorf("context files: %w", err))
+			return failBefore(fmt.Errorf("context files: %w", err))
 		}
 		prompt = withFiles
 	}
