@@ -231,9 +231,9 @@ func newSessionsShowCmd(a *app.App) *cobra.Command {
 		Short: "Show a session's transcript",
 		Long: `Show a session's settings and transcript: each prompt and reply, the reply's tool calls with how
 they ended and its usage when the agent reported it (ask, the MCP tool and acp serve record both).
-A reply is the agent's own text; a turn that did not end whole (cut at the size limit, timed out,
-cancelled, failed) is followed by one line in brackets that says so, the same line the next
-prompt's history carries. The agent's text is printed with control characters escaped.
+A reply is the agent's own text. A turn that did not end whole (cut at the size limit, timed out,
+cancelled, failed) is followed by one line in brackets that says so, as in the next prompt's
+history. The agent's text is printed with control characters escaped.
 
 --json prints the session as sessions export --format json writes it.`,
 		Example: `  qkit sessions show 3f2a
