@@ -231,7 +231,9 @@ func newSessionsShowCmd(a *app.App) *cobra.Command {
 		Short: "Show a session's transcript",
 		Long: `Show a session's settings and transcript: each prompt and reply, the reply's tool calls with how
 they ended and its usage when the agent reported it (ask, the MCP tool and acp serve record both).
-The agent's text is printed with control characters escaped.
+A reply is the agent's own text. A turn that did not end whole (cut at the size limit, timed out,
+cancelled, failed) is followed by one line in brackets that says so, as in the next prompt's
+history. The agent's text is printed with control characters escaped.
 
 --json prints the session as sessions export --format json writes it.`,
 		Example: `  qkit sessions show 3f2a
@@ -285,9 +287,11 @@ the whole new one).
   {kind: "qkit-session", version: 1,
    session: {id, title, cwd, backend, model, mode, trusted_tools, origin, turns, created_at,
              updated_at},
-   transcript: [{role, text, blocks, tools, usage, at}]}
+   transcript: [{role, text, blocks, tools, usage, ended, truncated, at}]}
 
-The agent's
+A reply's text is the agent's own, without qkit's notices; ended (end_turn, timed_out, cancelled,
+error, or the agent's own stop reason) and truncated say how its turn ended. Replies stored before
+qkit kept this have neither, and files without them import as they are. The agent's
 own session id and the session's MCP servers are left out (they mean nothing on another machine,
 and MCP server entries can carry tokens). --format md writes Markdown for people.`,
 		Example: `  qkit sessions export 3f2a -o fix-login.json

@@ -919,8 +919,13 @@ func (p *Proxy) Close(ctx context.Context, id string) {
 
 // Turn is how a turn on the proxy went, for qkit's transcript.
 type Turn struct {
-	// Kept is what the transcript keeps of the reply.
+	// Kept is what the transcript keeps of the reply: the agent's own text, cut where the editor's
+	// copy was cut (the size cap) or at transcriptKeep, without qkit's notices (sessionrec's rule).
 	Kept string
+	// Truncated: Kept is not the whole reply (the size cap, or transcriptKeep).
+	Truncated bool
+	// TimedOut: the turn hit agent.timeout and was cancelled.
+	TimedOut bool
 	// Stop is the agent's stop reason (cancelled when the caller's context ended); empty when an
 	// error ended the turn.
 	Stop acp.StopReason
@@ -1017,11 +1022,12 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	s.capped = capped{}
 	switch {
 	case truncated != nil:
-		// The transcript keeps what the editor was shown, as every other path keeps the runner's cut.
-		turn.Kept = turn.Kept[:min(len(turn.Kept), int(truncated.Kept))] + truncated.Notice()
+		// The transcript keeps what the editor was shown, as every other path keeps the runner's
+		// cut; the editor had the notice, the transcript has Truncated.
+		turn.Kept, turn.Truncated = turn.Kept[:min(len(turn.Kept), int(truncated.Kept))], true
 		o.Logger.Warn(truncated.Warning(), "session", sessionID)
 	case s.cut:
-		turn.Kept += "\n[… the rest of this reply is in the agent's own session]\n"
+		turn.Truncated = true // the rest of the reply is in the agent's own session
 	}
 	s.text.Reset()
 	s.tools = agent.ToolLog{}
@@ -1033,9 +1039,8 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	case ctx.Err() != nil:
 		turn.Stop = acp.StopReasonCancelled
 	case timedOut.Load():
-		notice := agent.TimeoutNotice(o.Limits.Timeout)
-		p.say(s, notice)
-		turn.Kept += notice
+		p.say(s, agent.TimeoutNotice(o.Limits.Timeout))
+		turn.TimedOut = true
 		turn.Stop = acp.StopReasonEndTurn
 	case err != nil:
 		if p.isDead(c) {

@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/acpproxy"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
 )
@@ -335,12 +336,18 @@ func (a *adapter) replay(id string, msgs []sessions.Message) error {
 				}
 				buf = appendChunk(buf, id, kindUserChunk, block.Bytes())
 			}
-		case m.Text == "":
+		case m.Role == sessions.RoleUser && m.Text == "":
 			continue
 		case m.Role == sessions.RoleUser:
 			buf = appendTextChunk(buf, id, kindUserChunk, m.Text)
 		default:
-			buf = appendTextChunk(buf, id, kindAgentChunk, m.Text)
+			// The reply and how it ended: the editor saw qkit's notice at the time, which the
+			// transcript keeps as data (sessionrec.ReplyText, as in the history on every door).
+			text := sessionrec.ReplyText(m)
+			if text == "" {
+				continue
+			}
+			buf = appendTextChunk(buf, id, kindAgentChunk, text)
 		}
 		if len(buf) >= replayBatch {
 			if err := a.sendLines(0, buf); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/acpproxy"
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -51,12 +52,14 @@ type proxyTurns struct{ a *adapter }
 
 func (t proxyTurns) prompt(ctx context.Context, in turnInput, up userPrompt, out *reply) (turnResult, []string) {
 	turn, err := t.a.proxy.Prompt(ctx, in.sessionID, in.cwd, up.content)
-	out.record(turn.Kept)
+	out.record(turn.Kept) // the agent's words only: a failure's message goes to the editor alone
 	res := turnResult{stop: turn.Stop}
 	if err != nil {
-		res = t.a.fail(ctx, out.say, err)
+		res = t.a.fail(ctx, out.notice, err)
 	}
 	res.tools, res.usage = sessions.ToolCallsOf(turn.Tools), sessions.UsageOf(turn.Usage)
+	res.ended = sessionrec.Ending(acpclient.BackendACP, string(turn.Stop), turn.TimedOut, ctx.Err() != nil, err != nil)
+	res.truncated = turn.Truncated
 	return res, nil
 }
 

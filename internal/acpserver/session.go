@@ -90,6 +90,9 @@ type turnResult struct {
 	// tools and usage are the turn's tool calls and cost, for the transcript (nil: none known).
 	tools []sessions.ToolCall
 	usage *sessions.Usage
+	// ended and truncated are how the turn ended, for the transcript (sessionrec.Ending).
+	ended     string
+	truncated bool
 }
 
 // sessionActor owns one session's state. Only its goroutine touches these fields.

@@ -72,10 +72,17 @@ const (
 // (q stopped with its approval error; kiro-cli denied the tool and went on) and the editor allowed
 // it: trusted under the agent's own name for it (@server/tool for an MCP tool).
 func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, out *reply, always *[]string, ran *turnRuns) turnResult {
-	say := out.say
+	// qkit's own words (a notice, a failure) go to the editor, never into the transcript: it
+	// keeps the agent's reply and how the turn ended (sessionrec.Ending), as on every door.
+	say := out.notice
+	failBefore := func(err error) turnResult { // before the agent ran
+		r := a.fail(ctx, say, err)
+		r.ended = sessionrec.Ending(acpclient.BackendChat, "", false, r.stop == acp.StopReasonCancelled, true)
+		return r
+	}
 	history, err := a.opts.Store.Messages(ctx, in.sessionID)
 	if err != nil {
-		return a.fail(ctx, say, err)
+		return failBefore(err)
 	}
 	// As on every door that runs the agent afresh each turn (askrun.Sessions): the context files
 	// with the prompt, within context.max_tokens, and the session's history before them.
@@ -86,7 +93,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			a.opts.Logger.Warn(w, "session", in.sessionID)
 		}
 		if err != nil {
-			return a.fail(ctx, say, fmt.Errorf("context files: %w", err))
+			return failBefore(fmt.Errorf("context files: %w", err))
 		}
 		prompt = withFiles
 	}
@@ -117,23 +124,31 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			shown = run.shown()
 		} else {
 			run.finish(res.Body())
-			out.record(res.Body()) // the transcript keeps what the runner kept, not a second copy
+		}
+		// end ends the turn: the transcript keeps this run's reply as the runner kept it (not a
+		// second copy), and how the turn ended, on the chat backend (the text path's).
+		end := func(r turnResult, cancelled, failed bool) turnResult {
+			out.record(res.Body())
+			r.ended = sessionrec.Ending(acpclient.BackendChat, string(acp.StopReasonEndTurn), res.TimedOut, cancelled, failed)
+			r.truncated = res.Truncated
+			return calls.finish(r)
 		}
 		switch {
 		case ctx.Err() != nil:
-			return calls.finish(turnResult{stop: acp.StopReasonCancelled})
+			return end(turnResult{stop: acp.StopReasonCancelled}, true, false)
 		case res.TimedOut:
 			say(res.Notice)
-			return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+			return end(turnResult{stop: acp.StopReasonEndTurn}, false, false)
 		case err == nil:
 			say(res.Notice) // the runner's notice after the stream: truncation
-			return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+			return end(turnResult{stop: acp.StopReasonEndTurn}, false, false)
 		case !rerun:
 			say(res.Notice)
-			return calls.finish(a.fail(ctx, say, err))
+			r := a.fail(ctx, say, err)
+			return end(r, r.stop == acp.StopReasonCancelled, true)
 		case attempt >= maxApprovals:
 			say(fmt.Sprintf("\n\nStopped: %d tools in a row needed approval.\n", maxApprovals))
-			return calls.finish(turnResult{stop: acp.StopReasonRefusal})
+			return end(turnResult{stop: acp.StopReasonRefusal}, false, true)
 		}
 		seen := map[string]bool{}
 		for _, tool := range untrusted.Tools {
@@ -146,12 +161,14 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 			switch c := a.askPermission(ctx, in.sessionID, id, tool); c {
 			case choiceCancelled:
 				calls.end(id, acp.ToolCallStatusFailed)
-				return calls.finish(turnResult{stop: acp.StopReasonCancelled})
+				return end(turnResult{stop: acp.StopReasonCancelled}, true, false)
 			case choiceReject:
+				// Kept as the chat backend's run that stopped at a tool it may not use: failed,
+				// with the call denied (the transcript names it).
 				calls.end(id, acp.ToolCallStatusFailed)
 				ran.refused(tool)
 				say(fmt.Sprintf("\n\nPermission to use %s was refused, so the turn ended without it.\n", toolLabel(tool)))
-				return calls.finish(turnResult{stop: acp.StopReasonEndTurn})
+				return end(turnResult{stop: acp.StopReasonEndTurn}, false, true)
 			default:
 				calls.approved[name] = id
 				switch {

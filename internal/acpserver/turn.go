@@ -40,12 +40,14 @@ func (a *adapter) runTurn(ctx context.Context, in turnInput, prompt userPrompt) 
 	var res turnResult
 	if line, ok := a.slashCommand(prompt.text); ok {
 		res = a.runCommand(ctx, in, line, say)
+		res.ended = string(res.stop) // qkit's own reply (kept: it is what the command said)
 	} else {
 		res, always = a.turnsFor(in).prompt(ctx, in, prompt, out)
 	}
 	// The turn is stored even when cancelled: the client has shown what was streamed, and a
 	// reload should show the same. WithoutCancel: a cancelled turn must still be written.
-	t := sessions.Turn{Prompt: prompt.text, Blocks: prompt.blocks, Reply: out.text(), Tools: res.tools, Usage: res.usage}
+	t := sessions.Turn{Prompt: prompt.text, Blocks: prompt.blocks, Reply: out.text(), Tools: res.tools, Usage: res.usage,
+		Ended: res.ended, Truncated: res.truncated}
 	if err := a.opts.Store.AppendTurn(context.WithoutCancel(ctx), in.sessionID, t, a.opts.Now()); err != nil {
 		a.opts.Logger.Error("cannot store the turn", "session", in.sessionID, "err", err)
 	}
@@ -92,13 +94,21 @@ type reply struct {
 	line      []byte   // the encoding buffer, reused for every chunk
 }
 
-// say sends text and records it.
+// say sends text and records it: a slash command's answer, which is the turn's reply.
 func (r *reply) say(text string) {
 	if text == "" {
 		return
 	}
 	r.parts = append(r.parts, text)
 	r.send(text)
+}
+
+// notice sends qkit's own text about the agent's turn (a truncation, a timeout, a refusal, a
+// failure) without recording it: the transcript says how the turn ended as data instead.
+func (r *reply) notice(text string) {
+	if text != "" {
+		r.send(text)
+	}
 }
 
 // send sends text to the editor as an agent_message_chunk.

@@ -169,6 +169,10 @@ func (o *Options) recordSession(ctx context.Context, stored string, run Run) str
 		Model: o.Request.Model, TrustedTools: trusted,
 		Turn: sessionrec.Turn{Prompt: prompt, Reply: run.Agent.Body(), Tools: sessionrec.ToolCallsOf(run.Agent.Tools), Usage: sessionrec.UsageOf(run.Usage)},
 	}
+	// The ending the run's report gives (ask's stop_reason), by the rule every door records by.
+	_, exitErr := Report(run)
+	ex.Turn.Ended = sessionrec.Ending(run.Backend, run.StopReason, run.Agent.TimedOut, run.Interrupted, exitErr != nil)
+	ex.Turn.Truncated = run.Agent.Truncated
 	id, err := s.Store.Record(context.WithoutCancel(ctx), ex, now())
 	if err != nil {
 		o.warn("the session was not recorded in qkit sessions: %v", err)

@@ -17,7 +17,7 @@ func WithHistory(history []Message, prompt string, budget int) (string, int) {
 	start, size := len(history), 0
 	for start > 0 {
 		m := history[start-1]
-		n := len(m.Text) + 16
+		n := len(ReplyText(m)) + 16
 		if size+n > budget {
 			break
 		}
@@ -39,7 +39,9 @@ func WithHistory(history []Message, prompt string, budget int) (string, int) {
 		if m.Role == RoleAgent {
 			who = "Assistant"
 		}
-		fmt.Fprintf(&b, "%s: %s\n\n", who, strings.TrimRight(m.Text, "\n"))
+		// A reply with how it ended, in the same words whichever door the turn came through: the
+		// model is told a reply was cut, rather than reading qkit's notice as the agent's words.
+		fmt.Fprintf(&b, "%s: %s\n\n", who, strings.TrimRight(ReplyText(m), "\n"))
 	}
 	b.WriteString("--- END OF CONVERSATION SO FAR ---\n\n")
 	b.WriteString(prompt)

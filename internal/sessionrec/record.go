@@ -40,6 +40,11 @@ type Message struct {
 	Tools []ToolCall
 	// Usage is what a reply cost, when the agent said.
 	Usage *Usage
+	// Ended is how a reply's turn ended (Ending: end_turn, timed_out, cancelled, error, or the
+	// agent's own stop reason); "" for prompts, and for replies stored before migration 6.
+	Ended string
+	// Truncated: qkit cut the reply (its size cap); Text is what it kept.
+	Truncated bool
 	// At is when the message was stored.
 	At time.Time
 }
@@ -65,13 +70,17 @@ type Usage struct {
 	OutputTokens   int64   `json:"output_tokens,omitempty"`
 }
 
-// Turn is one prompt and its reply, as AppendTurn stores them.
+// Turn is one prompt and its reply, as AppendTurn stores them. Every door fills it by one rule
+// (ending.go): Reply is the agent's own text, without qkit's notices; Ended and Truncated say how
+// the turn ended.
 type Turn struct {
-	Prompt string
-	Blocks json.RawMessage // the prompt's content blocks (a JSON array); nil: Prompt alone
-	Reply  string
-	Tools  []ToolCall // the reply's tool calls, when known
-	Usage  *Usage     // the reply's usage, when known
+	Prompt    string
+	Blocks    json.RawMessage // the prompt's content blocks (a JSON array); nil: Prompt alone
+	Reply     string
+	Tools     []ToolCall // the reply's tool calls, when known
+	Usage     *Usage     // the reply's usage, when known
+	Ended     string     // how the turn ended (Ending)
+	Truncated bool       // qkit cut the reply at its size cap
 }
 
 // SessionRecord is a session as the database keeps it.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
 // ExportKind and ExportVersion mark a session export file. A change that an older qkit would
@@ -63,7 +65,11 @@ type ExportedMessage struct {
 	Blocks json.RawMessage `json:"blocks,omitempty"`
 	Tools  []ToolCall      `json:"tools,omitempty"`
 	Usage  *Usage          `json:"usage,omitempty"`
-	At     time.Time       `json:"at"`
+	// Ended and Truncated say how a reply's turn ended (sessionrec.Ending); absent for prompts,
+	// for replies stored before qkit kept it, and in files of older qkits (read as unknown).
+	Ended     string    `json:"ended,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"`
+	At        time.Time `json:"at"`
 }
 
 // Export reads session id (an unambiguous prefix will do) as an Export.
@@ -148,6 +154,9 @@ func ParseExport(data []byte) (Export, error) {
 	for i, m := range e.Transcript {
 		if m.Role != RoleUser && m.Role != RoleAgent {
 			return bad("transcript[%d].role %q: expected user or agent", i, m.Role)
+		}
+		if !sessionrec.ValidEnding(m.Ended) {
+			return bad("transcript[%d].ended %q: expected a stop reason such as end_turn or timed_out", i, m.Ended)
 		}
 		if len(m.Blocks) > 0 {
 			var blocks []json.RawMessage
@@ -245,7 +254,7 @@ func insertTranscript(ctx context.Context, tx *sql.Tx, id string, msgs []Exporte
 			if at.IsZero() {
 				at = now
 			}
-			msg := Message{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, At: at}
+			msg := Message{Role: m.Role, Text: m.Text, Blocks: m.Blocks, Tools: m.Tools, Usage: m.Usage, Ended: m.Ended, Truncated: m.Truncated, At: at}
 			args = appendMessageArgs(args, id, int64(start+i+1), msg)
 		}
 		if len(batch) < importBatch {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
 func openTest(t testing.TB) *Store {
@@ -241,6 +243,7 @@ func FuzzParseExport(f *testing.F) {
 	f.Add([]byte(`{"kind":"qkit-session","version":1,"session":{"cwd":"/w"},"transcript":[{"role":"user","text":"hi","blocks":[{}]}]}`))
 	f.Add([]byte(`{"kind":"qkit-session","version":1`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"kind":"qkit-session","version":1,"session":{"cwd":"/w"},"transcript":[{"role":"agent","text":"x","ended":"timed_out","truncated":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := ParseExport(data)
 		if err != nil {
@@ -256,6 +259,9 @@ func FuzzParseExport(f *testing.F) {
 		for _, m := range e.Transcript {
 			if m.Role != RoleUser && m.Role != RoleAgent {
 				t.Fatalf("role %q accepted", m.Role)
+			}
+			if !sessionrec.ValidEnding(m.Ended) {
+				t.Fatalf("ended %q accepted", m.Ended)
 			}
 		}
 	})

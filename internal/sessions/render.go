@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
@@ -50,8 +51,17 @@ func WriteText(w io.Writer, e Export, folderGone bool) error {
 		if m.Usage != nil {
 			fmt.Fprintf(b, "   usage %s\n", usageLine(*m.Usage))
 		}
+		if note := endingNote(m); note != "" {
+			fmt.Fprintf(b, "   %s\n", note)
+		}
 	}
 	return b.Flush()
+}
+
+// endingNote is sessionrec.EndingNote for a person: an imported file's ending is checked, the
+// agent's own one normalised (sessionrec.Ending), but the tools named in it are anyone's text.
+func endingNote(m ExportedMessage) string {
+	return termtext.VisibleLine(sessionrec.EndingNote(m.Ended, m.Truncated, m.Tools))
 }
 
 // WriteMarkdown writes e as a Markdown document (`sessions export --format md`), for people to
@@ -90,7 +100,8 @@ func WriteMarkdown(w io.Writer, e Export, folderGone bool) error {
 			b.WriteString(termtext.Visible(text))
 			b.WriteString("\n")
 		}
-		if len(m.Tools) > 0 || m.Usage != nil {
+		note := endingNote(m)
+		if len(m.Tools) > 0 || m.Usage != nil || note != "" {
 			b.WriteString("\n")
 		}
 		for _, t := range m.Tools {
@@ -99,18 +110,15 @@ func WriteMarkdown(w io.Writer, e Export, folderGone bool) error {
 		if m.Usage != nil {
 			fmt.Fprintf(b, "- Usage: %s\n", usageLine(*m.Usage))
 		}
+		if note != "" {
+			fmt.Fprintf(b, "- Ended: %s\n", note)
+		}
 	}
 	return b.Flush()
 }
 
 func toolLine(t ToolCall) string {
-	name := t.Name
-	if name == "" {
-		name = t.Title
-	}
-	if t.Server != "" {
-		name = "@" + t.Server + "/" + name
-	}
+	name := t.Label()
 	switch {
 	case t.Denied:
 		return name + ": denied"

@@ -114,6 +114,11 @@ var migrations = []string{
 	// list's time). It starts as sessions_updated did, which it replaces.
 	`CREATE INDEX sessions_list ON sessions(updated_at, id, cwd, model, title, backend, origin, mode, turns, created_at);
 	DROP INDEX sessions_updated;`,
+	// 6: how each reply's turn ended (sessionrec.Ending's stop reasons; '' for replies stored
+	// before, whose ending nobody kept) and whether qkit cut it, beside the agent's own text: the
+	// text no longer carries qkit's notices on any door. Only columns with defaults: no row changes.
+	`ALTER TABLE messages ADD COLUMN ended TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating it and its folder when needed) the database at path and brings its
@@ -350,7 +355,8 @@ func appendTurnTx(ctx context.Context, tx *sql.Tx, id string, t Turn, now time.T
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?`, id).Scan(&next); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
-	for i, m := range []Message{{Role: RoleUser, Text: t.Prompt, Blocks: t.Blocks}, {Role: RoleAgent, Text: t.Reply, Tools: t.Tools, Usage: t.Usage}} {
+	reply := Message{Role: RoleAgent, Text: t.Reply, Tools: t.Tools, Usage: t.Usage, Ended: t.Ended, Truncated: t.Truncated}
+	for i, m := range []Message{{Role: RoleUser, Text: t.Prompt, Blocks: t.Blocks}, reply} {
 		m.At = now
 		if err := insertMessage(ctx, tx, id, next+int64(i), m); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
@@ -377,12 +383,12 @@ func insertMessage(ctx context.Context, db execer, id string, seq int64, m Messa
 // appendMessageArgs gives.
 func insertMessages(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO messages (session_id, seq, role, text, blocks, tools, usage, created_at) VALUES `)
+	b.WriteString(`INSERT INTO messages (session_id, seq, role, text, blocks, tools, usage, ended, truncated, created_at) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?)`)
+		b.WriteString(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	}
 	return b.String()
 }
@@ -402,12 +408,12 @@ func appendMessageArgs(args []any, id string, seq int64, m Message) []any {
 		b, _ := json.Marshal(m.Usage)
 		usage = string(b)
 	}
-	return append(args, id, seq, string(m.Role), m.Text, blocks, tools, usage, m.At.UnixNano())
+	return append(args, id, seq, string(m.Role), m.Text, blocks, tools, usage, m.Ended, m.Truncated, m.At.UnixNano())
 }
 
 // Messages returns the session's transcript in order.
 func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT role, text, blocks, tools, usage, created_at FROM messages WHERE session_id = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT role, text, blocks, tools, usage, ended, truncated, created_at FROM messages WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -417,7 +423,7 @@ func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
 		var m Message
 		var blocks, tools, usage sql.NullString
 		var at int64
-		if err := rows.Scan(&m.Role, &m.Text, &blocks, &tools, &usage, &at); err != nil {
+		if err := rows.Scan(&m.Role, &m.Text, &blocks, &tools, &usage, &m.Ended, &m.Truncated, &at); err != nil {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 		if blocks.Valid {
