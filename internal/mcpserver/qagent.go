@@ -39,7 +39,7 @@ type qAgentInput struct {
 	Verbose       bool   `json:"verbose,omitempty" jsonschema:"Ask Q for detailed logging (--verbose); the logs are mixed into the reply."`
 	SessionID     string `json:"session_id,omitempty" jsonschema:"Continue this qkit session: the session id an earlier call returned in its result's _meta (qkit/session_id), or any id (or unambiguous prefix) qkit sessions list shows for the server's folder. Not with resume."`
 	// OutputSchema makes the call structured, as qkit ask --schema.
-	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names draft-07; $ref only inside it) the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
+	OutputSchema map[string]any `json:"output_schema,omitempty" jsonschema:"A JSON Schema (draft 2020-12 unless its $schema names draft-07; $ref only inside it) whose root accepts only objects (type object: MCP's structuredContent is an object), the answer must be valid against: the agent is told to answer with one JSON document, asked again in the same session with the errors (twice at most), and the result carries the valid document as structuredContent, or isError with the errors and the last reply."`
 }
 
 const qAgentDescription = `Runs the Amazon Q Developer CLI (q chat --no-interactive) with a prompt and returns its reply as plain text
@@ -61,8 +61,10 @@ document valid against it, and the schema itself (as qkit ask --schema sends it:
 qkit takes the JSON from the reply (the whole reply, or its one fenced block) and validates it; when it is not
 valid it asks again in the same session (chat: --resume; acp: the same ACP session) with the errors, at most
 twice. The result then carries the valid document as structuredContent (and as JSON text); when no answer was
-valid, isError with the last answer's errors and the last reply. A schema that does not compile, or that
-refers to a file or URL ($ref outside itself), fails the call before the agent runs.
+valid, isError with the last answer's errors and the last reply. A schema that does not compile, that
+refers to a file or URL ($ref outside itself), or whose root may accept something else than an object (MCP's
+structuredContent is an object: say "type": "object", and put a list in a property), fails the call before
+the agent runs.
 
 Each call is kept in qkit's session store (qkit sessions list shows it, origin mcp), and its result carries
 that session's id in _meta as "qkit/session_id" and in a last text block for the assistant, "[qkit session_id:
@@ -295,12 +297,23 @@ func qAgentOutputSchema(outSchema map[string]any, p *Progress) (*askrun.Structur
 	if err != nil {
 		return nil, fmt.Errorf("invalid %v", err)
 	}
+	if !sch.ObjectsOnly() {
+		// MCP carries a structured result as an object (structuredContent): the official
+		// TypeScript client rejects a whole result whose structuredContent is an array or a
+		// string. Refused before the agent runs, not found out after it.
+		return nil, errors.New(qAgentNotObject)
+	}
 	return &askrun.Structured{Schema: sch, Retries: structured.DefaultRetries, OnAttempt: func(a structured.Attempt) {
 		if !a.Valid {
 			p.Update(fmt.Sprintf("answer %d is not valid against output_schema: %s; asking again", a.Attempt, strings.Join(a.Problems, "; ")))
 		}
 	}}, nil
 }
+
+// qAgentNotObject refuses an output_schema whose root may accept something else than an object.
+const qAgentNotObject = `invalid schema output_schema: its root must accept only a JSON object ("type": "object"), as MCP carries the ` +
+	`result as an object (structuredContent); for a list or a single value, make it a property, e.g. ` +
+	`{"type":"object","properties":{"items":{"type":"array"}},"required":["items"]}`
 
 // qAgentNoValidAnswer is the error result of a structured call whose answers were never valid:
 // the last one's errors, then the last reply.

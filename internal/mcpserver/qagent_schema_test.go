@@ -84,7 +84,7 @@ func TestQAgentOutputSchema(t *testing.T) {
 				data, _ := os.ReadFile(record)
 				lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 				if len(lines) != 2 || strings.Contains(lines[0], `"--resume"`) || !strings.Contains(lines[1], `"--resume"`) ||
-					!strings.Contains(lines[1], `missing properties: [\"age\"]`) {
+					!strings.Contains(lines[1], `at \"\": the required property \"age\" is missing`) {
 					t.Fatalf("runs:\n%s", data)
 				}
 			} else {

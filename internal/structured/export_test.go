@@ -22,3 +22,6 @@ func ValidJSON(doc string) bool { return validJSON(doc) }
 
 // Full is s's validator alone.
 func Full(s *Schema) Validator { return s.compiled }
+
+// Explain is explain with s's schema: the first problem of v, or "".
+func Explain(s *Schema, v any) string { return explain(s.tree, s.draft07, v) }

@@ -5,6 +5,11 @@
 // tool) plug their backend in through Send; nothing here knows a backend or a protocol.
 package structured
 
+import (
+	"encoding/json"
+	"strings"
+)
+
 // Schema is a compiled JSON Schema and the text it came from (internal/structured/schema compiles
 // one: the validator is a package apart, since its package init costs every process that links
 // it, and the light qkit binary does not).
@@ -15,6 +20,10 @@ type Schema struct {
 	// quick is the schema's quick check (quick.go), nil when it uses a keyword the check does not
 	// know.
 	quick *quickSchema
+	// tree is Text decoded, for explaining a problem (explain.go); draft07 says its $schema is
+	// draft-07.
+	tree    any
+	draft07 bool
 }
 
 // Validator checks one decoded JSON value (as json.Unmarshal into an any makes it); its error
@@ -25,5 +34,11 @@ type Validator interface {
 
 // NewSchema is the schema text (compact JSON) with its compiled validator.
 func NewSchema(text string, v Validator) *Schema {
-	return &Schema{Text: text, compiled: v, quick: compileQuick([]byte(text))}
+	s := &Schema{Text: text, compiled: v, quick: compileQuick([]byte(text))}
+	if json.Unmarshal([]byte(text), &s.tree) == nil {
+		m, _ := s.tree.(map[string]any)
+		d, _ := m["$schema"].(string)
+		s.draft07 = strings.HasPrefix(d, "http://json-schema.org/draft-07/schema")
+	}
+	return s
 }

@@ -83,24 +83,60 @@ func TestValidate(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("invalid: %v", err)
 	}
-	// The validator reports the first problem it meets (properties in no set order), with where it is.
-	if all := strings.Join(ve.Problems, "\n"); len(ve.Problems) != 1 || !strings.Contains(all, "validating root: ") {
+	// The first problem, at its place in the document (properties in name order).
+	if len(ve.Problems) != 1 || ve.Problems[0] != `at "/age": -1 is less than the minimum 0` {
 		t.Errorf("problems: %q", ve.Problems)
 	}
-	if err := sch.Validate([]byte(`{"name":7,"age":3}`)); err == nil || !strings.Contains(err.Error(), `/properties/name: type: 7 has type "integer", want "string"`) {
-		t.Errorf("type: %v", err)
+	for doc, want := range map[string]string{
+		`{"name":7,"age":3}`:              `at "/name": 7 is an integer; the schema wants a string`,
+		`{"name":"Ada","age":3,"x":true}`: `at "/x": the property "x" is not allowed (additionalProperties is false)`,
+		`{"name":"Ada"}`:                  `at "": the required property "age" is missing`,
+		`{"name":"Ada","age":1.5}`:        `at "/age": 1.5 is a number; the schema wants an integer`,
+		`{"name":"Ada","age":"36"}`:       `at "/age": "36" is a string; the schema wants an integer`,
+		`[{"name":"Ada"}]`:                `at "": [{"name":"Ada"}] is an array; the schema wants an object`,
+	} {
+		if err := sch.Validate([]byte(doc)); err == nil || err.Error() != "the JSON does not match the schema: "+want {
+			t.Errorf("%s: %v, want %s", doc, err, want)
+		}
 	}
-	if err := sch.Validate([]byte(`{"name":"Ada","age":-1}`)); err == nil || !strings.Contains(err.Error(), "/properties/age: minimum") {
-		t.Errorf("minimum: %v", err)
-	}
-	if err := sch.Validate([]byte(`{"name":"Ada","age":3,"x":true}`)); err == nil || !strings.Contains(err.Error(), `"x"`) {
-		t.Errorf("additional property: %v", err)
-	}
-	if err := sch.Validate([]byte(`{"name":"Ada"}`)); err == nil || !strings.Contains(err.Error(), `required: missing properties: ["age"]`) {
-		t.Errorf("missing property: %v", err)
-	}
-	if err := sch.Validate([]byte(`{"name":"Ada","age":1.5}`)); err == nil || !strings.Contains(err.Error(), `/properties/age: type: 1.5 has type "number", want "integer"`) {
-		t.Errorf("number for integer: %v", err)
+}
+
+// TestValidateExplains: each keyword's problem names its place in the document as a JSON pointer
+// and shows the value as JSON, cut when long; where qkit cannot tell the place, the validator's
+// message stands at the root.
+func TestValidateExplains(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for _, c := range []struct{ schema, doc, want string }{
+		{`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","maxLength":3}}}}`, `{"tags":["ab","abcd"]}`,
+			`at "/tags/1": "abcd" has 4 characters, more than maxLength 3`},
+		{`{"properties":{"a/b":{"properties":{"m~n":{"const":{"k":1}}}}}}`, `{"a/b":{"m~n":{"k":2}}}`,
+			`at "/a~1b/m~0n": {"k":2} is not the const value {"k":1}`},
+		{`{"properties":{"s":{"enum":["a","b"]}}}`, `{"s":"` + long + `"}`,
+			`at "/s": "` + strings.Repeat("x", 79) + `… is not one of the enum values ["a","b"]`},
+		{`{"properties":{"o":{"type":"string"}}}`, `{"o":{"k":[1,true,null]}}`, `at "/o": {"k":[1,true,null]} is an object; the schema wants a string`},
+		{`{"prefixItems":[{"type":"integer"}],"items":{"type":"string"}}`, `[1,"a",2]`, `at "/2": 2 is an integer; the schema wants a string`},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"type":"integer"}],"additionalItems":false}`, `[1,2]`, `at "/1": 2 is not allowed here (the schema is false)`},
+		{`{"$ref":"#/$defs/p","$defs":{"p":{"type":"object","required":["id"]}}}`, `{}`, `at "": the required property "id" is missing`},
+		{`{"patternProperties":{"^n":{"type":"number"}},"additionalProperties":{"type":"boolean"}}`, `{"n1":1,"z":"no"}`, `at "/z": "no" is a string; the schema wants a boolean`},
+		{`{"anyOf":[{"type":"string"},{"type":"integer"}]}`, `true`, `at "": true is valid against none of the 2 schemas of anyOf (the first says: at "": true is a boolean; the schema wants a string)`},
+		{`{"oneOf":[{"type":"number"},{"type":"integer"}]}`, `3`, `at "": 3 is valid against the schemas 0 and 1 of oneOf; exactly one must accept it`},
+		{`{"not":{"type":"null"}}`, `null`, `at "": null is valid against the schema under not`},
+		{`{"if":{"required":["a"]},"then":{"required":["b"]}}`, `{"a":1}`, `at "": the required property "b" is missing`},
+		{`{"dependentRequired":{"a":["b"]}}`, `{"a":1}`, `at "": the property "b" is required when "a" is present`},
+		{`{"uniqueItems":true}`, `[1,2,1]`, `at "": items 0 and 2 are equal (uniqueItems)`},
+		{`{"contains":{"type":"string"},"minContains":2}`, `["a",1]`, `at "": 1 items are valid against contains, fewer than 2`},
+		{`{"type":"array","minItems":2}`, `[1]`, `at "": the array has 1 items, fewer than minItems 2`},
+		{`{"multipleOf":0.5,"exclusiveMaximum":10}`, `10`, `at "": 10 is not less than 10 (exclusiveMaximum)`},
+		{`{"pattern":"^a"}`, `"b"`, `at "": "b" does not match the pattern "^a"`},
+		{`{"propertyNames":{"maxLength":2}}`, `{"abc":1}`, `at "/abc": the property name "abc" is not valid against propertyNames`},
+		// A keyword explain does not follow: the validator's message, at the root.
+		{`{"type":"object","unevaluatedProperties":false}`, `{"a":1}`, `at "": not: validated against <anonymous schema>`},
+	} {
+		err := mustCompile(t, c.schema).Validate([]byte(c.doc))
+		var ve *structured.ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0] != c.want {
+			t.Errorf("%s against %s: %v, want %s", c.doc, c.schema, err, c.want)
+		}
 	}
 }
 
@@ -146,7 +182,7 @@ func TestAsk(t *testing.T) {
 		if err != nil || string(res.Output) != `{"name":"Ada","age":36}` || len(res.Attempts) != 3 {
 			t.Fatalf("res %+v err %v", res, err)
 		}
-		want := "Your previous reply was not the JSON asked for:\n- validating root: required: missing properties: [\"age\"]\nAnswer again with one JSON document"
+		want := "Your previous reply was not the JSON asked for:\n- at \"\": the required property \"age\" is missing\nAnswer again with one JSON document"
 		if !strings.HasPrefix(s.prompts[1], want) {
 			t.Errorf("retry prompt %q, want prefix %q", s.prompts[1], want)
 		}
@@ -162,7 +198,7 @@ func TestAsk(t *testing.T) {
 		if !errors.As(err, &nv) || nv.Attempts != 2 || res.Output != nil || res.Reply != `{"name":1,"age":1}` || len(s.prompts) != 2 {
 			t.Fatalf("res %+v err %v", res, err)
 		}
-		if want := `no valid JSON after 2 answers (--schema-retries): the last one: validating root: validating /properties/name: type: 1 has type "integer", want "string"`; err.Error() != want {
+		if want := `no valid JSON after 2 answers (--schema-retries): the last one: at "/name": 1 is an integer; the schema wants a string`; err.Error() != want {
 			t.Errorf("message %q, want %q", err, want)
 		}
 	})
@@ -261,15 +297,15 @@ func TestOutputFile(t *testing.T) {
 	}
 }
 
-// The validator quotes the agent's decoded JSON (a value, a property name) in its problems, which
-// reach stderr and the final error: the escapes JSON let through as text must come out visible,
-// not as the control characters they decode to.
+// A problem quotes the agent's JSON (a value, a property name), and reaches stderr and the final
+// error: the control characters it holds come out visible (as JSON escapes, or termtext's), never
+// as themselves.
 func TestValidateProblemsAreVisible(t *testing.T) {
 	sch := mustCompile(t, `{"properties":{"a":{"enum":["x"]}},"additionalProperties":false}`)
 	for doc, want := range map[string]string{
-		`{"a":"\u001b]0;PWNED\u0007"}`:            `enum: \x1b]0;PWNED\x07 does not equal`,
-		`{"a":"x","b\u001b[2J\u009b31m\u202e":1}`: `b\x1b[2J\u009b31m\u202e`,
-		`{"a":"a\tb"}`: `enum: a\x09b does not equal`,
+		`{"a":"\u001b]0;PWNED\u0007"}`:            `at "/a": "\u001b]0;PWNED\u0007" is not one of the enum values ["x"]`,
+		`{"a":"x","b\u001b[2J\u009b31m\u202e":1}`: `the property "b\u001b[2J\u009b31m\u202e" is not allowed`,
+		`{"a":"a\tb"}`: `at "/a": "a\tb" is not one of`,
 	} {
 		err := sch.Validate([]byte(doc))
 		var ve *structured.ValidationError

@@ -11,8 +11,9 @@ import (
 )
 
 // ValidationError lists what is wrong with a JSON document against the schema, one problem per
-// entry, each naming where in the schema it failed ("validating /properties/age: type: ..."):
-// the lines a retry sends back to the agent.
+// entry, each "at POINTER: message" with the place in the document as a JSON pointer
+// ("at \"/age\": \"36\" is a string; the schema wants an integer"): the lines a retry sends back to
+// the agent.
 type ValidationError struct {
 	Problems []string
 }
@@ -46,16 +47,35 @@ func (s *Schema) Validate(doc []byte) error {
 		return &ValidationError{Problems: []string{"not JSON: " + err.Error()}}
 	}
 	if err := s.compiled.Validate(v); err != nil {
-		return &ValidationError{Problems: []string{problem(err)}}
+		return &ValidationError{Problems: []string{s.problem(v, err)}}
 	}
 	return nil
 }
 
-// problem is the validator's message on one line, made visible: the message quotes the agent's
-// decoded JSON (a value as it is, escapes such as \u001b already decoded), and it reaches the
-// terminal (a warning per answer, the final error) as well as the retry prompt.
-func problem(err error) string {
-	return termtext.VisibleLine(strings.ReplaceAll(err.Error(), "\n", "; "))
+// problem says what is wrong with v, which the validator refused with err: explain's words when it
+// can tell (the place in the document and the value as JSON), else the validator's message, placed
+// at the document's root. It is made visible on one line: it quotes the agent's JSON, and it
+// reaches the terminal (a warning per answer, the final error) as well as the retry prompt.
+func (s *Schema) problem(v any, err error) string {
+	msg := explain(s.tree, s.draft07, v)
+	if msg == "" {
+		msg = `at "": ` + validatorMessage(err)
+	}
+	return termtext.VisibleLine(strings.ReplaceAll(msg, "\n", "; "))
+}
+
+// validatorMessage is the validator's message without the schema places it wraps it in
+// ("validating root: validating /properties/a: ").
+func validatorMessage(err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, "validating ") {
+		i := strings.Index(msg, ": ")
+		if i < 0 {
+			break
+		}
+		msg = msg[i+2:]
+	}
+	return msg
 }
 
 // Problems is what err (from Extract or Validate) says is wrong, as retry lines.

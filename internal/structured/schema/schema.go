@@ -95,6 +95,12 @@ func Compile(data []byte, source string) (*structured.Schema, error) {
 			return nil, &Error{Source: source, Err: errors.New("not a JSON Schema: a schema is a JSON object (or true/false)")}
 		}
 	}
+	if err := checkShapes(numbered(data), draft07(doc)); err != nil {
+		return nil, &Error{Source: source, Err: fmt.Errorf("not a JSON Schema: %v", err)}
+	}
+	if err := checkCycles(doc); err != nil {
+		return nil, &Error{Source: source, Err: fmt.Errorf("not a schema qkit can use: %v", err)}
+	}
 	var sch jsonschema.Schema
 	if err := json.Unmarshal(data, &sch); err != nil {
 		return nil, &Error{Source: source, Err: fmt.Errorf("not a JSON Schema: %s", compileMessage(err))}
@@ -135,4 +141,21 @@ func (v validator) Validate(doc any) error {
 		return errors.New(strings.ReplaceAll(err.Error(), schemaURL, "schema"))
 	}
 	return nil
+}
+
+// numbered is data decoded with its numbers as json.Number (data is known to be JSON): the shape
+// check tells 2 from 2.5 and -1 exactly.
+func numbered(data []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	_ = dec.Decode(&v)
+	return v
+}
+
+// draft07 tells whether the schema doc says it is draft-07 (by its $schema).
+func draft07(doc any) bool {
+	m, _ := doc.(map[string]any)
+	s, _ := m["$schema"].(string)
+	return strings.HasPrefix(s, "http://json-schema.org/draft-07/schema")
 }

@@ -37,6 +37,33 @@ func TestLoad(t *testing.T) {
 		{name: "not a schema", arg: notSchema, err: "notschema.json: not a JSON Schema: "},
 		{name: "an array is not a schema", arg: "-", stdin: `[1]`, err: "schema on stdin: not a JSON Schema: a schema is a JSON object"},
 		{name: "empty", arg: " ", err: "empty"},
+		// Schemas the compiler reads but the drafts do not allow: refused before anything runs.
+		{name: "a type that is no type", arg: `{"type":"objekt"}`, err: `not a JSON Schema: at "/type": "objekt" is not a type: the types are null, boolean, object, array, number, string or integer`},
+		{name: "a nested type that is no type", arg: `{"properties":{"a":{"type":["string","text"]}}}`, err: `at "/properties/a/type/1": "text" is not a type`},
+		{name: "an empty type list", arg: `{"type":[]}`, err: `at "/type": an array is not a type name or a non-empty array of them`},
+		{name: "an empty enum", arg: `{"enum":[]}`, err: `at "/enum": an empty enum: no value can be valid against it`},
+		{name: "a negative length", arg: `{"minLength":-1}`, err: `at "/minLength": -1 is not a non-negative integer`},
+		{name: "a fractional count", arg: `{"type":"array","items":{"maxItems":1.5}}`, err: `at "/items/maxItems": 1.5 is not a non-negative integer`},
+		{name: "a count that is a string", arg: `{"minProperties":"2"}`, err: `at "/minProperties": "2" is not a non-negative integer`},
+		{name: "multipleOf zero", arg: `{"multipleOf":0}`, err: `at "/multipleOf": 0 is not a number above 0`},
+		{name: "required not names", arg: `{"required":["a",1]}`, err: `at "/required/1": 1 is not a property name`},
+		{name: "required twice", arg: `{"required":["a","a"]}`, err: `at "/required/1": "a" is named twice`},
+		{name: "an empty allOf", arg: `{"allOf":[]}`, err: `at "/allOf": an array is not a non-empty array of schemas`},
+		{name: "a subschema that is a string", arg: `{"properties":{"a/b":"string"}}`, err: `at "/properties/a~1b": a schema is an object, true or false, not "string"`},
+		{name: "a bad pattern", arg: `{"pattern":"("}`, err: `at "/pattern": "(" is not a regular expression`},
+		{name: "items as an array in 2020-12", arg: `{"items":[{}]}`, err: `draft 2020-12 says prefixItems`},
+		{name: "items as an array in draft-07", arg: `{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"type":"string"}]}`},
+		{name: "an integer count written 2.0", arg: `{"minItems":2.0}`},
+		// A $ref loop that does not go into the value: the validator would recurse until the
+		// runtime kills the process.
+		{name: "a schema that refers to itself", arg: `{"$ref":"#"}`, err: `not a schema qkit can use: at "": the schema comes back here through $ref without going into a part of the value`},
+		{name: "two definitions that refer to each other", arg: `{"$ref":"#/$defs/a","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/a"}]}}}`, err: `comes back here through $ref`},
+		{name: "a loop through an anchor and an $id", arg: `{"$defs":{"a":{"$id":"https://example.invalid/a.json","$anchor":"x","not":{"$ref":"#x"}}},"$ref":"https://example.invalid/a.json"}`, err: `comes back here through $ref`},
+		{name: "a loop under if and dependentSchemas", arg: `{"$defs":{"a":{"if":{"dependentSchemas":{"k":{"$ref":"#/$defs/a"}}}}},"properties":{"p":{"$ref":"#/$defs/a"}}}`, err: `comes back here through $ref`},
+		{name: "a recursive schema that goes into the value", arg: `{"$defs":{"node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`},
+		{name: "a recursive schema through the root", arg: `{"type":"object","additionalProperties":{"$ref":"#"}}`},
+		{name: "unknown keywords are the drafts' to allow", arg: `{"x-note":{"type":"objekt"},"type":"object"}`},
+		{name: "a schema under an unknown keyword is not checked", arg: `{"type":"object","propertise":{"a":{"enum":[]}}}`},
 		{name: "a file reference is not loaded", arg: `{"$ref":"file:///etc/passwd"}`, err: "never to a file or URL"},
 		{name: "a URL reference is not loaded", arg: `{"$ref":"https://example.invalid/s.json"}`, err: "never to a file or URL"},
 	} {
@@ -57,4 +84,33 @@ func TestLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCompile: whatever schema text a caller (or an MCP client) sends, Compile returns a schema or
+// a *schema.Error; it never panics, and a schema it takes validates any JSON without panicking.
+func FuzzCompile(f *testing.F) {
+	for _, s := range []string{
+		personSchema, `true`, `false`, `[1]`, `{"type":5}`, `{"type":"objekt"}`, `{"enum":[]}`, `{"minLength":-1}`,
+		`{"type":["string","string"]}`, `{"maxItems":1.5}`, `{"multipleOf":0}`, `{"required":[1]}`, `{"allOf":[]}`,
+		`{"properties":{"a":"b"}}`, `{"pattern":"("}`, `{"patternProperties":{"(":{}}}`, `{"items":[{}]}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{}],"dependencies":{"a":["b"],"c":{"type":"x"}}}`,
+		`{"$ref":"#/$defs/a","$defs":{"a":{"type":"object"}}}`, `{"$ref":"file:///etc/passwd"}`, `{"$ref":"#"}`,
+		`{"$ref":"#/$defs/a","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"not":{"$ref":"#/$defs/a"}}}}`,
+		`{"dependentRequired":{"a":["b","b"]}}`, `{"type":"object","properties":{"a":{"minimum":"1"}}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		sch, err := schema.Compile([]byte(text), "fuzzed")
+		if err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) || sch != nil {
+				t.Fatalf("Compile(%q) = %v, %v: want nil and a *schema.Error", text, sch, err)
+			}
+			return
+		}
+		for _, doc := range []string{`{}`, `[]`, `"a"`, `1.5`, `null`, `{"a":[1,"b",{"c":true}]}`} {
+			_ = sch.Validate([]byte(doc))
+		}
+	})
 }
