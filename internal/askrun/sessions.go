@@ -3,7 +3,6 @@ package askrun
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -95,7 +94,7 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.Session.Cwd != "" && !sameFolder(c.Session.Cwd, dir) {
+	if c.Session.Cwd != "" && !sessionrec.SameFolder(c.Session.Cwd, dir) {
 		return "", output.UsageErrorf("%s %s: the session belongs to the folder %s, not %s: continue it there",
 			s.Name, id, termtext.VisibleLine(c.Session.Cwd), termtext.VisibleLine(dir))
 	}
@@ -128,17 +127,6 @@ func (o *Options) continueSession(ctx context.Context, backend string) error {
 	}
 	o.continued = nil // once: a second backend choice (a stale probe) must not add the history again
 	return nil
-}
-
-// sameFolder reports whether a and b are the same folder: the same path, or the same folder
-// once links are resolved.
-func sameFolder(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ra, errA := filepath.EvalSymlinks(a)
-	rb, errB := filepath.EvalSymlinks(b)
-	return errA == nil && errB == nil && ra == rb
 }
 
 // recordSession stores the run's turn under the session it continued (stored), the agent session
