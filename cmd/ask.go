@@ -41,6 +41,7 @@ type askOptions struct {
 	events     askEventOptions      // ask_events.go: --output-format, permissions, the ACP backend
 	structured askStructuredOptions // ask_structured.go: --schema, budgets, -o
 	listModels bool
+	retriesSet bool // --schema-retries was given (its default is not zero)
 }
 
 func newAskCmd(a *app.App) *cobra.Command {
@@ -78,6 +79,7 @@ More in qkit help <topic>:
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.events.formatSet = c.Flags().Changed("output-format")
+			opts.retriesSet = c.Flags().Changed("schema-retries")
 			return runAsk(c.Context(), a, opts, args)
 		},
 	}
@@ -228,6 +230,9 @@ func checkListModelsFlags(opts *askOptions) error {
 		{o.onPermission != "", "on-permission"}, {opts.verbose, "verbose"}, {opts.timeout != "", "timeout"},
 		{opts.maxSize != "", "max-response-size"}, {opts.noContext, "no-context"}, {opts.dryRun, "dry-run"},
 		{o.backend != "", "backend"}, {o.refreshBackend, "refresh-backend"},
+		{opts.structured.outputFile != "", "output-file"}, {opts.structured.schemaArg != "", "schema"},
+		{opts.retriesSet, "schema-retries"}, {opts.structured.maxTurns != 0, "max-turns"},
+		{opts.structured.maxCredits != 0, "max-credits"},
 	} {
 		if f.set {
 			given = append(given, "--"+f.name)
