@@ -114,7 +114,7 @@ func (o *Options) chooseBackend(ctx context.Context, probe bool) (string, error)
 	setting := o.Backend
 	agentSession := o.SessionID != "" && o.continued == nil
 	if agentSession && setting == acpclient.BackendChat {
-		return "", output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
+		return "", output.UsageErrorf("--session names no session qkit stored, so it is the agent's own ACP session: it needs the acp backend, not %s", setting)
 	}
 	file := acpclient.BackendCacheFile(o.StateDir)
 	if !probe {
