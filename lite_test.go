@@ -357,6 +357,27 @@ func liteAskSessionIsListed(t *testing.T, dir string) {
 			t.Fatalf("sessions list: exit %d, want session %s of origin ask:\n%s\n%s", code, res.SessionID, stdout, stderr)
 		}
 	}
+	// ask --session completes to the sessions stored for the folder: the light binary links no
+	// store, and hands the completion to qkit-full.
+	var list []struct {
+		Cwd string `json:"cwd"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 1 {
+		t.Fatalf("sessions list --json: %v\n%s", err, stdout)
+	}
+	complete := func(bin string) string {
+		cmd := exec.Command(filepath.Join(dir, bin), "__complete", "ask", "--session", "")
+		cmd.Env, cmd.Dir = env, list[0].Cwd
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s __complete ask --session: %v", bin, err)
+		}
+		return string(out)
+	}
+	got, want := complete("qkit"), complete(fullbin.Name)
+	if got != want || !strings.Contains(got, res.SessionID+"\tremember this") {
+		t.Errorf("qkit __complete ask --session: %q, qkit-full's %q; want session %s in both", got, want, res.SessionID)
+	}
 }
 
 // liteTableOnTerminal: a list that is a table on a terminal is printed by qkit-full (the light

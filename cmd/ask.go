@@ -41,6 +41,7 @@ type askOptions struct {
 	events     askEventOptions      // ask_events.go: --output-format, permissions, the ACP backend
 	structured askStructuredOptions // ask_structured.go: --schema, budgets, -o
 	listModels bool
+	retriesSet bool // --schema-retries was given (its default is not zero)
 }
 
 func newAskCmd(a *app.App) *cobra.Command {
@@ -78,6 +79,7 @@ More in qkit help <topic>:
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.events.formatSet = c.Flags().Changed("output-format")
+			opts.retriesSet = c.Flags().Changed("schema-retries")
 			return runAsk(c.Context(), a, opts, args)
 		},
 	}
@@ -106,8 +108,8 @@ More in qkit help <topic>:
 	_ = c.RegisterFlagCompletionFunc("deny-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askToolNames(a, approval.DenyNames), cobra.ShellCompDirectiveNoFileComp
 	})
-	_ = c.RegisterFlagCompletionFunc("session", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return askSessions(a), cobra.ShellCompDirectiveNoFileComp
+	_ = c.RegisterFlagCompletionFunc("session", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return askSessions(c.Context(), a, toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = c.RegisterFlagCompletionFunc("trust-tools", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return askToolNames(a, approval.ToolNames), cobra.ShellCompDirectiveNoFileComp
@@ -146,24 +148,24 @@ func askToolNames(a *app.App, names func(command string) []string) []string {
 	return names(config.AgentCommand.Get(c))
 }
 
-// askSessions are the ACP sessions --session completes to: the last of each directory qkit
-// remembers, this directory's first, each described by its directory.
-func askSessions(a *app.App) []string {
+// askSessions are what --session completes to: the sessions qkit stored for this folder, the
+// ids sessions list --cwd . shows and the only ones --session goes on with here (a session of
+// another folder is refused), newest first, each described by its title. Not the agent's own ids
+// (acp-sessions.json, for --resume): those are the agent's text, and each ACP run's session is
+// stored under a qkit id anyway.
+func askSessions(ctx context.Context, a *app.App, toComplete string) []string {
 	c := askConfig(a)
 	if c == nil {
 		return nil
 	}
-	here, _ := a.WorkingDir()
-	var first, out []string
-	for dir, id := range acpclient.Sessions(askrun.SessionsFile(c.Paths.State)) {
-		if line := id + "\t" + dir; dir == here {
-			first = []string{line}
-		} else {
-			out = append(out, line)
-		}
+	here, err := a.WorkingDir()
+	if err != nil {
+		return nil
 	}
-	slices.Sort(out) // the map's order is random
-	return append(first, out...)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return sessionCompletions(ctx, c.Paths.Data, here, toComplete)
 }
 
 // modelsJSON is ask --list-models --json.
@@ -228,6 +230,9 @@ func checkListModelsFlags(opts *askOptions) error {
 		{o.onPermission != "", "on-permission"}, {opts.verbose, "verbose"}, {opts.timeout != "", "timeout"},
 		{opts.maxSize != "", "max-response-size"}, {opts.noContext, "no-context"}, {opts.dryRun, "dry-run"},
 		{o.backend != "", "backend"}, {o.refreshBackend, "refresh-backend"},
+		{opts.structured.outputFile != "", "output-file"}, {opts.structured.schemaArg != "", "schema"},
+		{opts.retriesSet, "schema-retries"}, {opts.structured.maxTurns != 0, "max-turns"},
+		{opts.structured.maxCredits != 0, "max-credits"},
 	} {
 		if f.set {
 			given = append(given, "--"+f.name)

@@ -116,7 +116,7 @@ func TestAskRunUsageErrors(t *testing.T) {
 		{"deny with yolo on chat", askOpts(func(o *askOptions) { o.trustAll, o.events.denyTools = true, []string{"shell"} }), []string{"hi"},
 			approval.ErrDenyWithTrustAll.Error()},
 		{"session on chat", askOpts(func(o *askOptions) { o.events.session = "s1"; o.events.backend = "chat" }), []string{"hi"},
-			"--session loads an ACP session: it needs the acp backend, not chat"},
+			"--session names no session qkit stored, so it is the agent's own ACP session: it needs the acp backend, not chat"},
 		{"session and resume", askOpts(func(o *askOptions) { o.events.session, o.resume = "s1", true }), []string{"hi"},
 			"--session and --resume contradict each other: --session loads the session it names, --resume this directory's last one; give one"},
 		{"dry run as stream-json", askOpts(func(o *askOptions) { o.dryRun, o.events.outputFormat = true, formatStreamJSON }), []string{"hi"},

@@ -565,38 +565,46 @@ func completeSessionIDs(a *app.App, firstOnly bool) cobra.CompletionFunc {
 		} else if p, err := config.ResolvePaths(nil); err == nil {
 			data = p.Data
 		}
-		path := sessions.Path(data)
-		if data == "" {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		if _, err := os.Stat(path); err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp // completion never creates the store
-		}
 		ctx := c.Context()
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		st, err := sessions.Open(ctx, path)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer st.Close()
-		list, err := st.Summaries(ctx, sessions.Filter{Limit: 200})
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var out []string
-		for _, s := range list {
-			if !strings.HasPrefix(s.ID, toComplete) {
-				continue
-			}
-			title := s.Title
-			if title == "" {
-				title = "(no prompt yet)"
-			}
-			// The shell shows the description: one line, nothing a terminal obeys.
-			out = append(out, termtext.VisibleLine(s.ID)+"\t"+termtext.VisibleLine(title))
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return sessionCompletions(ctx, data, "", toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// sessionCompletions are the stored sessions (of the folder cwd, as sessions list --cwd has it;
+// "": all) whose id starts with toComplete, newest first, as completion lines: the id and the
+// title, through termtext (an id stored before sessionrec.SessionIDFor may be an agent's raw
+// text). The store is never created here.
+func sessionCompletions(ctx context.Context, data, cwd, toComplete string) []string {
+	path := sessions.Path(data)
+	if data == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil // completion never creates the store
+	}
+	st, err := sessions.Open(ctx, path)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	list, err := st.Summaries(ctx, sessions.Filter{Cwd: cwd, Limit: 200})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range list {
+		if !strings.HasPrefix(s.ID, toComplete) {
+			continue
+		}
+		title := s.Title
+		if title == "" {
+			title = "(no prompt yet)"
+		}
+		// The shell shows the description: one line, nothing a terminal obeys.
+		out = append(out, termtext.VisibleLine(s.ID)+"\t"+termtext.VisibleLine(title))
+	}
+	return out
 }

@@ -286,8 +286,9 @@ func LastSession(file, dir string) string { return Sessions(file)[dir] }
 
 // Sessions are the ACP sessions RememberSession recorded: the last of each working directory,
 // by directory (empty when there are none, or the file is damaged). An entry RememberSession
-// could not have written (a relative folder, an empty id, control characters or spaces, which
-// --session's completion lines cannot carry) is left out.
+// could not have written (a relative folder, an empty id, control characters or spaces) is left
+// out. The ids are the agent's text, for --resume to pass back to it, and printed nowhere:
+// --session completes to qkit's stored ids (cmd/ask.go askSessions).
 func Sessions(file string) map[string]string {
 	m := map[string]string{}
 	data, err := os.ReadFile(file)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/agent"
 )
 
 // Description is what an agent said about itself in initialize, in words, for `qkit doctor`.
@@ -20,12 +22,15 @@ type Description struct {
 	AuthMethods []string
 }
 
-// Describe starts `<command> acp`, initializes it, stops it again and says what it answered. ctx
-// bounds the start-up; grace is the agent's time to exit once its stdin closes (see Options.Grace).
-// The errors are Start's: an agent that answers but is not logged in is an *agent.LoginError, one
-// that does not speak ACP a *NotACPError.
+// Describe starts the agent in ACP mode as a run would (`<command> acp`, or an ACP agent's
+// command line as given: agent.Describe), initializes it, stops it again and says what it
+// answered. ctx bounds the start-up; grace is the agent's time to exit once its stdin closes (see
+// Options.Grace). The errors are Start's: an agent that answers but is not logged in is an
+// *agent.LoginError, one that does not speak ACP a *NotACPError.
 func Describe(ctx context.Context, command, clientVersion string, grace time.Duration) (Description, error) {
-	c, err := Start(ctx, Options{Command: command, Args: []string{"acp"}, Grace: grace, ClientVersion: clientVersion})
+	d := agent.Describe(command)
+	argv := d.ACPArgv("", "", false, nil)
+	c, err := Start(ctx, Options{Command: argv[0], Args: argv[1:], Agent: d, Grace: grace, ClientVersion: clientVersion})
 	if err != nil {
 		return Description{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
 
 // Options are one run of the agent as a front end asks for it: `qkit ask`, the q-developer-agent
@@ -56,7 +57,8 @@ type Options struct {
 	// (sessions.go); nil: SessionID is the agent's, and nothing is recorded.
 	Sessions *Sessions
 
-	choice acpclient.BackendChoice // what chooseBackend took, with how it knew
+	choice    acpclient.BackendChoice  // what chooseBackend took, with how it knew
+	continued *sessionrec.Continuation // the stored session resolveSession found, until continueSession
 }
 
 // SessionsFile is the file in stateDir where each folder's last ACP session is remembered, for
@@ -106,18 +108,20 @@ func (o *Options) warn(format string, args ...any) {
 }
 
 // chooseBackend resolves o.Backend; probe false takes what was learned under auto, else chat,
-// and starts nothing (a dry run).
+// and starts nothing (a dry run). A stored session goes on on either backend (continueSession); a
+// session id the store does not know is the agent's own, which only the acp backend loads.
 func (o *Options) chooseBackend(ctx context.Context, probe bool) (string, error) {
 	setting := o.Backend
-	if o.SessionID != "" && setting == acpclient.BackendChat {
-		return "", output.UsageErrorf("--session loads an ACP session: it needs the acp backend, not %s", setting)
+	agentSession := o.SessionID != "" && o.continued == nil
+	if agentSession && setting == acpclient.BackendChat {
+		return "", output.UsageErrorf("--session names no session qkit stored, so it is the agent's own ACP session: it needs the acp backend, not %s", setting)
 	}
 	file := acpclient.BackendCacheFile(o.StateDir)
 	if !probe {
 		switch {
 		case setting == acpclient.BackendACP || setting == acpclient.BackendChat:
 			return setting, nil
-		case o.SessionID != "":
+		case agentSession:
 			return acpclient.BackendACP, nil
 		}
 		if c, _, ok := acpclient.LearnedBackend(file, o.Limits.Command); ok && !o.RefreshBackend {
@@ -133,9 +137,11 @@ func (o *Options) chooseBackend(ctx context.Context, probe bool) (string, error)
 		}
 		return "", err
 	}
-	if o.SessionID != "" && choice.Backend != acpclient.BackendACP {
-		return "", output.Errorf(output.ExitFailure, "--session needs an agent that speaks ACP, and %s does not (%s); "+
-			"if it does now, qkit ask --refresh-backend probes it again, or set agent.backend acp", o.Limits.Command, choice.Reason)
+	if agentSession && choice.Backend != acpclient.BackendACP {
+		// Not the reason's own advice: it may say to set agent.backend chat, which cannot load it.
+		return "", output.Errorf(output.ExitFailure, "--session names no session qkit stored, so it is the agent's own ACP session, "+
+			"and agent.backend auto found that %s does not speak ACP; if it does now, qkit ask --refresh-backend probes it again, or set agent.backend acp",
+			o.Limits.Command)
 	}
 	return choice.Backend, nil
 }
@@ -170,6 +176,9 @@ func DryRun(o Options) (Plan, error) {
 	}
 	backend, err := o.chooseBackend(context.Background(), false)
 	if err != nil {
+		return Plan{}, err
+	}
+	if err := o.continueSession(context.Background(), backend); err != nil {
 		return Plan{}, err
 	}
 	if s := o.Structured; s != nil && s.Schema != nil {
@@ -209,6 +218,9 @@ func Execute(ctx context.Context, o Options) (Run, error) {
 	}
 	backend, err := o.chooseBackend(ctx, true)
 	if err != nil {
+		return Run{}, err
+	}
+	if err := o.continueSession(ctx, backend); err != nil {
 		return Run{}, err
 	}
 	if err := o.checkBudgetBackend(backend); err != nil {

@@ -3,7 +3,6 @@ package askrun
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,10 +63,11 @@ func OneSession(session string, resume bool, sessionName, resumeName string) err
 		sessionName, resumeName, sessionName, resumeName)
 }
 
-// resolveSession looks o.SessionID up in the store: a stored session (an id or unambiguous prefix
-// of any front end) goes on in its agent session or, when it has none (an import, acp serve's text
-// path) or when the backend is chat, in a new one with its transcript before the prompt. A session whose folder is gone is
-// refused (exit 4). It returns the stored session's id ("" when the store does not know the id).
+// resolveSession looks o.SessionID up in the store, before the backend is chosen: a stored
+// session (an id or unambiguous prefix of any front end) is kept in o.continued, its agent session
+// in o.SessionID, for continueSession to go on with on whichever backend the run takes. A session
+// whose folder is gone is refused (exit 4). It returns the stored session's id ("" when the store
+// does not know the id: then o.SessionID is the agent's own, which only the acp backend can load).
 func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	s := o.Sessions
 	if s == nil || o.SessionID == "" {
@@ -94,15 +94,28 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.Session.Cwd != "" && !sameFolder(c.Session.Cwd, dir) {
+	if c.Session.Cwd != "" && !sessionrec.SameFolder(c.Session.Cwd, dir) {
 		return "", output.UsageErrorf("%s %s: the session belongs to the folder %s, not %s: continue it there",
 			s.Name, id, termtext.VisibleLine(c.Session.Cwd), termtext.VisibleLine(dir))
 	}
-	o.SessionID = c.AgentSession
-	if o.SessionID != "" && o.Backend == acpclient.BackendChat {
+	o.SessionID, o.continued = c.AgentSession, &c
+	return c.Session.ID, nil
+}
+
+// continueSession goes on with the stored session resolveSession found, on the backend the run
+// took (whatever agent.backend says: under auto, the one chosen for this agent): on acp in its
+// agent session; on chat, or when it has none (an import, acp serve's text path), in a new one
+// with its transcript before the prompt. ask and the MCP tool go on the same way.
+func (o *Options) continueSession(ctx context.Context, backend string) error {
+	c, s := o.continued, o.Sessions
+	if c == nil {
+		return nil
+	}
+	if o.SessionID != "" && backend != acpclient.BackendACP {
 		// chat cannot load an agent session: the transcript goes before the prompt instead.
+		var err error
 		if c.History, err = s.Store.Messages(ctx, c.Session.ID); err != nil {
-			return "", err
+			return err
 		}
 		o.SessionID = ""
 	}
@@ -112,18 +125,8 @@ func (o *Options) resolveSession(ctx context.Context) (string, error) {
 	if len(c.History) > 0 {
 		o.Request.Prompt, _ = sessionrec.WithHistory(c.History, o.Request.Prompt, max(s.HistoryBytes, 1))
 	}
-	return c.Session.ID, nil
-}
-
-// sameFolder reports whether a and b are the same folder: the same path, or the same folder
-// once links are resolved.
-func sameFolder(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ra, errA := filepath.EvalSymlinks(a)
-	rb, errB := filepath.EvalSymlinks(b)
-	return errA == nil && errB == nil && ra == rb
+	o.continued = nil // once: a second backend choice (a stale probe) must not add the history again
+	return nil
 }
 
 // recordSession stores the run's turn under the session it continued (stored), the agent session

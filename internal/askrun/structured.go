@@ -13,6 +13,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/structured"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // Structured makes a run structured, bounded, or both.
@@ -125,10 +126,21 @@ func (o *Options) ask(ctx context.Context, m *meter, run *Run, send sendFunc) {
 // the agent's (run.Err stays nil; Report says the run timed out).
 var errTimedOut = errors.New("the agent timed out")
 
-// checkBudgetBackend refuses a credit budget where no credits are reported.
+// checkBudgetBackend refuses, before anything runs, a credit budget qkit could not enforce: only
+// kiro-cli (and q where it runs kiro-cli) reports credits, and only on the acp backend. Another
+// ACP agent reports none, or a cost in money that cannot be compared with credits; its run would
+// go on unbounded, so the budget is refused rather than silently taken.
 func (o *Options) checkBudgetBackend(backend string) error {
-	if s := o.Structured; s != nil && s.MaxCredits > 0 && backend != acpclient.BackendACP {
+	s := o.Structured
+	if s == nil || s.MaxCredits <= 0 {
+		return nil
+	}
+	if backend != acpclient.BackendACP {
 		return output.UsageErrorf("--max-credits needs the acp backend: the chat backend reports no credits (use --backend acp with kiro-cli)")
+	}
+	if d := agent.Describe(o.Limits.Command); !d.Builtin() {
+		return output.UsageErrorf("--max-credits needs an agent that reports credits (kiro-cli does): %s is not known to, so the budget could not be kept; "+
+			"bound the run with --max-turns or --timeout instead", termtext.VisibleLine(d.Name()))
 	}
 	return nil
 }

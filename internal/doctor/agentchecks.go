@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,16 +30,26 @@ type acpProbe struct {
 }
 
 // checkAgent runs the agent's checks: the command found on PATH first, then, at the same time,
-// its version, its login, its ACP initialize (unless agent.backend is chat) and its models.
+// its version, its login, its ACP initialize (unless agent.backend is chat) and its models. The
+// agent is read as a run reads it (agent.Describe): q or kiro-cli, or an ACP agent given as its
+// command line (`goose acp`), whose program is what is looked for and which has no --version,
+// whoami or model list of qkit's knowing.
 func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 	cfg := o.Config
 	cv := config.AgentCommand.Value(cfg)
 	command := config.AgentCommand.Get(cfg)
-	path, err := exec.LookPath(command)
+	d := agent.Describe(command)
+	path, err := exec.LookPath(d.Program)
 	if err != nil {
+		what := fmt.Sprintf("%s %q (%s) not found", config.AgentCommand.Name, command, source(cv))
+		advice := "install Kiro CLI (kiro-cli) or the Amazon Q Developer CLI (q), or set the path to it"
 		fix := agentFix(cv)
-		out := []Check{{Name: CheckAgent, Status: Fail, Detail: fmt.Sprintf("%s %q (%s) not found: %v; install Kiro CLI (kiro-cli) or the Amazon Q Developer CLI (q), or set the path to it",
-			config.AgentCommand.Name, command, source(cv), unwrapExec(err)), Fix: fix}}
+		if !d.Builtin() {
+			// Another agent was chosen on purpose: kiro-cli is no fix for it.
+			what = fmt.Sprintf("%s %q (%s): its program %q not found", config.AgentCommand.Name, command, source(cv), d.Program)
+			advice, fix = "install it, or set "+config.AgentCommand.Name+" to the agent's command line in ACP mode", ""
+		}
+		out := []Check{{Name: CheckAgent, Status: Fail, Detail: fmt.Sprintf("%s: %v; %s", what, unwrapExec(err), advice), Fix: fix}}
 		for _, name := range []string{CheckVersion, CheckLogin, CheckBackend, CheckACP, CheckModels} {
 			out = append(out, Check{Name: name, Status: Warn, Detail: "not checked: the agent command was not found", Fix: fix})
 		}
@@ -48,7 +59,11 @@ func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 	if cv.Source == config.SourceDefault {
 		origin = config.AgentCommand.Name + "'s default"
 	}
-	checks := map[string]Check{CheckAgent: {Name: CheckAgent, Status: OK, Detail: fmt.Sprintf("%s found at %s (%s)", command, path, origin)}}
+	found := fmt.Sprintf("%s found at %s (%s)", command, path, origin)
+	if !d.Builtin() {
+		found = fmt.Sprintf("%s, an ACP agent's command line: %s found at %s (%s)", command, filepath.Base(d.Program), path, origin)
+	}
+	checks := map[string]Check{CheckAgent: {Name: CheckAgent, Status: OK, Detail: found}}
 	setting := config.AgentBackend.Get(cfg)
 	var mu sync.Mutex
 	put := func(c Check) {
@@ -58,8 +73,13 @@ func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 	}
 	var probe acpProbe
 	var wg sync.WaitGroup
-	wg.Go(func() { put(checkVersion(ctx, command, timeout)) })
-	wg.Go(func() { put(checkLogin(ctx, command, timeout)) })
+	if d.Builtin() {
+		wg.Go(func() { put(checkVersion(ctx, command, timeout)) })
+		wg.Go(func() { put(checkLogin(ctx, command, timeout)) })
+	} else {
+		put(Check{Name: CheckVersion, Status: OK, Detail: "not asked: an ACP agent says its name and version in initialize (see acp)"})
+		put(Check{Name: CheckLogin, Status: OK, Detail: "not asked: an ACP agent checks its own login, and says so when a session is opened"})
+	}
 	wg.Go(func() { put(checkModels(ctx, o, command, timeout)) })
 	if setting != acpclient.BackendChat {
 		wg.Go(func() {
@@ -75,6 +95,15 @@ func checkAgent(ctx context.Context, o Options, timeout time.Duration) []Check {
 		out = append(out, checks[name])
 	}
 	return out
+}
+
+// acpName is what the details call the agent in ACP mode: `<program> acp` for q and kiro-cli,
+// the command line for another ACP agent.
+func acpName(d agent.Description) string {
+	if d.Builtin() {
+		return d.Name() + " acp"
+	}
+	return d.Name()
 }
 
 // source says where a setting's value came from, for a detail: "default", "from config.yaml",
@@ -177,7 +206,8 @@ const refreshFix = "qkit ask --refresh-backend --no-context hello"
 // judgeBackend says which backend runs use and why (agent.backend; with auto, what was learned
 // about this binary, checked against the probe), and what the probe found.
 func judgeBackend(o Options, setting, command string, p acpProbe, timeout time.Duration) (backend, acpCheck Check) {
-	name := filepath.Base(command)
+	d := agent.Describe(command)
+	name, acpMode := d.Name(), acpName(d)
 	backend = Check{Name: CheckBackend, Status: OK}
 	acpCheck = Check{Name: CheckACP, Status: OK}
 	bv := config.AgentBackend.Value(o.Config)
@@ -194,31 +224,46 @@ func judgeBackend(o Options, setting, command string, p acpProbe, timeout time.D
 		}
 		who := p.desc.Agent
 		if who == "" {
-			who = name + " acp"
+			who = acpMode
 		}
 		acpCheck.Detail = fmt.Sprintf("%s answers initialize (protocol %d): %s", who, p.desc.Protocol, caps)
 	case errors.As(p.err, &le):
-		acpCheck.Status, acpCheck.Detail, acpCheck.Fix = Warn, name+" acp answers initialize, but is not logged in: "+le.Detail, shellJoin(command, "login")
+		acpCheck.Status, acpCheck.Detail = Warn, acpMode+" answers initialize, but is not logged in: "+le.Detail
+		if d.Builtin() {
+			acpCheck.Fix = shellJoin(command, "login")
+		}
 	case timedOut:
-		acpCheck.Status, acpCheck.Detail = Warn, late(name+" acp", timeout)
-		acpCheck.Fix = settingFix(bv, acpclient.BackendChat)
+		acpCheck.Status, acpCheck.Detail = Warn, late(acpMode, timeout)
+		if d.HasChat() {
+			acpCheck.Fix = settingFix(bv, acpclient.BackendChat)
+		}
 	default:
 		acpCheck.Detail = p.err.Error()
 		var na *acpclient.NotACPError
 		if !errors.As(p.err, &na) {
-			acpCheck.Detail = name + " acp: " + acpCheck.Detail
+			acpCheck.Detail = acpMode + ": " + acpCheck.Detail
 		}
-		if setting == acpclient.BackendACP {
+		if !d.HasChat() {
+			// Nothing to fall back to: every run fails the same way.
+			acpCheck.Status = Fail
+		} else if setting == acpclient.BackendACP {
 			acpCheck.Status, acpCheck.Fix = Fail, settingFix(bv, acpclient.BackendAuto)
 		}
 	}
 
-	switch setting {
-	case acpclient.BackendChat:
+	switch {
+	case !d.HasChat() && setting == acpclient.BackendChat:
+		backend.Status, backend.Fix = Fail, settingFix(bv, acpclient.BackendAuto)
+		backend.Detail = (&agent.NoChatError{Agent: d}).Error()
+		return backend, acpCheck
+	case !d.HasChat():
+		backend.Detail = "acp (" + config.AgentBackend.Name + "=" + cmp.Or(setting, acpclient.BackendAuto) + ": " + config.AgentCommand.Name + " is an ACP agent's command line): " + acpMode
+		return backend, acpCheck
+	case setting == acpclient.BackendChat:
 		backend.Detail = "chat (" + config.AgentBackend.Name + "=chat, " + source(bv) + "): " + name + " chat --no-interactive"
 		return backend, acpCheck
-	case acpclient.BackendACP:
-		backend.Detail = "acp (" + config.AgentBackend.Name + "=acp, " + source(bv) + "): " + name + " acp"
+	case setting == acpclient.BackendACP:
+		backend.Detail = "acp (" + config.AgentBackend.Name + "=acp, " + source(bv) + "): " + acpMode
 		if p.asked && !speaks && !timedOut {
 			backend.Status, backend.Fix = Fail, settingFix(bv, acpclient.BackendAuto)
 			backend.Detail += ", which does not answer initialize; auto would fall back to chat"
@@ -265,8 +310,12 @@ func checkModels(ctx context.Context, o Options, command string, timeout time.Du
 		from = "from " + config.AgentModels.Name
 	} else {
 		l, err := agent.ListModels(ctx, command)
-		name := filepath.Base(command)
+		d := agent.Describe(command)
+		name := d.Name()
 		switch {
+		case errors.Is(err, agent.ErrCannotListModels) && !d.Builtin():
+			c.Detail = name + " offers its models in each session: any --model name is passed on to it"
+			return c
 		case errors.Is(err, agent.ErrCannotListModels):
 			c.Detail = name + " cannot list its models (no chat --list-models): any --model name is passed on"
 			return c

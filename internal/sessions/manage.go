@@ -63,9 +63,12 @@ func (s *Store) EachSummary(ctx context.Context, f Filter, fn func(sum *Summary)
 	query := `SELECT id, cwd, model, title, backend, origin, mode, turns, created_at, updated_at FROM sessions`
 	var where []string
 	var args []any
+	// The folder is not compared as text: a session recorded through a link to it is its too
+	// (sessionrec.SameFolder, as ask --session decides), so it is tested row by row below, and
+	// the limit counts the sessions that pass.
+	inFolder := func(string) bool { return true }
 	if f.Cwd != "" {
-		where = append(where, "cwd = ?")
-		args = append(args, f.Cwd)
+		inFolder = sessionrec.InFolder(f.Cwd)
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "updated_at >= ?")
@@ -83,7 +86,7 @@ func (s *Store) EachSummary(ctx context.Context, f Filter, fn func(sum *Summary)
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY updated_at DESC, id DESC"
-	if f.Limit > 0 {
+	if f.Limit > 0 && f.Cwd == "" {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -93,13 +96,21 @@ func (s *Store) EachSummary(ctx context.Context, f Filter, fn func(sum *Summary)
 	defer rows.Close()
 	gone := map[string]bool{} // one stat per folder, however many sessions it has
 	var sum Summary
+	n := 0
 	for rows.Next() {
+		if f.Limit > 0 && n == f.Limit {
+			break
+		}
 		sum = Summary{}
 		r := &sum.SessionRecord
 		var created, updated int64
 		if err := rows.Scan(&r.ID, &r.Cwd, &r.Model, &r.Title, &r.Backend, &r.Origin, &r.Mode, &sum.Turns, &created, &updated); err != nil {
 			return fmt.Errorf("listing sessions: %w", err)
 		}
+		if !inFolder(r.Cwd) {
+			continue
+		}
+		n++
 		r.CreatedAt, r.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 		g, seen := gone[r.Cwd]
 		if !seen {

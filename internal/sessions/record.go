@@ -46,7 +46,7 @@ func recordTx(ctx context.Context, tx *sql.Tx, ex Exchange, now time.Time, once 
 	if id == "" && ex.AgentSession != "" {
 		id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE agent_session = ? ORDER BY updated_at DESC LIMIT 1`, ex.AgentSession)
 	} else if id == "" && ex.Continue {
-		id, err = lookup(ctx, tx, `SELECT id FROM sessions WHERE origin = ? AND cwd = ? ORDER BY updated_at DESC LIMIT 1`, ex.Origin, ex.Cwd)
+		id, err = lastInFolder(ctx, tx, ex.Origin, ex.Cwd)
 	}
 	if err != nil {
 		return "", err

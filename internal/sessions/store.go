@@ -252,15 +252,16 @@ func (s *Store) Get(ctx context.Context, id string) (SessionRecord, error) {
 	return r, nil
 }
 
-// List returns sessions, most recently updated first; cwd, when not empty, keeps only those in it.
-// Pages hold at most limit sessions; after is the id of the last session of the previous page.
+// List returns sessions, most recently updated first; cwd, when not empty, keeps only those in it
+// (sessionrec.SameFolder: recorded there or through a link to it). Pages hold at most limit
+// sessions; after is the id of the last session of the previous page.
 func (s *Store) List(ctx context.Context, cwd string, after string, limit int) ([]SessionRecord, error) {
 	query := `SELECT ` + sessionColumns + ` FROM sessions`
 	var where []string
 	var args []any
+	inFolder := func(string) bool { return true }
 	if cwd != "" {
-		where = append(where, "cwd = ?")
-		args = append(args, cwd)
+		inFolder = sessionrec.InFolder(cwd)
 	}
 	if after != "" {
 		where = append(where, "(updated_at, id) < (SELECT updated_at, id FROM sessions WHERE id = ?)")
@@ -269,20 +270,25 @@ func (s *Store) List(ctx context.Context, cwd string, after string, limit int) (
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
-	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-	args = append(args, limit)
+	query += " ORDER BY updated_at DESC, id DESC"
+	if cwd == "" {
+		query += " LIMIT ?"
+		args = append(args, limit)
+	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
 	defer rows.Close()
 	var out []SessionRecord
-	for rows.Next() {
+	for rows.Next() && len(out) < limit {
 		r, err := scanSession(rows)
 		if err != nil {
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
-		out = append(out, r)
+		if inFolder(r.Cwd) {
+			out = append(out, r)
+		}
 	}
 	return out, rows.Err()
 }
