@@ -315,11 +315,11 @@ func TestBadAgents(t *testing.T) {
 				// whole. Those that exit must not be stopped before they do, so keep the longer one.
 				o.Limits.Grace = 200 * time.Millisecond
 			}
-			clock := newManualClock()
+			clock := fakeqtest.NewClock()
 			started := make(chan struct{})
 			switch c.bad {
 			case "silent":
-				o.clock = clock
+				o.Limits.Clock = clock
 				rec := filepath.Join(t.TempDir(), "argv")
 				o.Env = append(o.Env, "FAKEQ_RECORD="+rec)
 				go func() {
@@ -332,7 +332,7 @@ func TestBadAgents(t *testing.T) {
 					}
 				}()
 			case "hang":
-				o.clock = clock
+				o.Limits.Clock = clock
 				var got strings.Builder
 				o.OnEvent = func(ev agent.Event) {
 					if got.WriteString(ev.Text); ev.Type == agent.EventMessage && got.String() == "partial answer\n" {
@@ -694,8 +694,8 @@ func TestTimeoutPausedForPermission(t *testing.T) {
 	// than the whole timeout: were that time the agent's, the timeout would fire then. The agent's
 	// own part (start, set-up, the tool, the reply) takes none of it, on a loaded machine too.
 	o.Limits.Timeout = 5 * time.Second
-	clock := newManualClock()
-	o.clock = clock
+	clock := fakeqtest.NewClock()
+	o.Limits.Clock = clock
 	o.Permission = func(ctx context.Context, _ PermissionRequest) (Decision, error) {
 		clock.Advance(6 * time.Second) // a person who takes longer than the whole run may
 		if err := ctx.Err(); err != nil {
