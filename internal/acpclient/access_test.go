@@ -167,6 +167,7 @@ func TestGrantEndsWithItsCall(t *testing.T) {
 // TestNoAccessServesAll: without Options.Access (a proxy, whose editor decides) every request is
 // served as before.
 func TestNoAccessServesAll(t *testing.T) {
+	t.Parallel()
 	ranFile := filepath.Join(t.TempDir(), "ran")
 	o := fake(t, "FAKEQ_ACP_UNASKED=write:out.txt", "FAKEQ_ACP_RAN="+ranFile)
 	o.Files = &DirFiles{Root: o.Request.Dir}

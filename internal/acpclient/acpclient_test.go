@@ -35,21 +35,19 @@ func TestMain(m *testing.M) {
 	fakeqtest.Main(m)
 }
 
-// fake sets the fake's environment, with HOME in a temporary directory (kiro keeps sessions
-// there), and returns run options that start it in dir.
+// fake is the fake agent for a test that runs in parallel with others, so sets no variable of
+// the test process (t.Setenv): the fake's environment (FAKEQ_AS_Q, as fakeqtest.Use sets it, the
+// knobs in env, and HOME in a temporary directory, where kiro keeps sessions) goes to the agent
+// in RunOptions.Env, and the run starts it in a temporary dir. The login probe is armed as in
+// qkit (its whoami runs with Env too).
 func fake(t *testing.T, env ...string) RunOptions {
 	t.Helper()
-	t.Setenv("HOME", t.TempDir())
-	return RunOptions{
-		Limits:  agent.Limits{Command: fakeqtest.Use(t, env...), Timeout: time.Minute, MaxResponseSize: 2 << 20, Grace: 2 * time.Second},
-		Request: agent.Request{Prompt: "hello", Dir: t.TempDir()},
-	}
+	o := fakeEnv(t, env...)
+	o.Limits.LoginProbeAfter = 0
+	return o
 }
 
-// fakeEnv is fake for a test that runs in parallel with others, so sets no variable of the test
-// process (t.Setenv): the fake's environment (FAKEQ_AS_Q, as fakeqtest.Use sets it, the knobs in
-// env, and HOME) goes to the agent in RunOptions.Env. The login probe is off unless the test
-// arms it (its whoami runs with Env too).
+// fakeEnv is fake with the login probe off unless the test arms it.
 func fakeEnv(t *testing.T, env ...string) RunOptions {
 	t.Helper()
 	o := RunOptions{
@@ -59,6 +57,17 @@ func fakeEnv(t *testing.T, env ...string) RunOptions {
 	o.Env = append(os.Environ(), "FAKEQ_AS_Q=1", "HOME="+t.TempDir())
 	o.Env = append(o.Env, env...) // the last of a name wins
 	return o
+}
+
+// envOf is the value of name in o.Env (the last one wins, as for the agent).
+func envOf(o RunOptions, name string) string {
+	v := ""
+	for _, kv := range o.Env {
+		if k, val, _ := strings.Cut(kv, "="); k == name {
+			v = val
+		}
+	}
+	return v
 }
 
 // events collects a run's events.
@@ -92,6 +101,7 @@ func allow(option string) PermissionFunc {
 }
 
 func TestArgv(t *testing.T) {
+	t.Parallel()
 	l := agent.Limits{Command: "kiro-cli", DefaultModel: "auto"}
 	got := Argv(l, agent.Request{Agent: "dev", Model: "claude-sonnet-4.5", TrustAll: true, TrustTools: []string{"read, write", ""}})
 	want := []string{"kiro-cli", "acp", "--agent", "dev", "--model", "claude-sonnet-4.5", "-a", "--trust-tools=read,write"}
@@ -115,6 +125,7 @@ func TestArgv(t *testing.T) {
 }
 
 func TestRunReply(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_OUTPUT=first line\\nsecond line\\n", "FAKEQ_ACP_THOUGHT=thinking", "FAKEQ_ACP_PLAN=1")
 	var ev events
 	o.OnEvent = ev.add
@@ -138,6 +149,7 @@ func TestRunReply(t *testing.T) {
 }
 
 func TestToolCallsAndPermissions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ran := filepath.Join(dir, "ran")
 	o := fake(t, "FAKEQ_ACP_TOOLS=read:notes.txt,shell:echo hi,write:out.txt", "FAKEQ_ACP_RAN="+ran, "FAKEQ_OUTPUT=done")
@@ -191,6 +203,7 @@ func TestToolCallsAndPermissions(t *testing.T) {
 }
 
 func TestRejectEndsTurnWithRefusal(t *testing.T) {
+	t.Parallel()
 	ran := filepath.Join(t.TempDir(), "ran")
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:rm -rf x,shell:echo never", "FAKEQ_ACP_RAN="+ran, "FAKEQ_OUTPUT=not reached")
 	o.Permission = allow("reject_once")
@@ -207,6 +220,7 @@ func TestRejectEndsTurnWithRefusal(t *testing.T) {
 }
 
 func TestAllowAlwaysAsksOnce(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:true,shell:true,shell:true")
 	n := 0
 	o.Permission = func(context.Context, PermissionRequest) (Decision, error) {
@@ -219,6 +233,7 @@ func TestAllowAlwaysAsksOnce(t *testing.T) {
 }
 
 func TestPermissionErrorEndsTurn(t *testing.T) {
+	t.Parallel()
 	ran := filepath.Join(t.TempDir(), "ran")
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_ACP_RAN="+ran, "FAKEQ_GRANDCHILD="+filepath.Join(t.TempDir(), "pid"))
 	o.Permission = func(_ context.Context, r PermissionRequest) (Decision, error) {
@@ -246,10 +261,11 @@ func TestPermissionErrorEndsTurn(t *testing.T) {
 	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
 		t.Error("the tool ran")
 	}
-	gone(t, pidIn(t, os.Getenv("FAKEQ_GRANDCHILD")))
+	gone(t, pidIn(t, envOf(o, "FAKEQ_GRANDCHILD")))
 }
 
 func TestSizeCap(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_LINES=1000")
 	o.Limits.MaxResponseSize = 100
 	logged := output.NewHeadBuffer(0) // safe for the connection's goroutines, which log too
@@ -268,6 +284,7 @@ func TestSizeCap(t *testing.T) {
 }
 
 func TestModelErrorAndLogin(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_MODEL_ERROR=ThrottlingException: slow down")
 	_, err := Run(t.Context(), o)
 	var ae *AgentError
@@ -315,11 +332,11 @@ func TestBadAgents(t *testing.T) {
 				// whole. Those that exit must not be stopped before they do, so keep the longer one.
 				o.Limits.Grace = 200 * time.Millisecond
 			}
-			clock := newManualClock()
+			clock := fakeqtest.NewClock()
 			started := make(chan struct{})
 			switch c.bad {
 			case "silent":
-				o.clock = clock
+				o.Limits.Clock = clock
 				rec := filepath.Join(t.TempDir(), "argv")
 				o.Env = append(o.Env, "FAKEQ_RECORD="+rec)
 				go func() {
@@ -332,7 +349,7 @@ func TestBadAgents(t *testing.T) {
 					}
 				}()
 			case "hang":
-				o.clock = clock
+				o.Limits.Clock = clock
 				var got strings.Builder
 				o.OnEvent = func(ev agent.Event) {
 					if got.WriteString(ev.Text); ev.Type == agent.EventMessage && got.String() == "partial answer\n" {
@@ -365,6 +382,7 @@ func TestBadAgents(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
 	ctx, cancel := context.WithCancel(t.Context())
 	o.OnEvent = func(ev agent.Event) {
@@ -379,6 +397,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestLoadSession(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ECHO_PROMPT=1")
 	o.Request.Prompt = "first question"
 	first, err := Run(t.Context(), o)
@@ -400,7 +419,7 @@ func TestLoadSession(t *testing.T) {
 
 	// Replay comes through the connection's callbacks before LoadSession returns.
 	var replayed []string
-	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp"}, Grace: 500 * time.Millisecond,
+	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp"}, Env: o.Env, Grace: 500 * time.Millisecond,
 		OnNotification: func(method string, params json.RawMessage) {
 			if method == "session/update" {
 				replayed = append(replayed, string(params))
@@ -495,6 +514,7 @@ func (f *testFiles) WriteTextFile(_ context.Context, r acp.WriteTextFileRequest)
 }
 
 func TestClientFiles(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=read:a.txt,write:b.txt", "FAKEQ_ACP_WRITE_TEXT=new")
 	files := &testFiles{}
 	o.Files, o.Permission = files, allow("allow_once")
@@ -606,6 +626,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestEventsMatchSchema: every event the ACP tests yield is a valid stream-json line.
 func TestEventsMatchSchema(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_TOOLS=read:a.txt,shell:echo hi,write:b.txt,mcp:github/create_issue,shell:no",
 		"FAKEQ_ACP_THOUGHT=hmm", "FAKEQ_ACP_PLAN=1", "FAKEQ_OUTPUT=done")
 	_ = os.WriteFile(filepath.Join(o.Request.Dir, "b.txt"), []byte("old"), 0o600)
@@ -648,6 +669,7 @@ func TestEventsMatchSchema(t *testing.T) {
 // SDK's agent side) and checks every event against the stream-json schema. It needs node and
 // interop's node_modules (make nodedeps installs them); see fakeqtest.TypeScriptAgent.
 func TestTypeScriptStandIn(t *testing.T) {
+	t.Parallel()
 	script := fakeqtest.TypeScriptAgent(t)
 	o := fake(t, "TS_AGENT_TOOLS=echo one,echo two", "TS_AGENT_READ=notes.txt", "TS_AGENT_WRITE=../outside.txt")
 	o.Limits.Command = script
@@ -694,8 +716,8 @@ func TestTimeoutPausedForPermission(t *testing.T) {
 	// than the whole timeout: were that time the agent's, the timeout would fire then. The agent's
 	// own part (start, set-up, the tool, the reply) takes none of it, on a loaded machine too.
 	o.Limits.Timeout = 5 * time.Second
-	clock := newManualClock()
-	o.clock = clock
+	clock := fakeqtest.NewClock()
+	o.Limits.Clock = clock
 	o.Permission = func(ctx context.Context, _ PermissionRequest) (Decision, error) {
 		clock.Advance(6 * time.Second) // a person who takes longer than the whole run may
 		if err := ctx.Err(); err != nil {
@@ -712,6 +734,7 @@ func TestTimeoutPausedForPermission(t *testing.T) {
 // TestSubagentSessions: what kiro's subagents stream under their own sessions is not the run's
 // reply, but their credits are the run's cost.
 func TestSubagentSessions(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_SUBAGENT=1", "FAKEQ_OUTPUT=the answer")
 	var ev events
 	o.OnEvent = ev.add
@@ -766,6 +789,7 @@ func TestRunGate(t *testing.T) {
 // kiro 1.26.2 streamed its reply as bare {"content":…,"type":"text"} lines, and 2.19.0 sends a
 // stream_stall_notice no ACP schema knows: the reply is still the reply.
 func TestKiroQuirks(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_BARE=1", "FAKEQ_ACP_STALL=1", "FAKEQ_OUTPUT=first\\nsecond\\n")
 	var ev events
 	o.OnEvent = ev.add
@@ -781,9 +805,10 @@ func TestKiroQuirks(t *testing.T) {
 // The fake starts as kiro is launched (`--trust-tools a,b` as well as `=`), and answers
 // session/set_model with {} as kiro does.
 func TestFakeLaunchAndSetModel(t *testing.T) {
+	t.Parallel()
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:true", "FAKEQ_OUTPUT=ok\\n")
 	asked := false
-	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp", "--trust-tools", "read,shell"}, Grace: 500 * time.Millisecond,
+	c, err := Start(t.Context(), Options{Command: os.Args[0], Args: []string{"acp", "--trust-tools", "read,shell"}, Env: o.Env, Grace: 500 * time.Millisecond,
 		Permission: func(context.Context, PermissionRequest) (Decision, error) {
 			asked = true
 			return Decision{Cancelled: true}, nil
@@ -827,6 +852,7 @@ func TestNoHandlersMethodNotFound(t *testing.T) {
 
 // An answer to a permission request that names none of the agent's options ends the turn, saying so.
 func TestPermissionAnswerNotAnOption(t *testing.T) {
+	t.Parallel()
 	ran := filepath.Join(t.TempDir(), "ran")
 	o := fake(t, "FAKEQ_ACP_TOOLS=shell:echo hi", "FAKEQ_ACP_RAN="+ran)
 	o.Permission = allow("allow_sometimes")
@@ -858,6 +884,7 @@ func TestRouteLineTooLong(t *testing.T) {
 // An agent that closes its stdout but does not exit is named as such once the grace has passed,
 // with what it wrote on stderr, and is stopped.
 func TestAgentClosesStdout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	command := filepath.Join(dir, "kiro-cli")

@@ -1,7 +1,6 @@
 package acpclient
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -64,72 +63,4 @@ func TestPausableDeadlineStop(t *testing.T) {
 			t.Fatal("a stopped deadline fired")
 		}
 	})
-}
-
-// manualClock is a deadlineClock (RunOptions.clock) that moves only when the test advances it: a
-// test of Limits.Timeout moves it past the timeout once the agent is where the test needs it,
-// however slow the machine, and sleeps into no real timeout.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	c  *manualClock
-	at time.Time
-	on bool
-	f  func()
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.Unix(1_000_000_000, 0)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) deadlineTimer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &manualTimer{c: c, at: c.now.Add(d), on: true, f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *manualTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.on = false
-	return was
-}
-
-func (t *manualTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.at, t.on = t.c.now.Add(d), true
-	return was
-}
-
-// Advance moves the clock on by d and returns once the timers it passed have run (each in a
-// goroutine of its own, as time.AfterFunc runs them).
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	for _, t := range c.timers {
-		if t.on && !t.at.After(c.now) {
-			t.on = false
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, f := range due {
-		wg.Go(f)
-	}
-	wg.Wait()
 }

@@ -27,6 +27,7 @@ func genericAgent(t *testing.T, env ...string) RunOptions {
 // any), --agent becomes the session's mode and the model goes through its model option; no
 // whoami, no probe.
 func TestGenericAgentRun(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "argv")
 	o := genericAgent(t, "FAKEQ_RECORD="+rec, "FAKEQ_OUTPUT=hi\\n", "FAKEQ_ACP_SAY_SETTINGS=1")
 	o.Request.Agent, o.Request.Model, o.Request.TrustAll, o.Request.TrustTools = "plan", "gen-large", true, []string{"shell"}
@@ -95,6 +96,7 @@ func TestGenericAgentBackend(t *testing.T) {
 // line (node, its script and its subcommand), runs with no wrapper: started as given, with no
 // flags of kiro's.
 func TestTypeScriptStandInGiven(t *testing.T) {
+	t.Parallel()
 	script := fakeqtest.TypeScriptAgent(t)
 	o := fake(t, "TS_AGENT_CHUNKS=2")
 	o.Limits.Command = "node " + shellquote.Join(script) + " acp"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qkit-cli/qkit/internal/agent"
+	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 )
 
 // loggedOut is the fake as kiro-cli acp with no stored login (initialize lists kiro-login) and no
@@ -23,6 +24,7 @@ func loggedOut(t *testing.T, env ...string) RunOptions {
 // The kiro-login method in initialize, without KIRO_API_KEY, fails the run at once with the text
 // runner's *agent.LoginError and its advice; the agent and what it started are gone.
 func TestRunLoggedOutFailsAtInitialize(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	o := loggedOut(t, "FAKEQ_GRANDCHILD="+pidFile)
 	res, err := Run(t.Context(), o)
@@ -36,7 +38,7 @@ func TestRunLoggedOutFailsAtInitialize(t *testing.T) {
 
 	// The agent's environment is the one that counts: a key given only there lets the run go on.
 	o = loggedOut(t, "FAKEQ_OUTPUT=answer")
-	o.Env = append(os.Environ(), "KIRO_API_KEY=ci-key")
+	o.Env = append(o.Env, "KIRO_API_KEY=ci-key")
 	if res, err := Run(t.Context(), o); err != nil || res.Output != "answer" {
 		t.Fatalf("with KIRO_API_KEY in Env: %v %q", err, res.Output)
 	}
@@ -62,9 +64,10 @@ func TestLoginProbeUsesTheAgentsEnvironment(t *testing.T) {
 }
 
 // Probe still finds ACP in a logged-out agent: it answered initialize.
+// (Probe runs the agent in this process's environment: serial, t.Setenv.)
 func TestProbeLoggedOut(t *testing.T) {
-	o := loggedOut(t)
-	if b, why := Probe(t.Context(), o.Limits.Command, discard()); b != BackendACP {
+	command := fakeqtest.Use(t, "FAKEQ_FLAVOUR=kiro", "FAKEQ_LOGGED_OUT=1", "FAKEQ_ACP_LOGIN=", "KIRO_API_KEY=", "AMAZON_Q_SIGV4=", "HOME="+t.TempDir())
+	if b, why := Probe(t.Context(), command, discard()); b != BackendACP {
 		t.Fatalf("%s: %s", b, why)
 	}
 }
@@ -73,6 +76,7 @@ func TestProbeLoggedOut(t *testing.T) {
 // LoginProbeAfter whoami is asked, and its "Not logged in" stops the run with the text runner's
 // error. A logged-in agent that is merely slow goes on, after one whoami.
 func TestRunSilentLoginProbe(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	o := loggedOut(t, "FAKEQ_ACP_LOGIN=silent", "FAKEQ_GRANDCHILD="+pidFile)
 	o.Limits.LoginProbeAfter = 100 * time.Millisecond

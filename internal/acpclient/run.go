@@ -39,10 +39,6 @@ type RunOptions struct {
 	Files      Files
 	Terminals  Terminals
 	Access     AccessFunc
-
-	// clock is what Limits.Timeout is counted on: nil is the real one. Set only by this
-	// package's tests, which move it past the timeout when the agent is where they need it.
-	clock deadlineClock
 }
 
 // Result is what a run produced: the text runner's Result (Output with the same truncation and
@@ -125,7 +121,7 @@ func NewRunner(ctx context.Context, o RunOptions) *Runner {
 		return r
 	}
 	if l.Timeout > 0 {
-		r.deadline = newPausableDeadlineOn(o.clock, l.Timeout, func() { r.cancel(errTimeout) })
+		r.deadline = newPausableDeadlineOn(l.Clock, l.Timeout, func() { r.cancel(errTimeout) })
 		if perm := o.Permission; perm != nil {
 			// Waiting for a person's answer is not the agent's time.
 			r.o.Permission = func(ctx context.Context, req PermissionRequest) (Decision, error) {
@@ -355,31 +351,21 @@ var errTimeout = fmt.Errorf("the run hit its timeout: %w", context.DeadlineExcee
 // errLogin ends a run whose silent agent whoami says is not logged in.
 var errLogin = errors.New("the agent waits for a login")
 
-// deadlineClock is the time a pausableDeadline counts: realClock, or a test's.
-type deadlineClock interface {
-	Now() time.Time
-	// AfterFunc calls f in a goroutine of its own once d has passed, as time.AfterFunc does.
-	AfterFunc(d time.Duration, f func()) deadlineTimer
-}
-
-// deadlineTimer is the part of *time.Timer a pausableDeadline uses.
-type deadlineTimer interface {
-	Stop() bool
-	Reset(d time.Duration) bool
-}
-
 // realClock is the time package's clock.
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) AfterFunc(d time.Duration, f func()) deadlineTimer { return time.AfterFunc(d, f) }
+func (realClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
+}
 
 // pausableDeadline calls fire once d has passed, not counting the time it was paused.
 type pausableDeadline struct {
 	mu        sync.Mutex
-	clock     deadlineClock
-	timer     deadlineTimer
+	clock     agent.Clock
+	fire      func() // the timer's: marks the deadline fired, then calls the caller's
+	stopTimer func() bool
 	remaining time.Duration
 	since     time.Time
 	paused    int
@@ -391,24 +377,25 @@ func newPausableDeadline(d time.Duration, fire func()) *pausableDeadline {
 }
 
 // newPausableDeadlineOn is newPausableDeadline counting on clock (nil: realClock).
-func newPausableDeadlineOn(clock deadlineClock, d time.Duration, fire func()) *pausableDeadline {
+func newPausableDeadlineOn(clock agent.Clock, d time.Duration, fire func()) *pausableDeadline {
 	if clock == nil {
 		clock = realClock{}
 	}
 	p := &pausableDeadline{clock: clock, remaining: d, since: clock.Now()}
-	p.timer = clock.AfterFunc(d, func() {
+	p.fire = func() {
 		p.mu.Lock()
 		p.fired = true
 		p.mu.Unlock()
 		fire()
-	})
+	}
+	p.stopTimer = clock.AfterFunc(d, p.fire)
 	return p
 }
 
 func (p *pausableDeadline) pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused == 0 && !p.fired && p.timer.Stop() {
+	if p.paused == 0 && !p.fired && p.stopTimer() {
 		p.remaining -= p.clock.Now().Sub(p.since)
 	}
 	p.paused++
@@ -420,11 +407,15 @@ func (p *pausableDeadline) resume() {
 	p.paused--
 	if p.paused == 0 && !p.fired {
 		p.since = p.clock.Now()
-		p.timer.Reset(max(p.remaining, 0))
+		p.stopTimer = p.clock.AfterFunc(max(p.remaining, 0), p.fire)
 	}
 }
 
-func (p *pausableDeadline) stop() { p.timer.Stop() }
+func (p *pausableDeadline) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopTimer()
+}
 
 // runGate passes the agent's events to the prompt in flight once it knows the run's session.
 // Events that come before (kiro's first _kiro.dev/metadata may overtake session/new's answer on

@@ -51,6 +51,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // one connection; each Result is its own prompt's (reply, usage); the agent runs until Close,
 // which stops its whole process group.
 func TestRunnerPromptsOneSession(t *testing.T) {
+	t.Parallel()
 	o, sessions, gc := runnerFake(t, []string{"first answer", "second answer"})
 	r := NewRunner(t.Context(), o)
 	defer r.Close()
@@ -79,6 +80,7 @@ func TestRunnerPromptsOneSession(t *testing.T) {
 // TestRunnerTurnCancelKeepsConnection: a prompt whose own context ends (a budget stopping one
 // turn) is cancelled, and the next prompt still goes to the same session of the same agent.
 func TestRunnerTurnCancelKeepsConnection(t *testing.T) {
+	t.Parallel()
 	o, sessions, _ := runnerFake(t, []string{"a\nb\nc\nd\ne\nf\n"}, "FAKEQ_INTERVAL=200ms")
 	r := NewRunner(t.Context(), o)
 	defer r.Close()
@@ -125,6 +127,7 @@ func TestRunnerTimeoutBoundsRun(t *testing.T) {
 // TestRunnerCancelled: the run's own context ending between two prompts stops the agent; the
 // next prompt is not sent and says it was cancelled.
 func TestRunnerCancelled(t *testing.T) {
+	t.Parallel()
 	o, sessions, gc := runnerFake(t, []string{"one"})
 	ctx, cancel := context.WithCancel(t.Context())
 	r := NewRunner(ctx, o)
@@ -143,6 +146,7 @@ func TestRunnerCancelled(t *testing.T) {
 // TestRunnerSessionFails: a session/new the agent refuses ends the run: the agent is stopped
 // before Prompt returns, and a later prompt is not sent on a session that does not exist.
 func TestRunnerSessionFails(t *testing.T) {
+	t.Parallel()
 	o, sessions, gc := runnerFake(t, []string{"never"}, "FAKEQ_LOGGED_OUT=1", "FAKEQ_ACP_LOGIN=error", "KIRO_API_KEY=k")
 	r := NewRunner(t.Context(), o)
 	defer r.Close()

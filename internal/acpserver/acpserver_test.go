@@ -639,16 +639,31 @@ func TestAgentFailureIsRefusal(t *testing.T) {
 func TestTimeoutEndsTheTurn(t *testing.T) {
 	t.Parallel()
 	q := newFakeAgent(t, "", "FAKEQ_OUTPUT=partial answer\n", "FAKEQ_SLEEP=30s")
-	// 5 s: q must have started and printed before the deadline, on a loaded machine too.
-	h := startWith(t, "", func(o *Options) { o.Limits.Command, o.Limits.Timeout = q.Command, 5*time.Second })
+	// The timeout is counted on a clock the test moves once q's partial reply has reached the
+	// editor, however slow the machine: the turn waits for no real timeout.
+	clock := fakeqtest.NewClock()
+	h := startWith(t, "", func(o *Options) { o.Limits.Command, o.Limits.Timeout, o.Limits.Clock = q.Command, 5*time.Second, clock })
 	h.initialize()
 	id := h.newSession(t.TempDir())
-	resp, err := h.prompt(id, acp.TextBlock("slow"))
-	if err != nil || resp != acp.StopReasonEndTurn {
-		t.Fatalf("timed-out prompt: %v %v", resp, err)
+	type answer struct {
+		resp acp.StopReason
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := h.prompt(id, acp.TextBlock("slow"))
+		done <- answer{resp, err}
+	}()
+	h.tc.waitFor(t, "the partial reply", func() bool { return h.tc.agentText(id) == "partial answer\n" })
+	if n := clock.Advance(5 * time.Second); n != 1 {
+		t.Fatalf("moving the clock by the timeout ended %d runs, not one", n)
+	}
+	a := <-done
+	if a.err != nil || a.resp != acp.StopReasonEndTurn {
+		t.Fatalf("timed-out prompt: %v %v", a.resp, a.err)
 	}
 	got := h.tc.agentText(id)
-	if !strings.HasPrefix(got, "partial answer\n") || !strings.Contains(strings.ToLower(got), "timed out") {
+	if !strings.HasPrefix(got, "partial answer\n") || !strings.Contains(got, "TIMED OUT") || !strings.Contains(got, "timeout of 5 seconds") {
 		t.Fatalf("reply %q lacks the partial output or the timeout notice", got)
 	}
 }

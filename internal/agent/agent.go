@@ -84,11 +84,11 @@ type Limits struct {
 	// agent is kept (its backend, its models); "" keeps nothing.
 	StateDir string
 
-	// runDeadline makes the run's context, which ends at end (the timeout, or Deadline): nil is
-	// context.WithDeadline. Set only by this package's tests, to end the run at a point they
-	// choose (the agent started, its partial reply arrived) instead of sleeping into a timeout; the
-	// context they return must report context.DeadlineExceeded once it ends.
-	runDeadline func(ctx context.Context, end time.Time) (context.Context, context.CancelFunc)
+	// Clock, when set, is what Timeout is counted on (and Deadline read on) instead of the real
+	// clock: a test's, which passes the timeout when the agent is where the test needs it
+	// (started, its partial reply out) instead of waiting for it. Both backends honour it
+	// (Stream, and acpclient's runs); nil is the time package's clock, which qkit itself uses.
+	Clock Clock
 }
 
 // RawText reports whether the reply is kept as the agent sent it, escape sequences and control

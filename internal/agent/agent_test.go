@@ -346,52 +346,18 @@ func TestRunFailures(t *testing.T) {
 	})
 }
 
-// expiringCtx is a run's context whose deadline passes when the test says (manualDeadline), not on a
-// clock: it ends with context.DeadlineExceeded, as context.WithDeadline's does, or with its parent.
-type expiringCtx struct {
-	context.Context // the caller's: its values, and its end ends this one
-	end             time.Time
-	done            chan struct{}
-	stopParent      func() bool
-
-	mu  sync.Mutex
-	err error
-}
-
-func (c *expiringCtx) Deadline() (time.Time, bool) { return c.end, true }
-func (c *expiringCtx) Done() <-chan struct{}       { return c.done }
-func (c *expiringCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-func (c *expiringCtx) finish(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-		close(c.done)
-	}
-}
-
-// manualDeadline makes the deadline of l's run (its timeout, or Limits.Deadline) pass when the test
-// calls expire, which returns the end the run set: a timeout's test waits for the agent to be where
-// it needs it (started, its partial reply out), however slow the machine, and sleeps into no real
-// timeout. One run per call.
-func manualDeadline(t *testing.T, l *Limits) (expire func() time.Time) {
+// manualDeadline counts l's timeout on a clock that moves when the test calls expire, which moves
+// it by l.Timeout: a timeout's test waits for the agent to be where it needs it (started, its
+// partial reply out), however slow the machine, and sleeps into no real timeout. One run per call.
+func manualDeadline(t *testing.T, l *Limits) (expire func()) {
 	t.Helper()
-	made := make(chan *expiringCtx, 1)
-	l.runDeadline = func(ctx context.Context, end time.Time) (context.Context, context.CancelFunc) {
-		c := &expiringCtx{Context: ctx, end: end, done: make(chan struct{})}
-		c.stopParent = context.AfterFunc(ctx, func() { c.finish(ctx.Err()) })
-		made <- c
-		return c, func() { c.stopParent(); c.finish(context.Canceled) }
-	}
-	return func() time.Time {
-		c := <-made
-		c.finish(context.DeadlineExceeded)
-		return c.end
+	clock := fakeqtest.NewClock()
+	l.Clock = clock
+	timeout := l.Timeout
+	return func() {
+		if n := clock.Advance(timeout); n != 1 {
+			t.Errorf("moving the clock by the timeout (%v) ended %d runs, not one", timeout, n)
+		}
 	}
 }
 
@@ -425,15 +391,19 @@ func TestRunTimeoutReturnsPartialOutput(t *testing.T) {
 // own Timeout (the notice still names Timeout), and one whose deadline has passed starts nothing.
 func TestRunDeadline(t *testing.T) {
 	l := fake(t, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s")
-	l.Timeout, l.Deadline = time.Hour, time.Now().Add(time.Minute)
-	expire := manualDeadline(t, &l)
-	var end time.Time // the run's end: Deadline, before the Timeout
-	res, err := Run(t.Context(), l, Request{Prompt: "p"}, partialThen("partial answer\n", func() { end = expire() }))
+	clock := fakeqtest.NewClock()
+	l.Timeout, l.Deadline, l.Clock = time.Hour, clock.Now().Add(time.Minute), clock
+	// The run ends at its Deadline, a minute on, before its Timeout: not a moment sooner.
+	res, err := Run(t.Context(), l, Request{Prompt: "p"}, partialThen("partial answer\n", func() {
+		if n := clock.Advance(time.Minute - time.Millisecond); n != 0 {
+			t.Errorf("the run ended before its Deadline")
+		}
+		if n := clock.Advance(time.Millisecond); n != 1 {
+			t.Errorf("the run did not end at its Deadline")
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !end.Equal(l.Deadline) {
-		t.Errorf("the run ended at %v, not at its Deadline %v", end, l.Deadline)
 	}
 	want := "partial answer\n\n\n[TIMED OUT: the agent hit the configured timeout of 3600 seconds (AGENT_TIMEOUT); the output above may be incomplete]"
 	if !res.TimedOut || res.Output != want {

@@ -66,22 +66,19 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 
 	runCtx := ctx
 	if l.Timeout > 0 {
-		end := start.Add(l.Timeout)
+		now := l.now()
+		end := now.Add(l.Timeout)
 		if !l.Deadline.IsZero() && l.Deadline.Before(end) {
 			end = l.Deadline // the run's other prompts took the rest
 		}
-		if !end.After(start) {
+		if !end.After(now) {
 			res.TimedOut, res.Notice = true, timeoutNotice(l.Timeout)
 			res.Output = res.Notice
 			log.Warn("agent not started: the run's timeout has passed", "timeout", l.Timeout)
 			return res, nil
 		}
-		withDeadline := context.WithDeadline
-		if l.runDeadline != nil {
-			withDeadline = l.runDeadline
-		}
 		var cancel context.CancelFunc
-		runCtx, cancel = withDeadline(ctx, end)
+		runCtx, cancel = l.runContext(ctx, now, end)
 		defer cancel()
 	}
 	// loginCtx is cancelled when stderr shows kiro-cli's device-login flow, which waits forever.
@@ -146,7 +143,7 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	// Only a run the deadline stopped timed out: the sweep after an agent that exited in time may
 	// outlast the deadline without making its reply partial.
 	var timeout time.Duration
-	if stopped && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if stopped && errors.Is(context.Cause(runCtx), context.DeadlineExceeded) && ctx.Err() == nil {
 		timeout = l.Timeout
 	}
 	kept.finish(&res, l.MaxResponseSize, timeout, log)

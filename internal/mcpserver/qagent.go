@@ -175,6 +175,7 @@ func runQAgent(ctx context.Context, d *Deps, req *mcp.CallToolRequest, in qAgent
 	if d.agentGrace > 0 {
 		l.Grace = d.agentGrace
 	}
+	l.Clock = d.agentClock
 	r := agent.Request{
 		Prompt: in.Prompt, Resume: in.Resume, Agent: strings.TrimSpace(in.Agent), Model: strings.TrimSpace(in.OverrideModel),
 		TrustAll: in.YoloMode, TrustTools: []string{in.TrustTools}, Verbose: in.Verbose,

@@ -27,9 +27,10 @@ func TestQAgentBackendParity(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		env     []string // the agent's
-		tool    bool     // the agent uses a shell tool
-		hangs   bool     // the agent ignores the cancel (its grace is always waited out whole)
+		env     []string      // the agent's
+		tool    bool          // the agent uses a shell tool
+		hangs   bool          // the agent ignores the cancel (its grace is always waited out whole)
+		timeout time.Duration // AGENT_TIMEOUT, passed once the partial reply is out (timeoutOnPartial)
 		args    map[string]any
 		isError bool
 		want    []string // in the result's text
@@ -42,7 +43,7 @@ func TestQAgentBackendParity(t *testing.T) {
 		{name: "cap", env: []string{"FAKEQ_LINES=200", "AGENT_MAX_RESPONSE_SIZE=100"}, args: map[string]any{"prompt": "hi"},
 			want: []string{"line 1\n", "[RESPONSE TRUNCATED"}, not: "line 200"},
 		{name: "timeout", env: []string{"FAKEQ_OUTPUT=partial answer\\n", "FAKEQ_SLEEP=60s", "FAKEQ_ACP_BAD=hang", "AGENT_TIMEOUT=3"},
-			hangs: true, args: map[string]any{"prompt": "hi"}, want: []string{"partial answer", "[TIMED OUT"}},
+			hangs: true, timeout: 3 * time.Second, args: map[string]any{"prompt": "hi"}, want: []string{"partial answer", "[TIMED OUT"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -66,7 +67,11 @@ func TestQAgentBackendParity(t *testing.T) {
 					if c.hangs {
 						mcpserver.SetAgentGrace(d, 200*time.Millisecond)
 					}
-					cs := mcptest.ConnectWith(t, d, nil)
+					var opts *mcp.ClientOptions
+					if c.timeout > 0 {
+						opts = timeoutOnPartial(t, d, c.timeout, "partial answer")
+					}
+					cs := mcptest.ConnectWith(t, d, opts)
 					res := callWithProgress(t, cs, c.args)
 					text := mcptest.Text(res)
 					if res.IsError != c.isError {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -143,7 +144,8 @@ func TestQAgentOutputSchemaInvalid(t *testing.T) {
 func TestQAgentOutputSchemaTimeout(t *testing.T) {
 	t.Parallel()
 	record := filepath.Join(t.TempDir(), "argv.jsonl")
-	cs, _ := parityServer(t, []string{"FAKEQ_RECORD=" + record, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s", "AGENT_TIMEOUT=2"})
+	d := parityDeps(t, []string{"FAKEQ_RECORD=" + record, `FAKEQ_OUTPUT=partial answer\n`, "FAKEQ_SLEEP=60s", "AGENT_TIMEOUT=2"})
+	cs := mcptest.ConnectWith(t, d, timeoutOnPartial(t, d, 2*time.Second, "partial answer"))
 	res := callWithProgress(t, cs, map[string]any{"prompt": "Who?", "output_schema": personSchema})
 	text := mcptest.Text(res)
 	if !res.IsError || !strings.Contains(text, "timed out before a valid answer") || !strings.Contains(text, "partial answer") {

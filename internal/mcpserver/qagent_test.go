@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,12 +32,39 @@ func TestMain(m *testing.M) {
 // env says otherwise. fakeEnv configures the fake (it inherits the test's environment).
 func qServer(t *testing.T, env map[string]string, fakeEnv ...string) (*mcp.ClientSession, *mcpserver.Deps) {
 	t.Helper()
+	d := qDeps(t, env, fakeEnv...)
+	return mcptest.Connect(t, d), d
+}
+
+// qDeps is qServer's server before it is connected.
+func qDeps(t *testing.T, env map[string]string, fakeEnv ...string) *mcpserver.Deps {
+	t.Helper()
 	vars := map[string]string{"ENABLE_ADDITIONAL_TOOLS": "q-developer-agent", "QKIT_AGENT_COMMAND": newFakeAgent(t, "", fakeEnv...).Command}
 	for k, v := range env {
 		vars[k] = v
 	}
-	d := &mcpserver.Deps{App: mcptest.NewApp(t, vars), ProgressEvery: 50 * time.Millisecond}
-	return mcptest.Connect(t, d), d
+	return &mcpserver.Deps{App: mcptest.NewApp(t, vars), ProgressEvery: 50 * time.Millisecond}
+}
+
+// timeoutOnPartial makes d's agent runs count their timeout on a clock that moves by timeout once
+// the client is told (the call's first progress notification, which goes out at once) that the
+// agent printed want: the run times out with its partial reply out, however slow the machine,
+// and waits for no real timeout. The call must carry a progress token (callWithProgress); the
+// client options returned watch its notifications.
+func timeoutOnPartial(t *testing.T, d *mcpserver.Deps, timeout time.Duration, want string) *mcp.ClientOptions {
+	t.Helper()
+	clock := fakeqtest.NewClock()
+	mcpserver.SetAgentClock(d, clock)
+	var once sync.Once
+	return &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		if strings.HasSuffix(req.Params.Message, ": "+want) {
+			once.Do(func() {
+				if n := clock.Advance(timeout); n != 1 {
+					t.Errorf("moving the clock by the timeout ended %d runs, not one", n)
+				}
+			})
+		}
+	}}
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, args map[string]any) *mcp.CallToolResult {
@@ -250,9 +278,9 @@ func TestQAgentLimits(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		t.Parallel()
-		// 5 s: the fake must have started and printed before the deadline, on a loaded machine too.
-		cs, _ := qServer(t, map[string]string{"AGENT_TIMEOUT": "5"}, `FAKEQ_OUTPUT=partial\n`, "FAKEQ_SLEEP=60s")
-		res := call(t, cs, map[string]any{"prompt": "hi"})
+		d := qDeps(t, map[string]string{"AGENT_TIMEOUT": "5"}, `FAKEQ_OUTPUT=partial\n`, "FAKEQ_SLEEP=60s")
+		cs := mcptest.ConnectWith(t, d, timeoutOnPartial(t, d, 5*time.Second, "partial"))
+		res := callWithProgress(t, cs, map[string]any{"prompt": "hi"})
 		text := mcptest.Text(res)
 		if res.IsError || !strings.HasPrefix(text, "partial\n") || !strings.Contains(text, "timeout of 5 seconds") {
 			t.Fatalf("%+v %q", res, text)

@@ -45,6 +45,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/commands"
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -65,6 +66,10 @@ type Deps struct {
 	// agentGrace, when set, is agent.Limits.Grace of the agent runs (0: the agent packages' own).
 	// Only tests set it (SetAgentGrace in export_test.go), for agents that never end on their own.
 	agentGrace time.Duration
+	// agentClock, when set, is agent.Limits.Clock of the agent runs (nil: the real clock). Only
+	// tests set it (SetAgentClock in export_test.go), to pass a run's timeout once the agent's
+	// partial reply is out instead of waiting for it.
+	agentClock agent.Clock
 }
 
 // Tool is one entry of the registry.
