@@ -123,7 +123,7 @@ unit:
 # the tests start the race-built test binary as the fake agent hundreds of times, so that second
 # was most of this target's time (acpserver: 129 s, 16 s of CPU).
 RACE_JOBS ?= 1
-RACE_PKGS := acpclient acpproxy acpserver agent approval askrun commands config doctor fakeq mcpbridge mcpserver mcpserver/mcptest \
+RACE_PKGS := acpclient acpproxy acpserver agent approval askrun commands config doctor fakeq fakeq/fakeqtest mcpbridge mcpserver mcpserver/mcptest \
 	natstest output procgroup prompt questions questions/dirstore questions/internal/lifecycle questions/natsstore questions/storetest \
 	questionsweb sessions stdiorpc streamjson streamjson/streamjsontest structured
 race:

@@ -1020,6 +1020,14 @@ func TestLoadAfterRestart(t *testing.T) {
 	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: cwd + "/", McpServers: []acp.McpServer{}}); err != nil {
 		t.Fatalf("load with %q: %v", cwd+"/", err)
 	}
+	// So is the folder reached through a link, as ask --session and the MCP tool take it.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(cwd, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: id, Cwd: link, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("load through a link to its folder: %v", err)
+	}
 }
 
 func TestListResumeClose(t *testing.T) {

@@ -274,8 +274,9 @@ func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (ses
 	}
 	// A session runs q in its own folder. Loaded from another one it would either run where the
 	// editor does not expect or change what the session is about, so it is refused; the editor
-	// learns which folder the session belongs to (session/list gives it too).
-	if cwd != rec.Cwd {
+	// learns which folder the session belongs to (session/list gives it too). The folder reached
+	// through a link is the same folder, as at every door (sessionrec.SameFolder).
+	if !sessionrec.SameFolder(rec.Cwd, cwd) {
 		return rec, nil, invalidParams("session %q belongs to the folder %q, not %q: open it with that cwd", id, rec.Cwd, cwd)
 	}
 	h := a.srv.open(rec.ID, func() *sessionHandle { return a.startSession(rec) })
