@@ -46,7 +46,7 @@ func addAskEventFlags(c *cobra.Command, o *askEventOptions) {
 	f.StringVar(&o.onPermission, "on-permission", "", "for a tool no flag covers: `MODE` fail, deny or ask (a person)")
 	f.StringVar(&o.backend, "backend", "", "`BACKEND` for this run: acp, chat or auto (default: agent.backend)")
 	f.BoolVar(&o.refreshBackend, "refresh-backend", false, "probe the agent again instead of using what auto learned")
-	f.StringVar(&o.session, "session", "", "continue the session `ID` (qkit sessions list), or load the agent's own ACP session ID; not with --resume")
+	f.StringVar(&o.session, "session", "", "continue session `ID` (qkit's, or the agent's own); not with --resume")
 	_ = c.RegisterFlagCompletionFunc("output-format", cobra.FixedCompletions([]string{formatText, formatJSON, formatStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("on-permission", cobra.FixedCompletions(approval.Modes, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("backend", cobra.FixedCompletions([]string{acpclient.BackendAuto, acpclient.BackendACP, acpclient.BackendChat}, cobra.ShellCompDirectiveNoFileComp))
