@@ -4,8 +4,9 @@
 // asked, and its answer (or rejection) is what the waiting call returns, the set's badge then saying
 // how it ended; without the token it shows nothing, the cookie the browser holds (and hands to any
 // other web server on 127.0.0.1) is not the token, a cross-site post is refused, a page open across
-// a restart says it lost its access, a page left open when the server stops says so, and the text
-// fields take as many emoji as the core does.
+// a restart says it lost its access, a page left open when the server stops says so, the text
+// fields take as many emoji as the core does, and without the script a refusal gives back what was
+// typed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
@@ -279,6 +280,45 @@ test('the page takes as many emoji as the core does, and keeps a reason the core
   await set.getByRole('button', { name: 'Reject', exact: true }).click();
   await page.locator(`#set-${id} .msg`, { hasText: 'Rejected' }).waitFor();
   assert.equal(text(await call), `User rejected this question set.\n\nRejection reason: "${'😀'.repeat(2000)}"`);
+  await page.close();
+});
+
+// Without the script (here it does not load), the forms post as plain forms and a refusal answers
+// with the page again: what the person typed is back in the fields as the browser reads them (a
+// reason's leading line break too), the options chosen still checked, the core's message at the set.
+test('without the script, a refused answer or reason comes back filled in', { skip }, async () => {
+  const call = client.callTool({ name: 'ask_user_questions', arguments: { questions } }, undefined, { timeout: 120000 });
+  const page = await browser.newPage();
+  await page.route('**/app.js', (route) => route.abort());
+  await page.goto(base);
+  let set = page.locator('section.set:not(.closed)');
+  await set.first().waitFor({ timeout: 30000 });
+  const id = await set.last().getAttribute('data-id');
+  set = page.locator(`#set-${id}`);
+
+  const other = `${'x'.repeat(10001)} </textarea><b>mine</b> "&"`;
+  await set.locator('input[name=q0_other]').fill(other);
+  await set.getByLabel('Lint').check();
+  const [res] = await Promise.all([page.waitForNavigation(), set.getByRole('button', { name: 'Send answers' }).click()]);
+  assert.equal(res.status(), 400);
+  await set.locator('.msg', { hasText: 'at most 10000 characters' }).waitFor();
+  assert.equal(await set.locator('input[name=q0_other]').inputValue(), other, 'the free text was lost');
+  assert.equal(await set.getByLabel('Lint').isChecked(), true, 'the option chosen was lost');
+  assert.equal(await page.locator('b', { hasText: 'mine' }).count(), 0, 'the typed text became markup');
+
+  const reason = `\nWhy: <i>later</i>\n${'y'.repeat(2001)}`;
+  await set.getByText('Reject these questions…').click();
+  await set.locator('textarea[name=reason]').fill(reason);
+  const [again] = await Promise.all([page.waitForNavigation(), set.getByRole('button', { name: 'Reject', exact: true }).click()]);
+  assert.equal(again.status(), 400);
+  await set.locator('.msg', { hasText: 'reason: at most 2000 characters' }).waitFor();
+  assert.equal(await set.locator('textarea[name=reason]').inputValue(), reason, 'the reason was lost');
+  assert.equal(JSON.parse((await run(qkitBin, ['questions', 'show', id, '--json'], { env: iso.env })).stdout).status, 'pending');
+
+  await set.locator('textarea[name=reason]').fill('Not now');
+  await Promise.all([page.waitForNavigation(), set.getByRole('button', { name: 'Reject', exact: true }).click()]);
+  await page.getByText('Rejected. The assistant has been told.').waitFor();
+  assert.equal(text(await call), 'User rejected this question set.\n\nRejection reason: "Not now"');
   await page.close();
 });
 

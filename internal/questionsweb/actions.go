@@ -55,7 +55,7 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request) (*questions.Sess
 	}
 	sess, err := s.st.Get(id)
 	if err != nil {
-		s.storeError(w, r, err)
+		s.storeError(w, r, nil, err)
 		return nil, false
 	}
 	return sess, true
@@ -76,7 +76,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		}
 		n, ok := questionField(key)
 		if !ok || n >= len(qs) {
-			s.reply(w, r, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that this question set does not ask for; nothing was recorded.", key))
+			s.refuse(w, r, sess, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that this question set does not ask for; nothing was recorded.", key), "")
 			return
 		}
 	}
@@ -90,7 +90,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	done, err := s.st.Answer(sess.ID, answers, "")
 	if err != nil {
-		s.storeError(w, r, err)
+		s.storeError(w, r, sess, err)
 		return
 	}
 	s.log.Info("question set answered on the web page", "sessionId", done.ID)
@@ -105,7 +105,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 	}
 	for key := range r.PostForm {
 		if key != "csrf" && key != "reason" {
-			s.reply(w, r, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that a rejection does not take; nothing was recorded.", key))
+			s.refuse(w, r, sess, http.StatusBadRequest, fmt.Sprintf("The form has a field %q that a rejection does not take; nothing was recorded.", key), "")
 			return
 		}
 	}
@@ -116,7 +116,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 	reason := strings.ReplaceAll(r.PostForm.Get("reason"), "\r\n", "\n")
 	done, err := s.st.Reject(sess.ID, reason, "")
 	if err != nil {
-		s.storeError(w, r, err)
+		s.storeError(w, r, sess, err)
 		return
 	}
 	s.log.Info("question set rejected on the web page", "sessionId", sess.ID)
@@ -137,22 +137,23 @@ func questionField(key string) (int, bool) {
 	return n, true
 }
 
-// storeError words the store's refusals for the person.
-func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
+// storeError words the store's refusals for the person, and gives back what they posted (see
+// refuse). sess is the set as the request found it, nil when it could not be read.
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, sess *questions.Session, err error) {
 	var (
 		ve     *questions.ValidationError
 		closed *questions.ClosedError
 	)
 	switch {
 	case errors.As(err, &closed):
-		s.replyEnded(w, r, http.StatusConflict, fmt.Sprintf("This question set was already %s; the first answer counts, so yours was not recorded.", closedWords(closed.Status)), string(closed.Status))
+		s.refuse(w, r, sess, http.StatusConflict, fmt.Sprintf("This question set was already %s; the first answer counts, so yours was not recorded.", closedWords(closed.Status)), string(closed.Status))
 	case errors.As(err, &ve):
-		s.reply(w, r, http.StatusBadRequest, "That answer does not fit the questions, nothing was recorded: "+ve.Error())
+		s.refuse(w, r, sess, http.StatusBadRequest, "That answer does not fit the questions, nothing was recorded: "+ve.Error(), "")
 	case errors.Is(err, questions.ErrNotFound):
-		s.replyEnded(w, r, http.StatusNotFound, "This question set no longer exists.", "removed")
+		s.refuse(w, r, sess, http.StatusNotFound, "This question set no longer exists.", "removed")
 	default:
 		s.log.Warn("the store refused a change", "error", err)
-		s.reply(w, r, http.StatusInternalServerError, "The answer could not be stored: "+err.Error())
+		s.refuse(w, r, sess, http.StatusInternalServerError, "The answer could not be stored: "+err.Error(), "")
 	}
 }
 
@@ -179,7 +180,7 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, code int, msg str
 // replyEnded is reply for a request that found the set closed, or closed it: the JSON says the
 // status the set is in now ("state"), so the page can show it on the set's badge.
 func (s *Server) replyEnded(w http.ResponseWriter, r *http.Request, code int, msg, state string) {
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+	if wantsJSON(r) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		body := map[string]any{"ok": code < 300, "status": code, "message": msg}
@@ -192,4 +193,9 @@ func (s *Server) replyEnded(w http.ResponseWriter, r *http.Request, code int, ms
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_ = pages().ExecuteTemplate(w, "message", messageView{OK: code < 300, Message: msg})
+}
+
+// wantsJSON says whether the request came from the page's script, which asks for JSON replies.
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }

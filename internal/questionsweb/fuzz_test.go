@@ -22,6 +22,8 @@ func FuzzAnswerForm(f *testing.F) {
 	f.Add("q0=%ff%fe&q1=Lint;q9=1", false)
 	f.Add("reason=not+now", true)
 	f.Add("reason=a&reason=b&q0=Go", true)
+	f.Add("q0=Go&q0_other=%22%3E%3C%2Finput%3E%0D%0Ax%00&q1_other=%ff", false)
+	f.Add("reason=%0A%3C%2Ftextarea%3E%0D%0A%0Dx&q1=Lint", true)
 	st, srv := fuzzServer(f)
 	set, _ := questions.ParseQuestionSet([]byte(langSet))
 	f.Fuzz(func(t *testing.T, body string, reject bool) {
@@ -61,10 +63,33 @@ func FuzzAnswerForm(f *testing.F) {
 			if got.Status.Status != questions.Pending {
 				t.Fatalf("400 but %s", got.Status.Status)
 			}
+			// Posted without the script, a refused form whose fields could be read comes back
+			// with the texts typed in their fields, as a browser reads them.
+			if page := rec.Body.String(); strings.Contains(page, ` id="set-`+sess.ID+`"`) {
+				set := section(t, page, sess.ID)
+				if reject {
+					if got, want := textareas(set), asBrowserReads(req.PostForm.Get("reason")); len(got) != 1 || asBrowserReads(got[0]) != want {
+						t.Fatalf("the reason %q came back as %q", want, got)
+					}
+					return
+				}
+				for _, name := range []string{"q0_other", "q1_other"} {
+					if got, want := inputValue(t, set, name), asBrowserReads(req.PostForm.Get(name)); asBrowserReads(got) != want {
+						t.Fatalf("%s %q came back as %q", name, want, got)
+					}
+				}
+			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// asBrowserReads is text as a browser reads it from a page: line breaks as LF, and what is not
+// UTF-8 or is NUL as U+FFFD.
+func asBrowserReads(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
 // FuzzAccess sends requests with arbitrary Host, cookie, bearer and ?token= values: without the

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,7 +20,16 @@ var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.ParseFS(assets, "assets/*.html"))
 })
 
-type pageView struct{ Sets []setView }
+type pageView struct {
+	Sets []setView
+	// Notice, on a page given back after a refusal, points to the set it concerns.
+	Notice *noticeView
+}
+
+// Waiting says whether any set shown can still be answered.
+func (p pageView) Waiting() bool {
+	return slices.ContainsFunc(p.Sets, func(v setView) bool { return v.Kept == nil })
+}
 
 type messageView struct {
 	OK      bool
@@ -37,6 +47,14 @@ type setView struct {
 	Questions []questionView
 	// MaxReason is the reason's maxlength: browserMax of the core's limit (questions.MaxReasonLen).
 	MaxReason int
+
+	// On a page given back after a refusal (see refuse), the set the refusal concerns carries the
+	// message (Msg) and what was posted: in its forms when it is still open (Filled; the reason,
+	// and Rejecting to unfold that part, when a rejection was refused), else as Kept, to copy.
+	Msg               string
+	Filled, Rejecting bool
+	Reason            string
+	Kept              *keptText
 }
 
 type questionView struct {
@@ -46,6 +64,8 @@ type questionView struct {
 	// MaxOther is the free text's maxlength: browserMax of the core's limit
 	// (questions.MaxOtherTextLen).
 	MaxOther int
+	// Other is the free text posted, on a page given back after a refusal.
+	Other string
 }
 
 // browserMax is the maxlength attribute that lets a person type n characters, the core's limit,
@@ -58,8 +78,12 @@ type questionView struct {
 func browserMax(n int) int { return 2 * n }
 
 // optionView is one option. Label is the stored label, which the form posts back (value=) so the
-// answer matches it; Shown is the label as the page shows it.
-type optionView struct{ Name, Type, Label, Shown, Description string }
+// answer matches it; Shown is the label as the page shows it. Checked, on a page given back after a
+// refusal, says the person had chosen it.
+type optionView struct {
+	Name, Type, Label, Shown, Description string
+	Checked                               bool
+}
 
 func (s *Server) view(sess *questions.Session, form string) setView {
 	v := setView{
