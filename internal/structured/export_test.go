@@ -25,3 +25,6 @@ func Full(s *Schema) Validator { return s.compiled }
 
 // Explain is explain with s's schema: the first problem of v, or "".
 func Explain(s *Schema, v any) string { return explain(s.tree, s.draft07, v) }
+
+// CountValues is countValues.
+func CountValues(v any) int { return countValues(v) }

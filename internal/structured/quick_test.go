@@ -82,6 +82,10 @@ func FuzzQuickCheck(f *testing.F) {
 	for _, d := range quickDocs {
 		f.Add(d)
 	}
+	// Answers nested deep, for the schemas whose work doubles at each level.
+	f.Add(nestedA(30, `{}`))
+	f.Add(nestedA(30, `1`))
+	f.Add(strings.Repeat(`[`, 30) + strings.Repeat(`]`, 30))
 	var schemas []*structured.Schema
 	for _, src := range quickSchemas {
 		sch, err := schema.Compile([]byte(src), "test")
@@ -90,7 +94,21 @@ func FuzzQuickCheck(f *testing.F) {
 		}
 		schemas = append(schemas, sch)
 	}
+	var costly []*structured.Schema
+	for _, src := range hostileSchemas {
+		sch, err := schema.Compile([]byte(src), "test")
+		if err != nil {
+			f.Fatal(err)
+		}
+		costly = append(costly, sch)
+	}
 	f.Fuzz(func(t *testing.T, doc string) {
+		// Validate stays within its step limit (cost_test.go): it says yes, or names one problem.
+		for i, sch := range costly {
+			if err := sch.Validate([]byte(doc)); err != nil && len(structured.Problems(err)) != 1 {
+				t.Fatalf("costly schema %d, %q: %v", i, doc, err)
+			}
+		}
 		if structured.QuickCheck(nil, doc) && !json.Valid([]byte(doc)) {
 			t.Fatalf("%q: the quick reader reads as JSON what json.Valid does not", doc)
 		}

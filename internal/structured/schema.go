@@ -30,6 +30,10 @@ type Schema struct {
 // says what is wrong, one problem per line.
 type Validator interface {
 	Validate(v any) error
+	// Steps is how many times checking v applies a part of the schema to a part of v, taking
+	// every branch (of anyOf, oneOf...) as the validator does, counted up to limit+1: the
+	// validator and explain walk no further than that.
+	Steps(v any, limit int) int
 }
 
 // NewSchema is the schema text (compact JSON) with its compiled validator.

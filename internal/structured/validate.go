@@ -46,10 +46,44 @@ func (s *Schema) Validate(doc []byte) error {
 	if err := json.Unmarshal(doc, &v); err != nil {
 		return &ValidationError{Problems: []string{"not JSON: " + err.Error()}}
 	}
+	if limit := stepLimit(v); s.compiled.Steps(v, limit) > limit {
+		return &ValidationError{Problems: []string{fmt.Sprintf(`at "": checking this answer against the schema would take more than %d steps `+
+			`(the schema's anyOf, oneOf, allOf or $ref apply its parts to the same values over and over, more at each level the answer nests): `+
+			`a less deeply nested answer may be checked`, limit)}}
+	}
 	if err := s.compiled.Validate(v); err != nil {
 		return &ValidationError{Problems: []string{s.problem(v, err)}}
 	}
 	return nil
+}
+
+// The validator (and explain after it) cannot be stopped once started, and a schema whose
+// branches each reach the schema again for a part of the value costs 2^depth: an answer nested
+// 20 deep held a core for a minute, and in mcp serve a call would hold one for hours. So an
+// answer is checked only when its steps (Validator.Steps) stay within stepLimit: 1<<20, plus 16
+// for each value in the answer. A real schema takes a few steps per value (the findings schema
+// of bench_test.go about 2, a union of a dozen object types under anyOf about 15), and below a
+// million steps any answer is checked (a second or so at the validator's 1 µs a step), so only a
+// schema that multiplies its work at each level is stopped; the most an answer can cost is then
+// linear in its size, as decoding it is.
+func stepLimit(v any) int {
+	return 1<<20 + 16*countValues(v)
+}
+
+// countValues is how many JSON values v holds, itself included.
+func countValues(v any) int {
+	n := 1
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			n += countValues(x)
+		}
+	case map[string]any:
+		for _, x := range v {
+			n += countValues(x)
+		}
+	}
+	return n
 }
 
 // problem says what is wrong with v, which the validator refused with err: explain's words when it

@@ -13,7 +13,8 @@ import (
 // recover catches: qkit ask, or the MCP server with every call in flight, dies after the agent
 // has run. checkCycles refuses such a schema before anything runs. It follows the keywords that
 // apply a schema to the same value ($ref, $dynamicRef, allOf, anyOf, oneOf, not, if, then, else,
-// dependentSchemas); every other applicator goes into a part of the value, which ends.
+// dependentSchemas, draft-07's dependencies); every other applicator goes into a part of the
+// value, which ends.
 
 // node is one schema of the document: its place (a JSON pointer from the root) and base URI.
 type node struct {
@@ -27,6 +28,9 @@ type cycleIndex struct {
 	resources map[string]*node // by base URI (no fragment): the root and each $id
 	anchors   map[string]*node // by base URI + "#" + anchor
 	dynamic   map[string][]*node
+	// inPlace are edges of every node, filled once the document is indexed: read-only after,
+	// so one compiled schema may check answers concurrently.
+	inPlace map[*node][]*node
 }
 
 // inPlace are the keywords whose schemas apply to the same value: one schema, a list, or a map.
@@ -34,15 +38,19 @@ var inPlace = map[string]int{"allOf": kSchemaList, "anyOf": kSchemaList, "oneOf"
 	"if": kSchema, "then": kSchema, "else": kSchema, "dependentSchemas": kSchemaMap}
 
 // checkCycles refuses a schema doc (already shape-checked) with a $ref loop that does not go into
-// the value.
-func checkCycles(doc any) error {
+// the value. It returns the document's index (nil for the schemas true and false).
+func checkCycles(doc any) (*cycleIndex, error) {
 	root, ok := doc.(map[string]any)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	base, _ := url.Parse(schemaURL)
 	ix := &cycleIndex{nodes: map[string]*node{}, resources: map[string]*node{}, anchors: map[string]*node{}, dynamic: map[string][]*node{}}
 	ix.add(root, "", base)
+	ix.inPlace = make(map[*node][]*node, len(ix.nodes))
+	for _, n := range ix.nodes {
+		ix.inPlace[n] = ix.edges(n)
+	}
 	// Depth-first search over the in-place edges; state 1: on the path, 2: done.
 	state := map[string]int{}
 	var visit func(n *node) error
@@ -54,7 +62,7 @@ func checkCycles(doc any) error {
 			return nil
 		}
 		state[n.ptr] = 1
-		for _, next := range ix.edges(n) {
+		for _, next := range ix.inPlace[n] {
 			if err := visit(next); err != nil {
 				return err
 			}
@@ -64,10 +72,10 @@ func checkCycles(doc any) error {
 	}
 	for _, k := range sortedNodeKeys(ix.nodes) {
 		if err := visit(ix.nodes[k]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return ix, nil
 }
 
 func sortedNodeKeys(m map[string]*node) []string {
@@ -148,6 +156,15 @@ func (ix *cycleIndex) edges(n *node) []*node {
 		}
 		if i := strings.IndexByte(ref, '#'); i >= 0 {
 			out = append(out, ix.dynamic[ref[i+1:]]...)
+		}
+	}
+	// draft-07's dependencies: a schema for a name applies to the same object (a list of names
+	// is no schema, and add indexed none for it).
+	if deps, ok := n.v["dependencies"].(map[string]any); ok {
+		for name := range deps {
+			if t := ix.nodes[n.ptr+"/dependencies/"+escapePointer(name)]; t != nil {
+				out = append(out, t)
+			}
 		}
 	}
 	for k, form := range inPlace {

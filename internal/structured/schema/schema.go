@@ -98,7 +98,11 @@ func Compile(data []byte, source string) (*structured.Schema, error) {
 	if err := checkShapes(numbered(data), draft07(doc)); err != nil {
 		return nil, &Error{Source: source, Err: fmt.Errorf("not a JSON Schema: %v", err)}
 	}
-	if err := checkCycles(doc); err != nil {
+	ix, err := checkCycles(doc)
+	if err == nil && ix != nil {
+		err = ix.checkCost()
+	}
+	if err != nil {
 		return nil, &Error{Source: source, Err: fmt.Errorf("not a schema qkit can use: %v", err)}
 	}
 	var sch jsonschema.Schema
@@ -118,7 +122,7 @@ func Compile(data []byte, source string) (*structured.Schema, error) {
 	if err := json.Compact(&compact, data); err != nil {
 		return nil, &Error{Source: source, Err: fmt.Errorf("not JSON: %v", err)}
 	}
-	return structured.NewSchema(compact.String(), validator{compiled}), nil
+	return structured.NewSchema(compact.String(), validator{compiled, ix}), nil
 }
 
 // compileMessage is the compiler's error without the internal URL it files the schema under.
@@ -134,7 +138,18 @@ func refuseLoad(u *url.URL) (*jsonschema.Schema, error) {
 
 // validator is a compiled schema whose messages name the schema as "schema", not by the internal
 // URL it is filed under.
-type validator struct{ r *jsonschema.Resolved }
+type validator struct {
+	r  *jsonschema.Resolved
+	ix *cycleIndex // nil for the schemas true and false
+}
+
+// Steps counts the steps of checking v (cost.go), up to limit+1.
+func (v validator) Steps(doc any, limit int) int {
+	if v.ix == nil {
+		return 1
+	}
+	return v.ix.steps(doc, limit)
+}
 
 func (v validator) Validate(doc any) error {
 	if err := v.r.Validate(doc); err != nil {

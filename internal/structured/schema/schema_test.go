@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,10 @@ func TestLoad(t *testing.T) {
 		{name: "two definitions that refer to each other", arg: `{"$ref":"#/$defs/a","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/a"}]}}}`, err: `comes back here through $ref`},
 		{name: "a loop through an anchor and an $id", arg: `{"$defs":{"a":{"$id":"https://example.invalid/a.json","$anchor":"x","not":{"$ref":"#x"}}},"$ref":"https://example.invalid/a.json"}`, err: `comes back here through $ref`},
 		{name: "a loop under if and dependentSchemas", arg: `{"$defs":{"a":{"if":{"dependentSchemas":{"k":{"$ref":"#/$defs/a"}}}}},"properties":{"p":{"$ref":"#/$defs/a"}}}`, err: `comes back here through $ref`},
+		{name: "a loop through draft-07's dependencies", arg: `{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":{"$ref":"#"},"b":["a"]}}`, err: `comes back here through $ref`},
+		// allOf:[{$ref:next},{$ref:next}] 20 times: one value checked 2^20 times, whatever the answer.
+		{name: "branches that multiply on one value", arg: doublingChain(20), err: `not a schema qkit can use: at "": the schema applies its parts to one value more than 65536 times here`},
+		{name: "branches that multiply on one value, a few times", arg: doublingChain(8)},
 		{name: "a recursive schema that goes into the value", arg: `{"$defs":{"node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}}},"$ref":"#/$defs/node"}`},
 		{name: "a recursive schema through the root", arg: `{"type":"object","additionalProperties":{"$ref":"#"}}`},
 		{name: "unknown keywords are the drafts' to allow", arg: `{"x-note":{"type":"objekt"},"type":"object"}`},
@@ -86,9 +91,22 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// doublingChain is a schema of n $defs, each applying the next twice to the same value.
+func doublingChain(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"$ref":"#/$defs/d0","$defs":{`)
+	for i := range n {
+		fmt.Fprintf(&b, `"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]},`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"string"}}}`, n)
+	return b.String()
+}
+
 // FuzzCompile: whatever schema text a caller (or an MCP client) sends, Compile returns a schema or
 // a *schema.Error; it never panics, and a schema it takes validates any JSON without panicking.
 func FuzzCompile(f *testing.F) {
+	deepA := strings.Repeat(`{"a":`, 30) + `1` + strings.Repeat(`}`, 30)
+	deepArray := strings.Repeat(`[`, 30) + strings.Repeat(`]`, 30)
 	for _, s := range []string{
 		personSchema, `true`, `false`, `[1]`, `{"type":5}`, `{"type":"objekt"}`, `{"enum":[]}`, `{"minLength":-1}`,
 		`{"type":["string","string"]}`, `{"maxItems":1.5}`, `{"multipleOf":0}`, `{"required":[1]}`, `{"allOf":[]}`,
@@ -97,6 +115,13 @@ func FuzzCompile(f *testing.F) {
 		`{"$ref":"#/$defs/a","$defs":{"a":{"type":"object"}}}`, `{"$ref":"file:///etc/passwd"}`, `{"$ref":"#"}`,
 		`{"$ref":"#/$defs/a","$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"not":{"$ref":"#/$defs/a"}}}}`,
 		`{"dependentRequired":{"a":["b","b"]}}`, `{"type":"object","properties":{"a":{"minimum":"1"}}}`,
+		// Schemas that multiply the work: on one value, and at each level of the value.
+		doublingChain(20), doublingChain(4),
+		`{"$schema":"http://json-schema.org/draft-07/schema#","dependencies":{"a":{"$ref":"#"},"b":["a"]}}`,
+		`{"anyOf":[{"type":"object","properties":{"a":{"$ref":"#"}}},{"type":"object","properties":{"a":{"$ref":"#"}},"required":["z"]}]}`,
+		`{"oneOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}},"required":["z"]}]}`,
+		`{"type":"array","items":{"$ref":"#"},"contains":{"$ref":"#"},"minContains":0}`,
+		`{"properties":{"a":{"$ref":"#"}},"patternProperties":{"^a":{"$ref":"#"}},"unevaluatedProperties":{"$ref":"#"}}`,
 	} {
 		f.Add(s)
 	}
@@ -109,7 +134,7 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
-		for _, doc := range []string{`{}`, `[]`, `"a"`, `1.5`, `null`, `{"a":[1,"b",{"c":true}]}`} {
+		for _, doc := range []string{`{}`, `[]`, `"a"`, `1.5`, `null`, `{"a":[1,"b",{"c":true}]}`, deepA, deepArray} {
 			_ = sch.Validate([]byte(doc))
 		}
 	})
