@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -829,6 +830,48 @@ func TestKiroDenial(t *testing.T) {
 		if st := strings.Join(h.tc.toolStatuses(id, c.ToolCallId), ","); st != "pending,in_progress,completed" {
 			t.Fatalf("%s: statuses %s", c.Title, st)
 		}
+	}
+}
+
+// TestHostileToolName: a tool whose name as the agent prints it carries an escape sequence is
+// shown without it, but trusting the shown name ("shell") would trust another tool and never the
+// one the agent needs. It is not asked about (nothing the editor allows could let it run, and
+// --trust-tools cannot carry its name): the turn ends once, saying so, with the agent run once.
+func TestHostileToolName(t *testing.T) {
+	t.Parallel()
+	for _, flavour := range []string{"kiro", "q"} {
+		t.Run(flavour, func(t *testing.T) {
+			t.Parallel()
+			q := newFakeAgent(t, "")
+			runs := recordRuns(t, q)
+			q.Set("FAKEQ_FLAVOUR=" + flavour)
+			q.Set("FAKEQ_TOOLS=sh\x1b[2Jell")
+			q.Set("FAKEQ_OUTPUT=all done")
+			h := startWith(t, "", useAgent(q))
+			h.initialize()
+			id := h.newSession(t.TempDir())
+			h.mustPrompt(id, "clear the screen", acp.StopReasonEndTurn)
+			select {
+			case r := <-h.tc.asked:
+				t.Fatalf("asked about %q", *r.ToolCall.Title)
+			default:
+			}
+			if all := runs(); len(all) != 1 || slices.ContainsFunc(all[0], func(a string) bool { return strings.HasPrefix(a, "--trust") }) {
+				t.Fatalf("runs %q", all)
+			}
+			got := h.tc.agentText(id)
+			if !strings.Contains(got, "The agent's own name for the tool shell holds characters that --trust-tools cannot carry") ||
+				strings.Contains(got, "\x1b") {
+				t.Fatalf("reply %q", got)
+			}
+			calls := h.tc.toolCalls(id)
+			if len(calls) != 1 || calls[0].Title != "shell" {
+				t.Fatalf("tool calls %+v", calls)
+			}
+			if st := h.tc.toolStatuses(id, calls[0].ToolCallId); st[len(st)-1] != "failed" {
+				t.Fatalf("statuses %q", st)
+			}
+		})
 	}
 }
 

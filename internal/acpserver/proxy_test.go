@@ -370,13 +370,16 @@ func TestProxyCancelMidToolCall(t *testing.T) {
 	t.Parallel()
 	q := newProxyAgent(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	q.Set("FAKEQ_ACP_TOOLS=shell:echo $$ > " + pidFile + "; exec sleep 60")
+	// The tool's shell starts a child and waits for it: the PID written is the child's, which
+	// outlives a cancel that kills the shell alone, as a faithful agent's would not.
+	q.Set("FAKEQ_ACP_TOOLS=shell:sleep 60 & echo $! > " + pidFile + "; wait")
 	q.Set("FAKEQ_GRANDCHILD=" + filepath.Join(t.TempDir(), "grandchild"))
 	h := startProxyAgent(t, "", q)
 	h.initialize()
 	id := h.newSession(t.TempDir())
 	pid := cancelMidToolCall(t, h, id, pidFile)
-	// The agent stopped its tool on the cancel: gone while qkit and the agent still run.
+	// The agent stopped its tool, with the tool's own children, on the cancel: gone while qkit
+	// and the agent still run.
 	waitGone(t, pid)
 }
 

@@ -49,7 +49,7 @@ type turnRuns struct {
 // refused marks the last run's call of tool denied: the editor said no to it.
 func (r *turnRuns) refused(tool agent.ToolCall) {
 	for i := range r.tools {
-		if r.tools[i].TrustName() == tool.TrustName() {
+		if r.tools[i].AgentTrustName() == tool.AgentTrustName() {
 			r.tools[i].Denied = true
 			return
 		}
@@ -152,12 +152,23 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 		}
 		seen := map[string]bool{}
 		for _, tool := range untrusted.Tools {
-			name := tool.TrustName()
+			// The agent's own name, not the one shown: trusting the shown name would trust
+			// another tool (or none), and the agent would need this one again.
+			name := tool.AgentTrustName()
 			if seen[name] {
 				continue
 			}
 			seen[name] = true
 			id := calls.pendingID(tool)
+			if name != "" && !tool.Trustable() {
+				// --trust-tools cannot carry its name: nothing the editor allows can let it run,
+				// so it is not asked about.
+				calls.end(id, acp.ToolCallStatusFailed)
+				ran.refused(tool)
+				say(fmt.Sprintf("\n\nThe agent's own name for the tool %s holds characters that --trust-tools cannot carry "+
+					"(a control or escape sequence, a comma or a space), so it cannot be allowed by name; the turn ended without it.\n", toolLabel(tool)))
+				return end(turnResult{stop: acp.StopReasonEndTurn}, false, true)
+			}
 			switch c := a.askPermission(ctx, in.sessionID, id, tool); c {
 			case choiceCancelled:
 				calls.end(id, acp.ToolCallStatusFailed)
@@ -198,8 +209,8 @@ type toolCalls struct {
 	open []acp.ToolCallId
 	// held are untrusted calls that ended failed in the last run, not reported yet: the run's
 	// outcome says whether they are asked about (the agent needed them) or failed.
-	held map[string]acp.ToolCallId // by trust name
-	// approved are calls the editor allowed, by trust name: the next run's call of that tool is
+	held map[string]acp.ToolCallId // by the agent's trust name (AgentTrustName)
+	// approved are calls the editor allowed, by the agent's trust name: the next run's call of that tool is
 	// reported under the same id, so the editor sees the call it allowed run.
 	approved map[string]acp.ToolCallId
 }
@@ -279,9 +290,9 @@ func (r *textRun) event(e agent.Event) {
 		t := *e.Tool
 		r.tools[t.ID] = t
 		status := acp.ToolCallStatus(t.Status)
-		if id, ok := c.approved[t.TrustName()]; ok {
+		if id, ok := c.approved[t.AgentTrustName()]; ok {
 			// The call the editor allowed, in the run that has it trusted.
-			delete(c.approved, t.TrustName())
+			delete(c.approved, t.AgentTrustName())
 			r.ids[t.ID] = id
 			c.a.update(c.sessionID, acp.UpdateToolCall(id, acp.WithUpdateStatus(status)))
 			return
@@ -307,7 +318,7 @@ func (r *textRun) event(e agent.Event) {
 		}
 		if e.Tool.Status == agent.ToolFailed && !t.Trusted {
 			// Refused or stopped for want of approval: asked about once the run has ended.
-			c.held[t.TrustName()] = id
+			c.held[t.AgentTrustName()] = id
 			return
 		}
 		c.end(id, acp.ToolCallStatus(e.Tool.Status))
@@ -322,8 +333,8 @@ func (c *toolCalls) newID() acp.ToolCallId {
 // pendingID is the editor's id of a call the agent needed and was not allowed: the held one, or a
 // new call when the agent did not announce it (q's approval error without a banner).
 func (c *toolCalls) pendingID(t agent.ToolCall) acp.ToolCallId {
-	if id, ok := c.held[t.TrustName()]; ok {
-		delete(c.held, t.TrustName())
+	if id, ok := c.held[t.AgentTrustName()]; ok {
+		delete(c.held, t.AgentTrustName())
 		return id
 	}
 	id := c.newID()

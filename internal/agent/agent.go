@@ -240,6 +240,12 @@ func Validate(l Limits, r Request) error {
 			return fmt.Errorf("invalid %s %q: a name cannot start with \"-\"", v.name, v.value)
 		}
 	}
+	for _, n := range TrustList(r.TrustTools) {
+		if !PlainToolName(n) {
+			return fmt.Errorf("invalid tool name %q to trust: the agent's --trust-tools takes plain names, "+
+				"without control characters, escape sequences or spaces", n)
+		}
+	}
 	if strings.TrimSpace(l.Command) == "" {
 		return fmt.Errorf("agent.command is empty: set it with qkit settings set agent.command q (or kiro-cli)")
 	}

@@ -34,22 +34,35 @@ type UntrustedToolError struct {
 func (e *UntrustedToolError) Tool() ToolCall { return e.Tools[len(e.Tools)-1] }
 
 // TrustNames are the names to trust, as --trust-tools takes them ("@server/tool" for MCP tools),
-// without duplicates or unknown (empty) names.
+// without duplicates, unknown (empty) names, or the names of tools --trust-tools cannot name
+// (Untrustable).
 func (e *UntrustedToolError) TrustNames() []string {
 	var names []string
 	for _, t := range e.Tools {
-		if n := t.TrustName(); n != "" && !contains(names, n) {
+		if n := t.TrustName(); t.Trustable() && !contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	return names
 }
 
+// Untrustable are the tools the agent named with a name --trust-tools cannot carry (see
+// ToolCall.Trustable): only trusting every tool lets them run.
+func (e *UntrustedToolError) Untrustable() []ToolCall {
+	var out []ToolCall
+	for _, t := range e.Tools {
+		if t.Name != "" && !t.Trustable() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // TrustTools is the exact agent flag that trusts the tools: "--trust-tools=a,@srv/b", or
 // "--trust-all-tools" when the agent did not name the tool.
 func (e *UntrustedToolError) TrustTools() string {
 	names := e.TrustNames()
-	if len(names) == 0 {
+	if len(names) == 0 { // unnamed, or named in a way --trust-tools cannot carry
 		return "--trust-all-tools"
 	}
 	return "--trust-tools=" + strings.Join(names, ",")
@@ -86,7 +99,27 @@ func (e *UntrustedToolError) Error() string {
 
 // Hint says how to let the tools run, in the words of a front end's flags (TrustHint).
 func (e *UntrustedToolError) Hint(f TrustFlags) string {
-	return TrustHint(e.Trusted, e.TrustNames(), f)
+	odd := e.Untrustable()
+	names := e.TrustNames()
+	if len(odd) == 0 || len(names) > 0 {
+		h := TrustHint(e.Trusted, names, f)
+		for _, t := range odd {
+			h += "; " + UntrustableHint(t, f)
+		}
+		return h
+	}
+	var hints []string
+	for _, t := range odd {
+		hints = append(hints, UntrustableHint(t, f))
+	}
+	return strings.Join(hints, "; ")
+}
+
+// UntrustableHint says why t cannot be trusted by name (Trustable is false): the name shown is
+// filtered, so it is not the one the agent trusts. Only f.All allows it.
+func UntrustableHint(t ToolCall, f TrustFlags) string {
+	return fmt.Sprintf("the agent's own name for %s holds characters that %s cannot carry (a control or escape "+
+		"sequence, a comma or a space), so it cannot be trusted by name: only %s allows it", t.TrustName(), f.ByName, f.All)
 }
 
 // TrustFlags names a front end's options for trusting tools, for TrustHint.

@@ -2,6 +2,11 @@ package agent
 
 import (
 	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // EventType says what an Event reports. Both backends (the text runner that scrapes
@@ -64,6 +69,12 @@ type ToolCall struct {
 	// Server is the MCP server the tool comes from; empty for the agent's built-in tools. The
 	// agent trusts such a tool as "@server/name" (TrustName).
 	Server string `json:"server,omitempty"`
+	// AgentName is the name the agent trusts the tool under (TrustName's form) as the agent
+	// printed it, set only when that differs from what Name and Server show: the agent's name
+	// carried characters a terminal acts on (an escape sequence, a control character), which the
+	// shown name leaves out. Such a tool is not the one the shown name trusts, and --trust-tools
+	// cannot carry its real name (Trustable).
+	AgentName string `json:"-"`
 	// Kind is ACP's tool kind: read, edit, delete, move, search, execute, think, fetch, other.
 	Kind string `json:"kind,omitempty"`
 	// Status is pending, in_progress, completed or failed.
@@ -89,6 +100,32 @@ func (t ToolCall) TrustName() string {
 		return "@" + server + "/" + tool
 	}
 	return t.Name
+}
+
+// AgentTrustName is the name the agent itself trusts this tool by: TrustName as the agent printed
+// it (AgentName), which may hold what a terminal acts on. Match and trust by it; never show it.
+func (t ToolCall) AgentTrustName() string {
+	if t.AgentName != "" {
+		return t.AgentName
+	}
+	return t.TrustName()
+}
+
+// Trustable reports whether --trust-tools can name this tool: the agent named it, and its name
+// as the agent has it is a plain tool name (PlainToolName). A tool whose shown name differs from
+// the agent's is not: trusting the shown name would trust another tool, or none.
+func (t ToolCall) Trustable() bool {
+	return PlainToolName(t.AgentTrustName())
+}
+
+// PlainToolName reports whether n can be passed in the agent's --trust-tools=a,b list as it is:
+// not empty, no comma (the list's separator), no white space, and nothing a terminal acts on
+// (escape sequences, control characters, bidirectional controls) or that is not UTF-8.
+func PlainToolName(n string) bool {
+	if n == "" || !utf8.ValidString(n) || termtext.StripString(n) != n {
+		return false
+	}
+	return !strings.ContainsFunc(n, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || !unicode.IsPrint(r) })
 }
 
 // kiroMCPTitle is how kiro-cli's ACP agent titles an MCP tool call, with kind other: ACP carries

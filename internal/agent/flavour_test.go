@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,70 @@ func TestFlavourEmptyReply(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "printed no reply: ") || strings.Contains(err.Error(), "Welcome") ||
 		!strings.HasSuffix(err.Error(), "▸ Credits: 0.12 • Time: 1s") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestFlavourHostileToolName: a tool name that carries an escape sequence as the agent prints it
+// is shown filtered (Name "shell") but kept as the agent has it (AgentName), so it is never taken
+// for the tool the shown name trusts: it is not Trustable, the hint offers no --trust-tools name
+// for it but says why, and --trust-tools refuses such a name before anything runs.
+func TestFlavourHostileToolName(t *testing.T) {
+	for _, f := range flavours {
+		l := flavour(t, f, "FAKEQ_TOOLS=sh\x1b[2Jell,fs_read", "FAKEQ_OUTPUT=done")
+		_, err := Run(t.Context(), l, Request{Prompt: "p"}, nil)
+		var ut *UntrustedToolError
+		if !errors.As(err, &ut) {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tool := ut.Tools[0]
+		if tool.Name != "shell" || tool.AgentName != "sh\x1b[2Jell" || tool.AgentTrustName() != "sh\x1b[2Jell" || tool.Trustable() {
+			t.Fatalf("%s: tool %+v", f, tool)
+		}
+		if names := ut.TrustNames(); slices.Contains(names, "shell") {
+			t.Fatalf("%s: trust names %q", f, names)
+		}
+		hint := ut.Hint(CLITrustFlags)
+		if !strings.Contains(hint, "the agent's own name for shell holds characters that --trust-tools cannot carry") ||
+			strings.Contains(hint, "\x1b") || strings.Contains(hint, "--trust-tools shell") {
+			t.Fatalf("%s: hint %q", f, hint)
+		}
+		// A plain name passes as it is: AgentName stays empty.
+		l = flavour(t, f, "FAKEQ_TOOLS=@git/status", "FAKEQ_OUTPUT=done")
+		if _, err := Run(t.Context(), l, Request{Prompt: "p"}, nil); !errors.As(err, &ut) || ut.Tools[0].AgentName != "" || !ut.Tools[0].Trustable() {
+			t.Fatalf("%s: plain: %v", f, err)
+		}
+	}
+	for _, bad := range []string{"sh\x1b[2Jell", "a b", "tab\tname", "bidi\u202eevil", "nul\x00"} {
+		err := Validate(Limits{Command: "q"}, Request{Prompt: "p", TrustTools: []string{"fs_read", bad}})
+		if err == nil || !strings.Contains(err.Error(), "invalid tool name") {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+	if err := Validate(Limits{Command: "q"}, Request{Prompt: "p", TrustTools: []string{"fs_read, @git/status", "@github/*"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlainToolName(t *testing.T) {
+	for n, want := range map[string]bool{
+		"shell": true, "@git/status": true, "fs_read": true, "@srv": true, "outil_é": true,
+		"": false, "a,b": false, "a b": false, "sh\x1b[2Jell": false, "x\u202e": false, "x\x7f": false, "\xff": false, "a\u00a0b": false,
+	} {
+		if got := PlainToolName(n); got != want {
+			t.Errorf("PlainToolName(%q) = %v", n, got)
+		}
+	}
+}
+
+func TestUnpaint(t *testing.T) {
+	for in, want := range map[string]string{
+		"\x1b[35m🛠️  Using tool: sh\x1b[2Jell\x1b[0m": "🛠️  Using tool: sh\x1b[2Jell",
+		"\x1b[38;5;141mplain\x1b[0m":                  "plain",
+		"a\x1b[":                                      "a\x1b[",
+		"no colour":                                   "no colour",
+	} {
+		if got := unpaint(in); got != want {
+			t.Errorf("unpaint(%q) = %q", in, got)
+		}
 	}
 }

@@ -295,6 +295,7 @@ func readStdout(r io.Reader, raw bool, p *textParser, printed *atomic.Bool) {
 		n, err := r.Read(buf)
 		if n > 0 {
 			printed.Store(true)
+			p.rawBytes(buf[:n])
 			clean = s.Strip(clean[:0], buf[:n])
 			printed := clean
 			if raw {

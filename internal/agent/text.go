@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // The agent CLI's stdout in `chat --no-interactive` is not only the reply:
@@ -37,7 +39,19 @@ type textParser struct {
 	// frame holds what may be the start of a spinner frame ("\r⠋ Dividing up the work..."),
 	// from its "\r" on, until it is one or cannot be.
 	frame []byte
+	// rawLine is the current line of stdout as printed, before the filter (rawBytes), up to
+	// maxPending bytes; agentNames are the tool names read from its banner lines, in order, until
+	// the parser takes them (banner).
+	rawLine    []byte
+	agentNames []bannerName
 }
+
+// bannerName is a tool named by a banner line of stdout as printed: the name shown (filtered)
+// and the agent's own (TrustName's form; see ToolCall.AgentName).
+type bannerName struct{ shown, agent string }
+
+// maxAgentNames bounds the banner names read ahead of the parser.
+const maxAgentNames = 64
 
 // Line modes: what the current line, once decided, is.
 const (
@@ -74,6 +88,95 @@ func (p *textParser) write(printed, b []byte) {
 	p.text = p.text[:0]
 	p.unspin(b)
 	p.flushText()
+}
+
+// rawBytes reads the next piece of stdout as printed, before the filter, for the banners' tool
+// names as the agent has them: the filter keeps what a person may see, and a name that carried
+// an escape sequence or a control character shows without it, which is not the name the agent
+// trusts. It is called before write gives the parser the same piece filtered, so a banner's
+// agent name is known when the parser reaches the banner.
+func (p *textParser) rawBytes(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		piece := b
+		if i >= 0 {
+			piece = b[:i]
+		}
+		if room := maxPending - len(p.rawLine); room > 0 {
+			p.rawLine = append(p.rawLine, piece[:min(len(piece), room)]...)
+		}
+		if i < 0 {
+			return
+		}
+		p.rawEnd()
+		b = b[i+1:]
+	}
+}
+
+// rawEnd ends a line of stdout as printed: a banner line gives the tool's name as the agent
+// printed it, without the colours it painted the line with.
+func (p *textParser) rawEnd() {
+	line := string(p.rawLine)
+	p.rawLine = p.rawLine[:0]
+	shown := termtext.StripString(line)
+	if !hasBanner([]byte(strings.TrimLeft(shown, " "))) {
+		return
+	}
+	t, _ := ParseBanner(shown)
+	n := bannerName{shown: t.TrustName()}
+	painted := unpaint(line)
+	if a, ok := ParseBanner(painted); ok {
+		n.agent = a.TrustName()
+	} else {
+		n.agent = painted // something around the banner: not a name to trust
+	}
+	if len(p.agentNames) == maxAgentNames {
+		p.agentNames = p.agentNames[1:]
+	}
+	p.agentNames = append(p.agentNames, n)
+}
+
+// agentName is the name the agent printed for the banner tool t, when it differs from the name
+// shown; "" when they are the same or the banner's line was not read as printed.
+func (p *textParser) agentName(t ToolCall) string {
+	for len(p.agentNames) > 0 {
+		n := p.agentNames[0]
+		p.agentNames = p.agentNames[1:]
+		if n.shown == t.TrustName() {
+			if n.agent != n.shown {
+				return n.agent
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// unpaint removes the colours (SGR sequences, ESC [ … m) the agent paints its lines with, and
+// leaves every other sequence where it is: those are not the agent's paint but part of the text.
+func unpaint(s string) string {
+	if !strings.Contains(s, "\x1b[") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		j := i + 2
+		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
+			j++
+		}
+		if j < len(s) && s[j] == 'm' {
+			s = s[j+1:] // a colour: dropped
+			continue
+		}
+		b.WriteString(s[i:j])
+		s = s[j:]
+	}
 }
 
 // unspin takes the spinner's frames out of b and feeds the rest to the line parser, in order. A
@@ -372,6 +475,7 @@ func (p *textParser) banner(line string) {
 	p.endTool(true)
 	t, _ := ParseBanner(line)
 	t.ID = strconv.Itoa(len(p.tools) + 1)
+	t.AgentName = p.agentName(t)
 	t.Title = t.Name
 	if t.Server != "" {
 		t.Title = t.Name + " (" + t.Server + ")"
@@ -433,6 +537,9 @@ func (p *textParser) endTool(carriedOn bool) {
 
 // close ends the stream once the agent has exited: ok says it exited 0.
 func (p *textParser) close(ok bool) {
+	if len(p.rawLine) > 0 {
+		p.rawEnd() // the last line, without a line break
+	}
 	if len(p.frame) > 0 { // the start of a frame that never finished: text
 		p.lines(p.frame)
 		p.frame = p.frame[:0]

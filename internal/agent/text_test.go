@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"io"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // parse feeds out to a parser in pieces of n bytes (0: whole) and returns the reply and events.
@@ -245,6 +249,84 @@ func FuzzClassifyStderr(f *testing.F) {
 		for _, e := range r.Errors {
 			if strings.Contains(e, "\n") || e == "" {
 				t.Fatalf("error line %q", e)
+			}
+		}
+	})
+}
+
+// chunkReader gives its text n bytes at a time (all at once for n <= 0).
+type chunkReader struct {
+	s string
+	n int
+}
+
+func (r *chunkReader) Read(b []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	k := len(r.s)
+	if r.n > 0 {
+		k = min(k, r.n)
+	}
+	k = copy(b, r.s[:k])
+	r.s = r.s[k:]
+	return k, nil
+}
+
+// parsePrinted parses stdout as printed, through the same path as a run (readStdout), n bytes a read.
+func parsePrinted(out string, n int) (string, []ToolCall) {
+	var reply strings.Builder
+	p := newTextParser(false, func(e Event) {
+		if e.Type == EventMessage {
+			reply.WriteString(e.Text)
+		}
+	})
+	var printed atomic.Bool
+	readStdout(&chunkReader{s: out, n: n}, false, p, &printed)
+	p.close(true)
+	return reply.String(), p.tools
+}
+
+func TestTextParserAgentName(t *testing.T) {
+	out := "\x1b[38;5;141m> \x1b[0mLet me.\n\n\x1b[35m🛠️  Using tool: sh\x1b[2Jell\x1b[0m\n ⋮ \n ● x\n\n" +
+		"\x1b[35m🛠️  Using tool: st\u202eatus\x1b[0m from mcp server \x1b[35mg\x07it\x1b[0m\n ⋮ \n\n" +
+		"\x1b[35m🛠️  Using tool: fs_read\x1b[0m\x1b[32m (trusted)\x1b[0m\n ⋮ \n\x1b[38;5;141m> \x1b[0mdone\n"
+	for _, n := range []int{0, 1, 3, 7} {
+		_, tools := parsePrinted(out, n)
+		if len(tools) != 3 {
+			t.Fatalf("split %d: %+v", n, tools)
+		}
+		if tools[0].Name != "shell" || tools[0].AgentName != "sh\x1b[2Jell" || tools[0].Trustable() {
+			t.Fatalf("split %d: %+v", n, tools[0])
+		}
+		if tools[1].TrustName() != "@git/status" || tools[1].AgentName != "@g\x07it/st\u202eatus" || tools[1].Trustable() {
+			t.Fatalf("split %d: %+v", n, tools[1])
+		}
+		if tools[2].Name != "fs_read" || tools[2].AgentName != "" || !tools[2].Trustable() {
+			t.Fatalf("split %d: %+v", n, tools[2])
+		}
+	}
+}
+
+// FuzzTextParserPrinted: stdout as printed (escape sequences and all) gives the same reply and
+// tools however it is split into reads, what is shown of a tool's name is filtered, and the
+// agent's own name is kept only where it differs.
+func FuzzTextParserPrinted(f *testing.F) {
+	f.Add("\x1b[35m🛠️  Using tool: sh\x1b[2Jell\x1b[0m\n ⋮ \n> hi\n", 2)
+	f.Add("> a\n🛠️  Using tool: x\x1b]0;t\x07y from mcp server s\x1b[1m (trusted)\n", 5)
+	f.Fuzz(func(t *testing.T, out string, n int) {
+		if len(out) >= maxPending {
+			return
+		}
+		n = 1 + abs(n)%64
+		r1, t1 := parsePrinted(out, 0)
+		r2, t2 := parsePrinted(out, n)
+		if r1 != r2 || !reflect.DeepEqual(t1, t2) {
+			t.Fatalf("split %d: %q %+v vs whole %q %+v", n, r2, t2, r1, t1)
+		}
+		for _, tc := range t1 {
+			if termtext.StripString(tc.TrustName()) != tc.TrustName() || tc.AgentName != "" && tc.AgentName == tc.TrustName() {
+				t.Fatalf("tool %+v", tc)
 			}
 		}
 	})

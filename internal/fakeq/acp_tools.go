@@ -4,16 +4,19 @@ package fakeq
 // in-process (kiro's v2 engine) or through the client's fs/* and terminal/* (V3).
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 // tool makes one tool call; stop is set when the turn ends there (rejected or cancelled).
@@ -125,11 +128,7 @@ func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
 		if v3 && t.a.client.Terminal {
 			return t.terminal(arg)
 		}
-		cmd := exec.CommandContext(t.ctx, "sh", "-c", arg) // a cancel kills it, as kiro does
-		cmd.Dir = t.s.cwd
-		cmd.WaitDelay = time.Second // a child of the shell holding its output does not hold the turn
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		return t.shell(arg)
 	case "read":
 		if v3 && t.a.client.Fs.ReadTextFile {
 			r, err := t.a.conn.ReadTextFile(t.ctx, acp.ReadTextFileRequest{SessionId: sid, Path: path})
@@ -147,6 +146,23 @@ func (t *acpTurn) exec(name, arg, path, writeText string) (string, error) {
 		return t.callMCP(arg)
 	}
 	return "done", nil
+}
+
+// shell runs command with sh in a process group of its own: a cancel stops the whole group, the
+// commands the shell started included, as kiro stops a tool it runs in-process (a kill of the
+// shell alone would leave its children running on after the turn).
+func (t *acpTurn) shell(command string) (string, error) {
+	var out bytes.Buffer
+	p, err := procgroup.Start("sh", []string{"-c", command}, procgroup.Options{
+		Dir: t.s.cwd, MergeStderr: true, Stdout: procgroup.Copy(&out), Grace: time.Second,
+	})
+	if err != nil {
+		return "", err
+	}
+	if ex := p.Wait(t.ctx); ex.Code != 0 || ex.Signal != "" {
+		return out.String(), errors.New(ex.String())
+	}
+	return out.String(), nil
 }
 
 func (t *acpTurn) terminal(command string) (string, error) { return t.terminalMeta(command, nil) }
