@@ -1117,20 +1117,17 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 }
 
 // access decides a write (fs/write_text_file) or a command (terminal/create) the agent sends
-// (acpclient.Options.Access). Whoever serves it decides. The editor, when it serves it (it
-// advertised fs writes; terminals go to the editor always, since qkit offers the agent none of
-// its own): it is the client, and asks or refuses as it sees fit. qkit, when it serves it (a
-// write to disk for an editor without fs): then qkit's grant rule holds, the one every door
-// keeps (approval.Grants.CoversAccess, as in approval.Policy.Access): the write is served only
-// when it belongs to a tool call whose permission the editor granted in this turn and that still
-// runs (req.Granted), or the editor allowed always, in this session, the tool a write stands for
-// (trusted as write: a nameless edit, delete or move). Anything else is refused; the agent gets
-// the error, the log says so, and the turn goes on.
+// (acpclient.Options.Access), whoever then serves it: the editor (it advertised fs writes or
+// terminals) or qkit (a write to disk for an editor without fs). One rule holds on every door
+// (approval.Grants.CoversAccess, as in approval.Policy.Access): the request is forwarded or served
+// only when it belongs to a tool call whose permission the editor granted in this turn and that
+// still runs (req.Granted), or the editor allowed always, in this session, the tool it stands for
+// (trusted as write: a nameless edit, delete or move; as shell: a nameless execute). An agent that
+// trusts a tool itself, and so never asks, gets nothing forwarded on that account: the editor
+// never saw a permission request for it. Anything else is refused; the agent gets the error,
+// the log says so, and the turn goes on. Where the request points (a path, a terminal's cwd) is
+// held to the session's folder by proxyFiles and proxyTerminals.
 func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
-	caps := p.o.Editor.Caps()
-	if req.Method == acp.ClientMethodTerminalCreate || caps.Fs.WriteTextFile {
-		return nil
-	}
 	s := p.byAgentID(req.SessionID)
 	var grants *approval.Grants
 	if s != nil {
@@ -1144,16 +1141,20 @@ func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
 	if s != nil {
 		session = s.id
 	}
-	p.o.Logger.Warn("refused a write the agent did not ask the editor's permission for", "session", session, "request", req.String())
+	what := "a write"
+	if req.Method == acp.ClientMethodTerminalCreate {
+		what = "a command"
+	}
+	p.o.Logger.Warn("refused "+what+" the agent did not ask the editor's permission for", "session", session, "request", req.String())
 	return err
 }
 
-// UnaskedError is a write qkit would have served itself (the editor does not serve files) that
-// no permission of the editor's covered: it was refused.
+// UnaskedError is a write or a command of the agent's that no permission of the editor's
+// covered: it was refused, neither forwarded to the editor nor served by qkit.
 type UnaskedError struct{ Access acpclient.Access }
 
 func (e *UnaskedError) Error() string {
-	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit, which serves the files for this editor, writes only for a tool call the editor allowed",
+	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit forwards or serves a write or a command only for a tool call the editor allowed",
 		e.Access, e.Access.Method)
 }
 
@@ -1247,8 +1248,9 @@ func configModels(opts []acp.SessionConfigOption) ([]string, string) {
 }
 
 // proxyFiles answers the agent's fs/* requests: through the editor when it advertised them (so
-// the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk inside
-// the session's folder only.
+// the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk. Either
+// way only inside the session's folder (symbolic links resolved): a path outside it is refused
+// before the editor sees it, as the disk refuses it.
 type proxyFiles struct{ p *Proxy }
 
 func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
@@ -1257,7 +1259,11 @@ func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileReques
 		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
 	if f.p.o.Editor.Caps().Fs.ReadTextFile {
-		req.SessionId = acp.SessionId(s.id)
+		path, err := f.p.inside(s, "read", req.Path)
+		if err != nil {
+			return acp.ReadTextFileResponse{}, err
+		}
+		req.SessionId, req.Path = acp.SessionId(s.id), path
 		return f.p.o.Editor.Conn().ReadTextFile(ctx, req)
 	}
 	return f.disk(s).ReadTextFile(ctx, req)
@@ -1265,9 +1271,7 @@ func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileReques
 
 // disk serves files inside the session's folder only (symbolic links resolved).
 func (f proxyFiles) disk(s *Session) *acpclient.DirFiles {
-	return &acpclient.DirFiles{Root: s.cwd, OnRefused: func(e *acpclient.OutsideError) {
-		f.p.o.Logger.Warn("the agent asked for a file outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
-	}}
+	return &acpclient.DirFiles{Root: s.cwd, OnRefused: f.p.refusedOutside(s)}
 }
 
 func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
@@ -1276,14 +1280,38 @@ func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequ
 		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
 	if f.p.o.Editor.Caps().Fs.WriteTextFile {
-		req.SessionId = acp.SessionId(s.id)
+		path, err := f.p.inside(s, "write", req.Path)
+		if err != nil {
+			return acp.WriteTextFileResponse{}, err
+		}
+		req.SessionId, req.Path = acp.SessionId(s.id), path
 		return f.p.o.Editor.Conn().WriteTextFile(ctx, req)
 	}
 	return f.disk(s).WriteTextFile(ctx, req)
 }
 
+// refusedOutside logs a path of the agent's refused for lying outside s's folder.
+func (p *Proxy) refusedOutside(s *Session) func(*acpclient.OutsideError) {
+	return func(e *acpclient.OutsideError) {
+		p.o.Logger.Warn("the agent asked for a path outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
+	}
+}
+
+// inside holds a path the agent names in a request for the editor (op: read, write, run a command
+// in) to s's folder, as DirFiles and DirTerminals hold the ones qkit serves (acpclient.Within:
+// links resolved, a relative path taken in the folder). It returns the path to forward, absolute
+// and cleaned; outside, the error the agent gets (the disk's refusal), and stderr says so.
+func (p *Proxy) inside(s *Session, op, path string) (string, error) {
+	if abs, ok := acpclient.Within(s.cwd, path); ok {
+		return abs, nil
+	}
+	e := &acpclient.OutsideError{Op: op, Path: path, Root: s.cwd}
+	p.refusedOutside(s)(e)
+	return "", &acp.RequestError{Code: -32602, Message: e.Error(), Data: map[string]any{"details": e.Error()}}
+}
+
 // proxyTerminals passes the agent's terminal/* requests to the editor (set only when it
-// advertised terminals).
+// advertised terminals); access decided the command, and its cwd is held to the session's folder.
 type proxyTerminals struct{ p *Proxy }
 
 func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
@@ -1294,12 +1322,21 @@ func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
 	return acp.SessionId(s.id), nil
 }
 
+// CreateTerminal forwards the command with a cwd inside the session's folder: the one the agent
+// named, or the folder itself when it named none (rather than whatever the editor starts in).
 func (t proxyTerminals) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	id, err := t.sid(req.SessionId)
-	if err != nil {
-		return acp.CreateTerminalResponse{}, err
+	s := t.p.byAgentID(string(req.SessionId))
+	if s == nil {
+		return acp.CreateTerminalResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
-	req.SessionId = id
+	dir := s.cwd
+	if req.Cwd != nil && *req.Cwd != "" {
+		var err error
+		if dir, err = t.p.inside(s, "run a command in", *req.Cwd); err != nil {
+			return acp.CreateTerminalResponse{}, err
+		}
+	}
+	req.SessionId, req.Cwd = acp.SessionId(s.id), &dir
 	return t.p.o.Editor.Conn().CreateTerminal(ctx, req)
 }
 
