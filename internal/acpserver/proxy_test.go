@@ -1050,3 +1050,61 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// TestProxyShowsAgentTextFiltered: what a person reads of the agent on the proxy path goes
+// through the filters of the other paths. The title of a tool call is escaped
+// (termtext.VisibleLine) in the permission request the editor shows and in the thread's tool_call,
+// so the two agree; the reply and thought chunks lose escape sequences, control and bidi
+// characters (termtext.Stripper, as the text path and the ACP backend read the agent), also
+// when a sequence is split across chunks, and the transcript keeps what the editor got. The
+// proxy used to forward all of it raw.
+func TestProxyShowsAgentTextFiltered(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t,
+		`FAKEQ_OUTPUT_QUOTED=A\x1b[31mRED\x1b[0m B\x1b]0;title\x07 C\u202eevil D\x00nul E\u009b31m F\rG`,
+		"FAKEQ_SPLIT=3",
+		"FAKEQ_ACP_THOUGHT=think\x1b[2J\u202e!",
+		"FAKEQ_ACP_TOOLS=shell:echo \x1b[2J\u202ehi")
+	h := startProxyAgent(t, "", q)
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+	const title = `Running: echo \x1b[2J\u202ehi`
+	select {
+	case r := <-h.tc.asked:
+		if r.ToolCall.Title == nil || *r.ToolCall.Title != title {
+			t.Errorf("the permission request's title %q, want %q", ptrText(r.ToolCall.Title), title)
+		}
+	default:
+		t.Fatal("the editor was not asked")
+	}
+	if calls := h.tc.toolCalls(id); len(calls) != 1 || calls[0].Title != title {
+		t.Errorf("the thread's tool calls %+v, want one titled %q", calls, title)
+	}
+	const reply = "ARED B Cevil Dnul E FG"
+	if got := h.tc.agentText(id); strings.TrimSpace(got) != reply {
+		t.Errorf("the editor got the reply %q, want %q", got, reply)
+	}
+	var thought strings.Builder
+	h.tc.mu.Lock()
+	for _, n := range h.tc.updates {
+		if c := n.Update.AgentThoughtChunk; c != nil && c.Content.Text != nil {
+			thought.WriteString(c.Content.Text.Text)
+		}
+	}
+	h.tc.mu.Unlock()
+	if thought.String() != "think!" {
+		t.Errorf("the editor got the thought %q, want %q", thought.String(), "think!")
+	}
+	msgs, err := h.store.Messages(context.Background(), string(id))
+	if err != nil || len(msgs) != 2 || strings.TrimSpace(msgs[1].Text) != reply {
+		t.Fatalf("the transcript %+v (%v), want the reply as the editor got it", msgs, err)
+	}
+}
+
+func ptrText(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
