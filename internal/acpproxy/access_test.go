@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -93,24 +96,77 @@ func TestProxyAllowAlwaysCoversWhatPolicyCovers(t *testing.T) {
 	}
 }
 
-// TestProxyAccessGrantedCall: a write that belongs to a tool call the editor allowed in this turn
-// (req.Granted) is served with no grant remembered, also for a session the proxy does not know;
-// an editor that serves files itself decides every write.
+// TestProxyAccessGrantedCall: a write or a command that belongs to a tool call the editor allowed
+// in this turn (req.Granted) is served with no grant remembered, also for a session the proxy does
+// not know; without one it is refused whoever would serve it: an editor that serves files and
+// terminals itself gets it under the same rule (it used to get every write and every command).
 func TestProxyAccessGrantedCall(t *testing.T) {
-	p := New(context.Background(), Options{Editor: &testEditor{out: &lockedBuf{}}, Logger: slog.New(slog.DiscardHandler)})
 	write := acpclient.Access{SessionID: "unknown", Method: acp.ClientMethodFsWriteTextFile, Path: "/w/x",
 		Tool: agent.ToolCall{Kind: "edit", Title: "Write /w/x"}}
-	if err := p.access(t.Context(), write); err == nil {
-		t.Fatal("an unasked write was served")
+	run := acpclient.Access{SessionID: "unknown", Method: acp.ClientMethodTerminalCreate, Command: []string{"sh", "-c", "true"},
+		Tool: agent.ToolCall{Kind: "execute", Title: "Run sh -c true"}}
+	for _, caps := range []acp.ClientCapabilities{{}, {Fs: acp.FileSystemCapabilities{WriteTextFile: true}, Terminal: true}} {
+		p := New(context.Background(), Options{Editor: &testEditor{out: &lockedBuf{}, caps: caps}, Logger: slog.New(slog.DiscardHandler)})
+		for _, req := range []acpclient.Access{write, run} {
+			var unasked *UnaskedError
+			if err := p.access(t.Context(), req); !errors.As(err, &unasked) {
+				t.Fatalf("editor %+v: an unasked %s got %v, want the proxy's refusal", caps, req, err)
+			}
+			req.Granted = &agent.ToolCall{ID: "t1", Kind: req.Tool.Kind, Status: "in_progress"}
+			if err := p.access(t.Context(), req); err != nil {
+				t.Fatalf("editor %+v: a granted call's %s: %v", caps, req, err)
+			}
+		}
 	}
-	write.Granted = &agent.ToolCall{ID: "t1", Kind: "edit", Status: "in_progress"}
-	if err := p.access(t.Context(), write); err != nil {
-		t.Fatalf("a granted call's write: %v", err)
+}
+
+// terminalEditor records the terminals it is asked to create.
+type terminalEditor struct {
+	EditorConn
+	created []acp.CreateTerminalRequest
+}
+
+func (e *terminalEditor) CreateTerminal(_ context.Context, r acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	e.created = append(e.created, r)
+	return acp.CreateTerminalResponse{TerminalId: "term-1"}, nil
+}
+
+// TestProxyTerminalCwdHeldToFolder: a terminal the editor runs starts inside the session's folder,
+// whatever permission covered the command: a cwd outside it, or a link inside it that leads out,
+// is refused before the editor sees it; one inside is forwarded absolute, and none becomes the
+// folder itself. The proxy used to forward the agent's cwd unchecked.
+func TestProxyTerminalCwdHeldToFolder(t *testing.T) {
+	cwd, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	fs := New(context.Background(), Options{Editor: &testEditor{out: &lockedBuf{}, caps: acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{WriteTextFile: true}}},
+	if err := os.Symlink(outside, filepath.Join(cwd, "out")); err != nil {
+		t.Fatal(err)
+	}
+	ed := &terminalEditor{}
+	p := New(context.Background(), Options{Editor: &testEditor{out: &lockedBuf{}, caps: acp.ClientCapabilities{Terminal: true}, conn: ed},
 		Logger: slog.New(slog.DiscardHandler)})
-	write.Granted = nil
-	if err := fs.access(t.Context(), write); err != nil {
-		t.Fatalf("an editor with fs: %v", err)
+	p.register(&Session{id: "qkit-1", agentID: "agent-1", cwd: cwd})
+	create := func(dir *string) error {
+		_, err := proxyTerminals{p}.CreateTerminal(t.Context(), acp.CreateTerminalRequest{SessionId: "agent-1", Command: "true", Cwd: dir})
+		return err
+	}
+	for _, dir := range []string{outside, filepath.Join(cwd, "out"), filepath.Join(cwd, ".."), "../x"} {
+		if err := create(&dir); err == nil || !strings.Contains(err.Error(), "outside the working directory") {
+			t.Errorf("cwd %s: %v, want the refusal", dir, err)
+		}
+	}
+	if len(ed.created) != 0 {
+		t.Fatalf("the editor was asked for %+v", ed.created)
+	}
+	sub := "sub"
+	if err := create(&sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(ed.created) != 2 || *ed.created[0].Cwd != filepath.Join(cwd, "sub") || *ed.created[1].Cwd != cwd || ed.created[0].SessionId != "qkit-1" {
+		t.Fatalf("the editor was asked for %+v", ed.created)
 	}
 }

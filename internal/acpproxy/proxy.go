@@ -24,13 +24,16 @@ import (
 	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
 	"github.com/qkit-cli/qkit/internal/stdiorpc"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // Proxy is the proxy path: the editor's sessions map onto sessions of one `<agent> acp` process
 // (kiro-cli acp), started with the first session that needs it and again after it died. Every
-// session/update of the agent reaches the editor as the agent sent it, under qkit's session id;
-// the agent's requests (permission, fs/*, terminal/*) go to the editor when it advertised the
-// capability, and fs/* is otherwise served from disk inside the session's folder. qkit adds what
+// session/update of the agent reaches the editor under qkit's session id, as the agent sent it but
+// for its text (filtered as on every path) and tool titles (escaped), see shown; the agent's
+// requests (permission, fs/*, terminal/*) go to the editor when it advertised the capability,
+// and fs/* is otherwise served from disk, each under one rule: paths inside the session's folder,
+// and a write or a command only under the editor's permission (access). qkit adds what
 // the agent lacks: its slash commands, the context files with a session's first prompt, the
 // session table (list, load after a restart, resume, close), the model as a config option, the
 // protocol's usage_update from kiro's private metadata, and the editor's stdio MCP servers over a
@@ -116,6 +119,9 @@ type Session struct {
 	deadline *acpclient.Deadline
 	// capped is the running turn's reply measured against agent.max_response_size.
 	capped capped
+	// replyText and thoughtText filter the agent's text for the editor, keptText the reply for
+	// the transcript (see shown); each starts afresh with a turn.
+	replyText, thoughtText, keptText termtext.Stripper
 }
 
 // capped holds a turn's reply to agent.max_response_size as the runner does on every other path:
@@ -411,8 +417,11 @@ func (p *Proxy) notify(method string, params json.RawMessage) {
 // deliver forwards one notification of s's agent session to the editor, under qkit's id.
 func (p *Proxy) deliver(s *Session, agentID, method string, params []byte) {
 	params = replaceSessionID(params, agentID, s.id)
-	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"agent_message_chunk"`)) && !s.passChunk(params) {
-		return
+	if method == acp.ClientMethodSessionUpdate {
+		var pass bool
+		if params, pass = s.shown(params, p.o.Limits.RawText()); !pass {
+			return
+		}
 	}
 	if method == acp.ClientMethodSessionUpdate && bytes.Contains(params, []byte(`"available_commands_update"`)) {
 		var n acp.SessionNotification
@@ -436,27 +445,94 @@ func (p *Proxy) deliver(s *Session, agentID, method string, params []byte) {
 	s.forward(p, line)
 }
 
-// passChunk measures an agent_message_chunk of the running turn against agent.max_response_size;
-// it reports whether the chunk goes out as it came.
-func (s *Session) passChunk(params []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// shown is a session/update of the agent's as the editor may show it, and whether it goes out at
+// all. The agent's text reaches the editor through the filter it goes through on every other path
+// (termtext.Stripper, as acpclient.Run and the chat runner read it; the text path's replies come
+// filtered that way): a reply or thought chunk loses escape sequences, control and bidi
+// characters, one Stripper a stream, so a sequence split across chunks goes whole, and a chunk
+// with nothing left to show is dropped. Only agent.raw_output with strip_ansi off (raw) keeps the
+// text as sent. A tool call's title, which a person reads in the thread and in the permission
+// dialog (see permission), is escaped (termtext.VisibleLine), raw or not. A reply chunk of the
+// running turn is then measured against agent.max_response_size (capped). What needs no change
+// goes out as the agent wrote it.
+func (s *Session) shown(params []byte, raw bool) ([]byte, bool) {
+	chunk := bytes.Contains(params, []byte(`"agent_message_chunk"`)) || bytes.Contains(params, []byte(`"agent_thought_chunk"`))
+	if !chunk && !bytes.Contains(params, []byte(`"title"`)) && !bytes.Contains(params, []byte(`\u`)) { // a key may be escaped
+		return params, true
+	}
+	// Keys are read exactly as spelt, as the editor's JSON.parse reads them (Go's struct decoder
+	// would also take "Title", and the last of "title" and "Title").
+	top := object(params)
+	update := object(top["update"])
+	kind, _ := jsonString(update["sessionUpdate"])
+	switch kind {
+	case "tool_call", "tool_call_update":
+		title, ok := jsonString(update["title"])
+		if !ok || termtext.VisibleLine(title) == title {
+			return params, true
+		}
+		update["title"], _ = json.Marshal(termtext.VisibleLine(title))
+	case "agent_message_chunk", "agent_thought_chunk":
+		content := object(update["content"])
+		typ, _ := jsonString(content["type"])
+		text, ok := jsonString(content["text"])
+		if typ != "text" || !ok {
+			return params, true
+		}
+		s.mu.Lock()
+		shown := text
+		if !raw {
+			st := &s.replyText
+			if kind == "agent_thought_chunk" {
+				st = &s.thoughtText
+			}
+			shown = string(st.Strip(nil, []byte(text)))
+		}
+		whole := shown == "" || kind != "agent_message_chunk" || s.passText(shown)
+		s.mu.Unlock()
+		switch {
+		case shown == "" || !whole:
+			return nil, false
+		case shown == text:
+			return params, true
+		}
+		content["text"], _ = json.Marshal(shown)
+		update["content"], _ = json.Marshal(content)
+	default:
+		return params, true
+	}
+	top["update"], _ = json.Marshal(update)
+	b, err := json.Marshal(top)
+	if err != nil {
+		return nil, false // not sent unfiltered
+	}
+	return b, true
+}
+
+// object is the JSON object b by its keys, nil when b is none.
+func object(b []byte) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(b) == 0 || json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// jsonString is the JSON string b; ok is false when b is none.
+func jsonString(b []byte) (s string, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
+	return s, json.Unmarshal(b, &s) == nil
+}
+
+// passText measures a reply chunk's text of the running turn against agent.max_response_size; it
+// reports whether the chunk goes out as it came. s.mu is held.
+func (s *Session) passText(text string) bool {
 	if !s.inTurn || s.capped.limit <= 0 {
 		return true
 	}
-	var n struct {
-		Update struct {
-			Kind    string `json:"sessionUpdate"`
-			Content struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"update"`
-	}
-	if json.Unmarshal(params, &n) != nil || n.Update.Kind != "agent_message_chunk" || n.Update.Content.Type != "text" {
-		return true
-	}
-	return s.capped.pass(n.Update.Content.Text)
+	return s.capped.pass(text)
 }
 
 // forward writes one notification line, or keeps it until the editor knows the session.
@@ -551,8 +627,12 @@ func (p *Proxy) event(agentID string, ev agent.Event) {
 	case agent.EventMessage:
 		s.mu.Lock()
 		if s.inTurn {
-			if room := transcriptKeep - s.text.Len(); room >= len(ev.Text) {
-				s.text.WriteString(ev.Text)
+			text := ev.Text // the reply as the editor got it (shown), which the size cap measured
+			if !p.o.Limits.RawText() {
+				text = string(s.keptText.Strip(nil, []byte(text)))
+			}
+			if room := transcriptKeep - s.text.Len(); room >= len(text) {
+				s.text.WriteString(text)
 			} else {
 				s.cut = true
 			}
@@ -1008,6 +1088,7 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 	s.mu.Lock()
 	s.inTurn, s.cut, s.deadline = true, false, deadline
 	s.capped = newCapped(o.Limits.MaxResponseSize)
+	s.replyText, s.thoughtText, s.keptText = termtext.Stripper{}, termtext.Stripper{}, termtext.Stripper{}
 	s.text.Reset()
 	s.tools, s.usage = agent.ToolLog{}, agent.Usage{}
 	s.mu.Unlock()
@@ -1083,7 +1164,8 @@ func (p *Proxy) agentBlocks(blocks []acp.ContentBlock, caps acp.PromptCapabiliti
 	return out
 }
 
-// permission forwards the agent's session/request_permission to the editor.
+// permission forwards the agent's session/request_permission to the editor, its tool call's title
+// escaped (termtext.VisibleLine) as the thread shows it (shown): a person decides on it.
 func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest) (acpclient.Decision, error) {
 	s := p.byAgentID(req.SessionID)
 	if s == nil {
@@ -1091,6 +1173,10 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 	}
 	raw := req.Raw
 	raw.SessionId = acp.SessionId(s.id)
+	if raw.ToolCall.Title != nil {
+		// A person decides on it: shown escaped, as the thread shows it (shown).
+		raw.ToolCall.Title = acp.Ptr(termtext.VisibleLine(*raw.ToolCall.Title))
+	}
 	s.mu.Lock()
 	deadline := s.deadline
 	s.mu.Unlock()
@@ -1117,20 +1203,17 @@ func (p *Proxy) permission(ctx context.Context, req acpclient.PermissionRequest)
 }
 
 // access decides a write (fs/write_text_file) or a command (terminal/create) the agent sends
-// (acpclient.Options.Access). Whoever serves it decides. The editor, when it serves it (it
-// advertised fs writes; terminals go to the editor always, since qkit offers the agent none of
-// its own): it is the client, and asks or refuses as it sees fit. qkit, when it serves it (a
-// write to disk for an editor without fs): then qkit's grant rule holds, the one every door
-// keeps (approval.Grants.CoversAccess, as in approval.Policy.Access): the write is served only
-// when it belongs to a tool call whose permission the editor granted in this turn and that still
-// runs (req.Granted), or the editor allowed always, in this session, the tool a write stands for
-// (trusted as write: a nameless edit, delete or move). Anything else is refused; the agent gets
-// the error, the log says so, and the turn goes on.
+// (acpclient.Options.Access), whoever then serves it: the editor (it advertised fs writes or
+// terminals) or qkit (a write to disk for an editor without fs). One rule holds on every door
+// (approval.Grants.CoversAccess, as in approval.Policy.Access): the request is forwarded or served
+// only when it belongs to a tool call whose permission the editor granted in this turn and that
+// still runs (req.Granted), or the editor allowed always, in this session, the tool it stands for
+// (trusted as write: a nameless edit, delete or move; as shell: a nameless execute). An agent that
+// trusts a tool itself, and so never asks, gets nothing forwarded on that account: the editor
+// never saw a permission request for it. Anything else is refused; the agent gets the error,
+// the log says so, and the turn goes on. Where the request points (a path, a terminal's cwd) is
+// held to the session's folder by proxyFiles and proxyTerminals.
 func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
-	caps := p.o.Editor.Caps()
-	if req.Method == acp.ClientMethodTerminalCreate || caps.Fs.WriteTextFile {
-		return nil
-	}
 	s := p.byAgentID(req.SessionID)
 	var grants *approval.Grants
 	if s != nil {
@@ -1144,16 +1227,20 @@ func (p *Proxy) access(_ context.Context, req acpclient.Access) error {
 	if s != nil {
 		session = s.id
 	}
-	p.o.Logger.Warn("refused a write the agent did not ask the editor's permission for", "session", session, "request", req.String())
+	what := "a write"
+	if req.Method == acp.ClientMethodTerminalCreate {
+		what = "a command"
+	}
+	p.o.Logger.Warn("refused "+what+" the agent did not ask the editor's permission for", "session", session, "request", req.String())
 	return err
 }
 
-// UnaskedError is a write qkit would have served itself (the editor does not serve files) that
-// no permission of the editor's covered: it was refused.
+// UnaskedError is a write or a command of the agent's that no permission of the editor's
+// covered: it was refused, neither forwarded to the editor nor served by qkit.
 type UnaskedError struct{ Access acpclient.Access }
 
 func (e *UnaskedError) Error() string {
-	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit, which serves the files for this editor, writes only for a tool call the editor allowed",
+	return fmt.Sprintf("refused to %s: the agent did not ask the editor's permission for it (%s), and qkit forwards or serves a write or a command only for a tool call the editor allowed",
 		e.Access, e.Access.Method)
 }
 
@@ -1247,8 +1334,9 @@ func configModels(opts []acp.SessionConfigOption) ([]string, string) {
 }
 
 // proxyFiles answers the agent's fs/* requests: through the editor when it advertised them (so
-// the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk inside
-// the session's folder only.
+// the agent reads unsaved buffers and the editor shows its own diffs), otherwise from disk. Either
+// way only inside the session's folder (symbolic links resolved): a path outside it is refused
+// before the editor sees it, as the disk refuses it.
 type proxyFiles struct{ p *Proxy }
 
 func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
@@ -1257,7 +1345,11 @@ func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileReques
 		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
 	if f.p.o.Editor.Caps().Fs.ReadTextFile {
-		req.SessionId = acp.SessionId(s.id)
+		path, err := f.p.inside(s, "read", req.Path)
+		if err != nil {
+			return acp.ReadTextFileResponse{}, err
+		}
+		req.SessionId, req.Path = acp.SessionId(s.id), path
 		return f.p.o.Editor.Conn().ReadTextFile(ctx, req)
 	}
 	return f.disk(s).ReadTextFile(ctx, req)
@@ -1265,9 +1357,7 @@ func (f proxyFiles) ReadTextFile(ctx context.Context, req acp.ReadTextFileReques
 
 // disk serves files inside the session's folder only (symbolic links resolved).
 func (f proxyFiles) disk(s *Session) *acpclient.DirFiles {
-	return &acpclient.DirFiles{Root: s.cwd, OnRefused: func(e *acpclient.OutsideError) {
-		f.p.o.Logger.Warn("the agent asked for a file outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
-	}}
+	return &acpclient.DirFiles{Root: s.cwd, OnRefused: f.p.refusedOutside(s)}
 }
 
 func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
@@ -1276,14 +1366,38 @@ func (f proxyFiles) WriteTextFile(ctx context.Context, req acp.WriteTextFileRequ
 		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
 	if f.p.o.Editor.Caps().Fs.WriteTextFile {
-		req.SessionId = acp.SessionId(s.id)
+		path, err := f.p.inside(s, "write", req.Path)
+		if err != nil {
+			return acp.WriteTextFileResponse{}, err
+		}
+		req.SessionId, req.Path = acp.SessionId(s.id), path
 		return f.p.o.Editor.Conn().WriteTextFile(ctx, req)
 	}
 	return f.disk(s).WriteTextFile(ctx, req)
 }
 
+// refusedOutside logs a path of the agent's refused for lying outside s's folder.
+func (p *Proxy) refusedOutside(s *Session) func(*acpclient.OutsideError) {
+	return func(e *acpclient.OutsideError) {
+		p.o.Logger.Warn("the agent asked for a path outside the session's folder; refused", "session", s.id, "op", e.Op, "path", e.Path)
+	}
+}
+
+// inside holds a path the agent names in a request for the editor (op: read, write, run a command
+// in) to s's folder, as DirFiles and DirTerminals hold the ones qkit serves (acpclient.Within:
+// links resolved, a relative path taken in the folder). It returns the path to forward, absolute
+// and cleaned; outside, the error the agent gets (the disk's refusal), and stderr says so.
+func (p *Proxy) inside(s *Session, op, path string) (string, error) {
+	if abs, ok := acpclient.Within(s.cwd, path); ok {
+		return abs, nil
+	}
+	e := &acpclient.OutsideError{Op: op, Path: path, Root: s.cwd}
+	p.refusedOutside(s)(e)
+	return "", &acp.RequestError{Code: -32602, Message: e.Error(), Data: map[string]any{"details": e.Error()}}
+}
+
 // proxyTerminals passes the agent's terminal/* requests to the editor (set only when it
-// advertised terminals).
+// advertised terminals); access decided the command, and its cwd is held to the session's folder.
 type proxyTerminals struct{ p *Proxy }
 
 func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
@@ -1294,12 +1408,21 @@ func (t proxyTerminals) sid(id acp.SessionId) (acp.SessionId, error) {
 	return acp.SessionId(s.id), nil
 }
 
+// CreateTerminal forwards the command with a cwd inside the session's folder: the one the agent
+// named, or the folder itself when it named none (rather than whatever the editor starts in).
 func (t proxyTerminals) CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	id, err := t.sid(req.SessionId)
-	if err != nil {
-		return acp.CreateTerminalResponse{}, err
+	s := t.p.byAgentID(string(req.SessionId))
+	if s == nil {
+		return acp.CreateTerminalResponse{}, acp.NewInvalidParams(map[string]any{"error": "unknown session"})
 	}
-	req.SessionId = id
+	dir := s.cwd
+	if req.Cwd != nil && *req.Cwd != "" {
+		var err error
+		if dir, err = t.p.inside(s, "run a command in", *req.Cwd); err != nil {
+			return acp.CreateTerminalResponse{}, err
+		}
+	}
+	req.SessionId, req.Cwd = acp.SessionId(s.id), &dir
 	return t.p.o.Editor.Conn().CreateTerminal(ctx, req)
 }
 

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // qkitCommands stand in for qkit's slash commands.
@@ -141,6 +143,41 @@ func FuzzProxyNotify(f *testing.F) {
 						}
 					}
 				}
+			}
+		}
+	})
+}
+
+// FuzzShown: whatever session/update the agent sends, what goes to the editor is valid JSON when
+// the agent's was, a tool call's title in it shows as written (termtext.VisibleLine changes
+// nothing), and a reply or thought chunk's text holds nothing the filter removes.
+func FuzzShown(f *testing.F) {
+	f.Add([]byte(`{"sessionId":"a","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"echo \u001b[2J\u202ehi"}}`), false)
+	f.Add([]byte(`{"sessionId":"a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"A\u001b[31mB\r\u0000"}}}`), false)
+	f.Add([]byte(`{"sessionId":"a","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"\u009b31mx"}}}`), true)
+	f.Add([]byte(`{"sessionId":"a","update":{"sessionUpdate":"tool_call_update","title":"\u202e","Title":"ok"}}`), false)
+	f.Add([]byte(`{"sessionId":"a","update":{"sessionUpdate":"tool_c\u0061ll","t\u0069tle":"\u001b[2J"}}`), false)
+	f.Fuzz(func(t *testing.T, params []byte, raw bool) {
+		s := &Session{}
+		out, pass := s.shown(params, raw)
+		if !pass || !json.Valid(params) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("shown(%q) = %q, not JSON", params, out)
+		}
+		update := object(object(out)["update"])
+		kind, _ := jsonString(update["sessionUpdate"])
+		switch kind {
+		case "tool_call", "tool_call_update":
+			if title, ok := jsonString(update["title"]); ok && termtext.VisibleLine(title) != title {
+				t.Fatalf("shown(%q): title %q goes out unescaped", params, title)
+			}
+		case "agent_message_chunk", "agent_thought_chunk":
+			content := object(update["content"])
+			typ, _ := jsonString(content["type"])
+			if text, ok := jsonString(content["text"]); !raw && typ == "text" && ok && termtext.StripString(text) != text {
+				t.Fatalf("shown(%q): text %q goes out unfiltered", params, text)
 			}
 		}
 	})

@@ -120,6 +120,8 @@ type testClient struct {
 	// buffers are the editor's open files (path → unsaved text) that fs/read_text_file serves.
 	buffers map[string]string
 	reads   []acp.ReadTextFileRequest
+	// writes are the fs/write_text_file requests the editor got (each answered with errNoFS).
+	writes []acp.WriteTextFileRequest
 	// terminal: the editor runs terminal/* (a stand-in that answers every command alike).
 	terminal  bool
 	terminals []acp.CreateTerminalRequest
@@ -176,7 +178,10 @@ func (c *testClient) ReadTextFile(_ context.Context, r acp.ReadTextFileRequest) 
 	}
 	return acp.ReadTextFileResponse{}, errNoFS
 }
-func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+func (c *testClient) WriteTextFile(_ context.Context, r acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, r)
 	return acp.WriteTextFileResponse{}, errNoFS
 }
 func (c *testClient) CreateTerminal(_ context.Context, r acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {

@@ -932,12 +932,117 @@ func TestProxyUnaskedWriteRefused(t *testing.T) {
 		t.Fatalf("a write after allow always for edits was refused: %q", told)
 	}
 
-	// An editor that serves files decides: the write goes to it. The test editor answers every
-	// write with its own error, so the agent got the editor's answer, not qkit's refusal.
+	// An editor that serves files gets the write under the same rule (TestProxyOneRule): an
+	// unasked one never reaches it.
 	_, told = run(t, "", "write:editor.txt", "allow_once", acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
-	if !strings.Contains(told, "unasked write:editor.txt: refused") || !strings.Contains(told, errNoFS.Error()) {
-		t.Fatalf("the write did not go to the editor: %q", told)
+	if !strings.Contains(told, "unasked write:editor.txt: refused") || !strings.Contains(told, "did not ask the editor's permission") {
+		t.Fatalf("an unasked write to an editor with fs: the agent was told %q, want qkit's refusal", told)
 	}
+}
+
+// TestProxyOneRule: an editor that serves files and terminals itself gets the agent's writes and
+// commands under the rule qkit keeps when it serves them: only for a tool call the editor allowed
+// in this turn while it runs (or after "allow always"), and only with paths and a cwd inside the
+// session's folder (links resolved). Anything else is refused before the editor sees it, and
+// stderr says so. Reads inside the folder still go to the editor; one outside does not. The
+// proxy used to forward all of it as the agent sent it.
+func TestProxyOneRule(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t)
+	outsideDir := t.TempDir()
+	secret := filepath.Join(outsideDir, "secret.txt")
+	editorCaps := acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}
+	type result struct {
+		cwd, told, logs string
+		tc              *testClient
+		id              acp.SessionId
+	}
+	run := func(t *testing.T, knobs ...string) result {
+		cwd := t.TempDir()
+		ran := filepath.Join(t.TempDir(), "ran")
+		q.Set("FAKEQ_ACP_RAN=" + ran)
+		for _, k := range []string{"FAKEQ_ACP_TOOLS=", "FAKEQ_ACP_UNASKED=", "FAKEQ_ACP_V3="} {
+			q.Set(k)
+		}
+		for _, k := range knobs {
+			q.Set(k)
+		}
+		logs := &syncBuf{}
+		h := startWith(t, "", func(o *Options) { useAgent(q)(o); o.Backend = acpclient.BackendACP; o.Logger = newLogger(logs) })
+		defer h.stop()
+		h.tc.terminal = true
+		h.tc.buffers = map[string]string{secret: "TOP-SECRET", filepath.Join(cwd, "notes.txt"): "unsaved in the editor"}
+		h.initializeWith(editorCaps)
+		id := h.newSession(cwd)
+		h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+		told, _ := os.ReadFile(ran)
+		return result{cwd: cwd, told: string(told), logs: logs.String(), tc: h.tc, id: id}
+	}
+	editorGot := func(r result) string {
+		r.tc.mu.Lock()
+		defer r.tc.mu.Unlock()
+		var got []string
+		for _, w := range r.tc.writes {
+			got = append(got, "write "+w.Path)
+		}
+		for _, c := range r.tc.terminals {
+			got = append(got, "terminal "+c.Command+" "+strings.Join(c.Args, " "))
+		}
+		for _, rd := range r.tc.reads {
+			got = append(got, "read "+rd.Path)
+		}
+		return strings.Join(got, "; ")
+	}
+	refused := func(t *testing.T, r result, spec, why, logged string) {
+		t.Helper()
+		if got := editorGot(r); got != "" {
+			t.Errorf("the editor got %s", got)
+		}
+		if !strings.Contains(r.told, "unasked "+spec+": refused") || !strings.Contains(r.told, why) {
+			t.Errorf("the agent was told %q, want a refusal saying %q", r.told, why)
+		}
+		if !strings.Contains(r.logs, logged) {
+			t.Errorf("stderr does not say %q:\n%s", logged, r.logs)
+		}
+	}
+	const unasked, outside = "did not ask the editor's permission", "outside the working directory"
+
+	t.Run("unasked write outside", func(t *testing.T) {
+		refused(t, run(t, "FAKEQ_ACP_UNASKED=write:"+secret), "write:"+secret, unasked, "refused a write the agent did not ask")
+	})
+	t.Run("unasked write inside", func(t *testing.T) {
+		refused(t, run(t, "FAKEQ_ACP_UNASKED=write:in.txt"), "write:in.txt", unasked, "refused a write the agent did not ask")
+	})
+	t.Run("granted write inside", func(t *testing.T) {
+		r := run(t, "FAKEQ_ACP_TOOLS=write:asked.txt", "FAKEQ_ACP_UNASKED=write:during.txt@1")
+		if got, want := editorGot(r), "write "+filepath.Join(r.cwd, "during.txt"); got != want {
+			t.Fatalf("the editor got %q, want %q", got, want)
+		}
+		if r.tc.writes[0].SessionId != r.id || !strings.Contains(r.told, errNoFS.Error()) {
+			t.Fatalf("forwarded as %+v; the agent was told %q, want the editor's answer", r.tc.writes[0], r.told)
+		}
+	})
+	t.Run("granted write outside", func(t *testing.T) {
+		refused(t, run(t, "FAKEQ_ACP_TOOLS=write:asked.txt", "FAKEQ_ACP_UNASKED=write:"+secret+"@1"), "write:"+secret, outside, "outside the session's folder")
+	})
+	t.Run("unasked terminal", func(t *testing.T) {
+		refused(t, run(t, "FAKEQ_ACP_UNASKED=shell:cat /etc/hostname"), "shell:cat /etc/hostname", unasked, "refused a command the agent did not ask")
+	})
+	t.Run("granted terminal", func(t *testing.T) {
+		r := run(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=shell:echo hi")
+		if got := editorGot(r); got != "terminal sh -c echo hi" || *r.tc.terminals[0].Cwd != r.cwd {
+			t.Fatalf("the editor got %q (cwd %v), want the granted command in the session's folder", got, r.tc.terminals[0].Cwd)
+		}
+	})
+	t.Run("reads", func(t *testing.T) {
+		r := run(t, "FAKEQ_ACP_V3=1", "FAKEQ_ACP_TOOLS=read:notes.txt,read:"+secret)
+		if got, want := editorGot(r), "read "+filepath.Join(r.cwd, "notes.txt"); got != want {
+			t.Fatalf("the editor got %q, want %q (the read outside refused)", got, want)
+		}
+		if !strings.Contains(r.logs, "outside the session's folder") {
+			t.Fatalf("stderr does not say the read outside was refused:\n%s", r.logs)
+		}
+	})
 }
 
 func readFile(t *testing.T, name string) string {
@@ -947,4 +1052,62 @@ func readFile(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestProxyShowsAgentTextFiltered: what a person reads of the agent on the proxy path goes
+// through the filters of the other paths. The title of a tool call is escaped
+// (termtext.VisibleLine) in the permission request the editor shows and in the thread's tool_call,
+// so the two agree; the reply and thought chunks lose escape sequences, control and bidi
+// characters (termtext.Stripper, as the text path and the ACP backend read the agent), also
+// when a sequence is split across chunks, and the transcript keeps what the editor got. The
+// proxy used to forward all of it raw.
+func TestProxyShowsAgentTextFiltered(t *testing.T) {
+	t.Parallel()
+	q := newProxyAgent(t,
+		`FAKEQ_OUTPUT_QUOTED=A\x1b[31mRED\x1b[0m B\x1b]0;title\x07 C\u202eevil D\x00nul E\u009b31m F\rG`,
+		"FAKEQ_SPLIT=3",
+		"FAKEQ_ACP_THOUGHT=think\x1b[2J\u202e!",
+		"FAKEQ_ACP_TOOLS=shell:echo \x1b[2J\u202ehi")
+	h := startProxyAgent(t, "", q)
+	h.initialize()
+	id := h.newSession(t.TempDir())
+	h.mustPrompt(id, "go", acp.StopReasonEndTurn)
+	const title = `Running: echo \x1b[2J\u202ehi`
+	select {
+	case r := <-h.tc.asked:
+		if r.ToolCall.Title == nil || *r.ToolCall.Title != title {
+			t.Errorf("the permission request's title %q, want %q", ptrText(r.ToolCall.Title), title)
+		}
+	default:
+		t.Fatal("the editor was not asked")
+	}
+	if calls := h.tc.toolCalls(id); len(calls) != 1 || calls[0].Title != title {
+		t.Errorf("the thread's tool calls %+v, want one titled %q", calls, title)
+	}
+	const reply = "ARED B Cevil Dnul E FG"
+	if got := h.tc.agentText(id); strings.TrimSpace(got) != reply {
+		t.Errorf("the editor got the reply %q, want %q", got, reply)
+	}
+	var thought strings.Builder
+	h.tc.mu.Lock()
+	for _, n := range h.tc.updates {
+		if c := n.Update.AgentThoughtChunk; c != nil && c.Content.Text != nil {
+			thought.WriteString(c.Content.Text.Text)
+		}
+	}
+	h.tc.mu.Unlock()
+	if thought.String() != "think!" {
+		t.Errorf("the editor got the thought %q, want %q", thought.String(), "think!")
+	}
+	msgs, err := h.store.Messages(context.Background(), string(id))
+	if err != nil || len(msgs) != 2 || strings.TrimSpace(msgs[1].Text) != reply {
+		t.Fatalf("the transcript %+v (%v), want the reply as the editor got it", msgs, err)
+	}
+}
+
+func ptrText(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
