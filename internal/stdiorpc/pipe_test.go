@@ -295,11 +295,14 @@ func FuzzPipe(f *testing.F) {
 	f.Add([]byte("\x00\xff\n\n"))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"\xff","method":7}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":"` + strings.Repeat("z", 300) + `"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m"}` + "\n" + `{"jsonrpc":"2.0","id":null,"method":"m"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"params":` + strings.Repeat("[", 10001) + `}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out syncBuffer
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel() // nothing answers the requests read here: the end of input must not wait
-		p := New(ctx, bytes.NewReader(data), &out, Options{MaxLine: 256, EOFGrace: time.Hour})
+		p := New(ctx, bytes.NewReader(data), &out, Options{MaxLine: 256, EOFGrace: time.Hour,
+			Request: func(m string) bool { return !strings.HasPrefix(m, "n") }})
 		passed, err := io.ReadAll(p)
 		if err != nil {
 			t.Fatal(err)
@@ -315,6 +318,13 @@ func FuzzPipe(f *testing.F) {
 		for _, line := range strings.Split(string(passed), "\n") {
 			if line != "" && !json.Valid([]byte(line)) {
 				t.Fatalf("passed a line that is not JSON: %q", line)
+			}
+			var m struct {
+				ID     *json.RawMessage `json:"id"`
+				Method string           `json:"method"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method != "" && !strings.HasPrefix(m.Method, "n") && m.ID == nil {
+				t.Fatalf("passed a request without an id: %q", line)
 			}
 		}
 	})
