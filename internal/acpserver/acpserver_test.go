@@ -1367,6 +1367,15 @@ func TestMalformedLines(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\xfe\",\"method\":\"session/list\",\"params\":{}}", 0, "\uFFFD\uFFFD"},
 		{huge("7", MaxLine+1), -32700, float64(7)},
 		{huge("8", MaxLine), -32002, float64(8)}, // read, and answered: no such session
+		// Nesting too deep after the id: the request is answered under its id.
+		{`{"jsonrpc":"2.0","id":77,"method":"session/list","params":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + `}`, -32700, float64(77)},
+		// A request with a null id is refused, not run as a notification.
+		{`{"jsonrpc":"2.0","id":null,"method":"session/list","params":{}}`, -32600, nil},
+		// A session method without a session id: invalid params, not "session \"\" not found".
+		{`{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{"prompt":[{"type":"text","text":"x"}]}}`, -32602, float64(10)},
+		{`{"jsonrpc":"2.0","id":11,"method":"session/set_config_option","params":{"configId":"model","value":"default"}}`, -32602, float64(11)},
+		{`{"jsonrpc":"2.0","id":12,"method":"session/close","params":{}}`, -32602, float64(12)},
+		{`{"jsonrpc":"2.0","id":13,"method":"session/load","params":{"cwd":"/tmp","mcpServers":[]}}`, -32602, float64(13)},
 	} {
 		// The lines at the 10 MiB limit are a check of sizes, not of concurrency: under the race
 		// detector they took 20 s and 650 MB (most of the race pass's time and memory for this
@@ -1384,6 +1393,57 @@ func TestMalformedLines(t *testing.T) {
 	}
 	c2sW.Close()
 	<-done
+}
+
+// TestRequestWithoutIDIsNotRun: session/new and session/prompt sent without an id (notifications
+// to the SDK, which runs them one at a time with session/cancel and before the editor's answers)
+// are dropped with a log line naming them. The prompt did not hold up the queue: a later
+// session/cancel reaches another session's turn, and no turn ran in the first session.
+func TestRequestWithoutIDIsNotRun(t *testing.T) {
+	t.Parallel()
+	q := newFakeAgent(t, "", "FAKEQ_LINES=100000", "FAKEQ_INTERVAL=10ms")
+	var log syncBuf
+	h := startWith(t, "", func(o *Options) {
+		useAgent(q)(o)
+		o.Logger = newLogger(&log)
+	})
+	h.initialize()
+	a := h.newSession(t.TempDir())
+	b := h.newSession(t.TempDir())
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"session/new","params":{"cwd":"` + t.TempDir() + `","mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"` + string(a) + `","prompt":[{"type":"text","text":"run long"}]}}`,
+	} {
+		if _, err := io.WriteString(h.toSrv, line+"\n"); err != nil { // one write: never interleaved with the SDK's
+			t.Fatal(err)
+		}
+	}
+	res := make(chan acp.StopReason, 1)
+	go func() { s, _ := h.prompt(b, acp.TextBlock("go on")); res <- s }()
+	h.tc.waitFor(t, "the turn in the other session", func() bool { return strings.Contains(h.tc.agentText(b), "line 2\n") })
+	if err := h.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: b}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-res:
+		if s != acp.StopReasonCancelled {
+			t.Fatalf("stopReason %q, want cancelled", s)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a measure
+		t.Fatal("session/cancel did not reach the turn: it waits behind the prompt sent without an id")
+	}
+	if h.tc.count(a, func(u acp.SessionUpdate) bool { return u.AgentMessageChunk != nil || u.UserMessageChunk != nil }) != 0 {
+		t.Fatalf("the prompt sent without an id ran: %q", h.tc.transcript(a))
+	}
+	list, err := h.conn.ListSessions(context.Background(), acp.ListSessionsRequest{})
+	if err != nil || len(list.Sessions) != 2 {
+		t.Fatalf("sessions %+v, %v: want the two created with an id", list.Sessions, err)
+	}
+	for _, m := range []string{"session/new", "session/prompt"} {
+		if !strings.Contains(log.String(), "dropped a request sent without an id") || !strings.Contains(log.String(), "method="+m) {
+			t.Fatalf("log %q: want a line naming %s", log.String(), m)
+		}
+	}
 }
 
 // TestKillMidTurnKeepsCompletedTurns kills a real `acp serve` process with SIGKILL in the middle

@@ -60,6 +60,16 @@ func invalidParams(format string, args ...any) error {
 	return &acp.RequestError{Code: -32602, Message: fmt.Sprintf(format, args...)}
 }
 
+// needSession refuses a session method without a session id: the SDK's own checks pass it (the
+// schema marks sessionId required, the generated Validate does not), and it then read as a
+// session "" that is not found.
+func needSession(id acp.SessionId) error {
+	if id == "" {
+		return invalidParams("sessionId is required: name a session from session/new, session/list or session/load")
+	}
+	return nil
+}
+
 func notFound(format string, args ...any) error {
 	return &acp.RequestError{Code: -32002, Message: fmt.Sprintf(format, args...)}
 }
@@ -258,6 +268,9 @@ func (a *adapter) clientCaps() acp.ClientCapabilities {
 
 // reopen checks a session/load or session/resume request and opens the session's actor.
 func (a *adapter) reopen(ctx context.Context, id acp.SessionId, cwd string) (sessions.SessionRecord, *sessionHandle, error) {
+	if err := needSession(id); err != nil {
+		return sessions.SessionRecord{}, nil, err
+	}
 	if err := a.requireAuth(); err != nil {
 		return sessions.SessionRecord{}, nil, err
 	}
@@ -398,6 +411,9 @@ func (a *adapter) sessionConfig(h *sessionHandle) ([]acp.SessionConfigOption, er
 
 // routeError explains why a session could not be reached.
 func (a *adapter) routeError(id string, err error) error {
+	if id == "" {
+		return needSession("")
+	}
 	if errors.Is(err, errBusy) {
 		return &acp.RequestError{Code: -32603, Message: fmt.Sprintf("session %q is busy: too many requests queued (at most %d)", id, inboxSize)}
 	}
@@ -449,6 +465,9 @@ func (a *adapter) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (
 // Prompt runs one turn. It never returns the request context's error: a cancelled turn answers
 // stopReason "cancelled" (the SDK would turn context.Canceled into error -32800).
 func (a *adapter) Prompt(reqCtx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	if err := needSession(p.SessionId); err != nil {
+		return acp.PromptResponse{}, err
+	}
 	if err := a.requireAuth(); err != nil {
 		return acp.PromptResponse{}, err
 	}
@@ -499,6 +518,9 @@ func (a *adapter) Cancel(ctx context.Context, p acp.CancelNotification) error {
 
 // CloseSession cancels the session's work, waits for it to end and frees the actor.
 func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	if err := needSession(p.SessionId); err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
 	if err := a.requireAuth(); err != nil {
 		return acp.CloseSessionResponse{}, err
 	}
@@ -529,6 +551,9 @@ func (a *adapter) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (
 // offers no modes (the agent profile is fixed for the server's life), so it answers
 // method-not-found.
 func (a *adapter) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	if err := needSession(p.SessionId); err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
 	if a.proxy != nil {
 		if s := a.proxy.Session(string(p.SessionId)); s != nil {
 			if err := a.requireAuth(); err != nil {
@@ -611,6 +636,9 @@ func (a *adapter) SetSessionConfigOption(ctx context.Context, p acp.SetSessionCo
 	}
 	if v.ConfigId != configModel {
 		return acp.SetSessionConfigOptionResponse{}, invalidParams("unknown config option %q: the only option is %q", v.ConfigId, configModel)
+	}
+	if err := needSession(v.SessionId); err != nil {
+		return acp.SetSessionConfigOptionResponse{}, err
 	}
 	model := string(v.Value)
 	id := string(v.SessionId)

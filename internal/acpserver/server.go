@@ -98,6 +98,10 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		EOFGrace: eofGrace,
 		// Running prompts are not waited for: the end of stdin cancels them, as it always did.
 		WaitFor: func(method string) bool { return method != acp.AgentMethodSessionPrompt },
+		// A request sent without an id is not run: the SDK would run it as a notification, one at
+		// a time with the others, so a prompt sent that way held up session/cancel and the
+		// answers to permission requests of every session for its whole turn.
+		Request: func(method string) bool { return requestMethods[method] },
 		Logger:  opts.Logger,
 	})
 	srv := newServer()
@@ -135,6 +139,32 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		<-a.modelsLoaded // a model list still being fetched is stopped with its process group
 	}
 	return nil
+}
+
+// requestMethods are the ACP methods an agent answers: the SDK's agent methods less the
+// notifications (session/cancel, document/did*, nes/accept, nes/reject) and `$/cancel_request`.
+// Extension methods (`_…`) may be either and pass as they come; so do methods the SDK does not
+// know, which it drops when they come without an id.
+var requestMethods = map[string]bool{
+	acp.AgentMethodInitialize:             true,
+	acp.AgentMethodAuthenticate:           true,
+	acp.AgentMethodLogout:                 true,
+	acp.AgentMethodSessionNew:             true,
+	acp.AgentMethodSessionLoad:            true,
+	acp.AgentMethodSessionResume:          true,
+	acp.AgentMethodSessionFork:            true,
+	acp.AgentMethodSessionList:            true,
+	acp.AgentMethodSessionClose:           true,
+	acp.AgentMethodSessionPrompt:          true,
+	acp.AgentMethodSessionSetMode:         true,
+	acp.AgentMethodSessionSetModel:        true,
+	acp.AgentMethodSessionSetConfigOption: true,
+	acp.AgentMethodNesStart:               true,
+	acp.AgentMethodNesSuggest:             true,
+	acp.AgentMethodNesClose:               true,
+	acp.AgentMethodProvidersList:          true,
+	acp.AgentMethodProvidersSet:           true,
+	acp.AgentMethodProvidersDisable:       true,
 }
 
 // heldReader reads from r once open is closed.

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,6 +130,73 @@ func TestMalformedInput(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
+}
+
+// TestRequestWithoutID: a request sent without an id is not run (the log names it), one with
+// "id":null is answered -32600, and the session carries on; notifications still pass.
+func TestRequestWithoutID(t *testing.T) {
+	t.Parallel()
+	a := mcptest.NewApp(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var log syncLog
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Serve(t.Context(), &mcpserver.Deps{App: a}, &mcpserver.Stdio{In: inR, Out: outW, EOFGrace: time.Minute, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	}()
+	go func() {
+		for _, l := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"qkit_help","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		} {
+			_, _ = io.WriteString(inW, l+"\n")
+		}
+		inW.Close()
+	}()
+	responses := bufio.NewScanner(outR)
+	responses.Buffer(nil, 1<<20)
+	// The pipe answers the null id as it reads it, before the SDK sees the ping, and maybe
+	// before the SDK answers initialize: read until both requests are answered.
+	var got []string
+	pong := `{"jsonrpc":"2.0","id":2,"result":{}}`
+	for responses.Scan() {
+		got = append(got, responses.Text())
+		if slices.Contains(got, pong) && strings.Contains(strings.Join(got, "\n"), `"id":1,"result"`) {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id of \"tools/list\" is null: a request needs a string or number id"}}`
+	if len(got) != 3 || !slices.Contains(got, want) {
+		t.Fatalf("responses %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if l := log.String(); !strings.Contains(l, "dropped a request sent without an id") || !strings.Contains(l, "method=tools/call") {
+		t.Fatalf("log %q: want a line naming tools/call", l)
+	}
+}
+
+// syncLog is a log the server writes while the test may read it.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestOverlongLine sends a line over the 16 MiB limit: it is answered with a parse error, skipped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,6 +32,8 @@ const DefaultEOFGrace = 10 * time.Second
 //     end the session;
 //   - at the end of input, requests already read get EOFGrace to be answered; then the calls still
 //     running are cancelled and the session ends;
+//   - a request sent without an id is dropped with a warning, and one with "id":null is answered
+//     -32600 (the SDK drops both without a word);
 //   - a request the client cancelled (notifications/cancelled) while it ran gets no response.
 type Stdio struct {
 	In  io.Reader
@@ -52,6 +55,10 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 		// The SDK cancels the handler of a call the client cancelled but still sends its
 		// result; MCP says a cancelled request gets no response.
 		CancelMethod: "notifications/cancelled",
+		// Every MCP notification is named notifications/…; any other method is a request. The
+		// SDK drops one sent without an id (or with "id":null) without a word; the pipe says so
+		// on stderr, and answers the null id with -32600.
+		Request: func(method string) bool { return !strings.HasPrefix(method, "notifications/") },
 	})
 	inner := &mcp.IOTransport{Reader: io.NopCloser(p), Writer: p, MaxLineLength: -1} // p bounds lines
 	return inner.Connect(ctx)

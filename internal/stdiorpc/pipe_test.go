@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,8 @@ func TestBadLinesAreAnswered(t *testing.T) {
 	}{
 		{`{not json`, CodeParseError, nil},
 		{deep, CodeParseError, nil},
-		{`{"jsonrpc":"2.0","id":3,"method":"x","params":` + deep + `}`, CodeParseError, nil},
+		{`{"jsonrpc":"2.0","id":3,"method":"x","params":` + deep + `}`, CodeParseError, float64(3)},
+		{`{"jsonrpc":"2.0","params":` + deep + `,"id":4}`, CodeParseError, float64(4)}, // read within the first 64 KiB
 		{`[]`, CodeInvalidRequest, nil},
 		{`42`, CodeInvalidRequest, nil},
 		{`{"id":7,"method":"x"}`, CodeInvalidRequest, float64(7)},
@@ -293,11 +295,14 @@ func FuzzPipe(f *testing.F) {
 	f.Add([]byte("\x00\xff\n\n"))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"\xff","method":7}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":"` + strings.Repeat("z", 300) + `"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"m"}` + "\n" + `{"jsonrpc":"2.0","id":null,"method":"m"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"params":` + strings.Repeat("[", 10001) + `}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out syncBuffer
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel() // nothing answers the requests read here: the end of input must not wait
-		p := New(ctx, bytes.NewReader(data), &out, Options{MaxLine: 256, EOFGrace: time.Hour})
+		p := New(ctx, bytes.NewReader(data), &out, Options{MaxLine: 256, EOFGrace: time.Hour,
+			Request: func(m string) bool { return !strings.HasPrefix(m, "n") }})
 		passed, err := io.ReadAll(p)
 		if err != nil {
 			t.Fatal(err)
@@ -313,6 +318,13 @@ func FuzzPipe(f *testing.F) {
 		for _, line := range strings.Split(string(passed), "\n") {
 			if line != "" && !json.Valid([]byte(line)) {
 				t.Fatalf("passed a line that is not JSON: %q", line)
+			}
+			var m struct {
+				ID     *json.RawMessage `json:"id"`
+				Method string           `json:"method"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method != "" && !strings.HasPrefix(m.Method, "n") && m.ID == nil {
+				t.Fatalf("passed a request without an id: %q", line)
 			}
 		}
 	})
@@ -413,5 +425,47 @@ func TestAwaiting(t *testing.T) {
 	_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":4,"result":{}}` + "\n"))
 	if p.Awaiting("_x/ask") {
 		t.Error("an answered request still awaits")
+	}
+}
+
+// TestRequestWithoutID: a request method (Options.Request) without an id never reaches the SDK,
+// which would run it as a notification; the log names it. With "id":null it is answered -32600.
+// Notifications, unknown methods and requests with an id pass as they came.
+func TestRequestWithoutID(t *testing.T) {
+	pass := []string{
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"a"}}`,
+		`{"jsonrpc":"2.0","method":"foo/bar","params":{}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"foo/bar","params":{}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"a"}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{}}`,
+	}
+	in := `{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":"a"}}` + "\n" +
+		pass[0] + "\n" + pass[1] + "\n" +
+		`{"jsonrpc":"2.0","id":null,"method":"session/list","params":{}}` + "\n" +
+		`{"jsonrpc":"2.0", "id" : null ,"method":"session/new","params":{}}` + "\n" +
+		pass[2] + "\n" + pass[3] + "\n" + pass[4] + "\n"
+	var out syncBuffer
+	var log bytes.Buffer
+	requests := map[string]bool{"session/prompt": true, "session/list": true, "session/new": true}
+	p := New(context.Background(), strings.NewReader(in), &out, Options{
+		MaxLine: 1 << 20, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Request: func(m string) bool { return requests[m] },
+	})
+	got, err := io.ReadAll(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(pass, "\n") + "\n"; string(got) != want {
+		t.Fatalf("the SDK got\n%s\nwant\n%s", got, want)
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id of \"session/list\" is null: a request needs a string or number id"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: the id of \"session/new\" is null: a request needs a string or number id"}}`,
+	}
+	if lines := out.lines(); strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("answers %q, want %q", lines, want)
+	}
+	if l := log.String(); strings.Count(l, "dropped a request sent without an id") != 1 || !strings.Contains(l, "method=session/prompt") {
+		t.Fatalf("log %q: want one line naming session/prompt", l)
 	}
 }

@@ -54,6 +54,9 @@ func (p *Pipe) Read(b []byte) (int, error) {
 			p.reply(code, text, msg.id())
 			continue
 		}
+		if p.notARequest(msg) {
+			continue
+		}
 		p.opened(msg)
 		p.withdrawn(msg)
 		p.pending = append(line, '\n')
@@ -147,6 +150,11 @@ func check(line []byte) (message, int64, string) {
 	var m message
 	trimmed := bytes.TrimSpace(line)
 	if err := json.Unmarshal(trimmed, &json.RawMessage{}); err != nil {
+		// Nesting too deep, or garbage after the id: the id, read from the start, is answered.
+		if len(trimmed) > headSize {
+			trimmed = trimmed[:headSize]
+		}
+		m.ID = headID(trimmed)
 		return m, CodeParseError, "Parse error: the message is not valid JSON: " + err.Error()
 	}
 	switch trimmed[0] {
@@ -176,6 +184,22 @@ func check(line []byte) (message, int64, string) {
 		return m, CodeInvalidRequest, "Invalid Request: a message needs a method (request or notification), or a result or an error (response)"
 	}
 	return m, 0, ""
+}
+
+// notARequest handles a request method (Options.Request) sent without an id or with "id":null,
+// which the SDK would run as a notification: it is dropped with a warning, or answered -32600 when
+// its id is null. It reports whether the message was taken out.
+func (p *Pipe) notARequest(m message) bool {
+	if m.method == "" || p.opts.Request == nil || (len(m.ID) > 0 && string(m.ID) != "null") || !p.opts.Request(m.method) {
+		return false
+	}
+	if len(m.ID) == 0 {
+		p.opts.Logger.Warn("dropped a request sent without an id: JSON-RPC gives no answer to a notification, and this method is only run as a request; send it with an id",
+			"method", m.method)
+		return true
+	}
+	p.reply(CodeInvalidRequest, "Invalid Request: the id of "+strconv.Quote(m.method)+" is null: a request needs a string or number id", nil)
+	return true
 }
 
 // idKey is one form for equal ids however they are written (1, 1.0; "a", "\u0061").

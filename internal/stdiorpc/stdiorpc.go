@@ -6,6 +6,7 @@
 //     not a JSON-RPC 2.0 message, a batch, or longer than MaxLine is answered with a JSON-RPC
 //     error (-32700 parse error, -32600 invalid request) and skipped, and the session carries on
 //     (the SDKs alone end the session or drop the line without a word);
+//   - a request method sent without an id, or with "id":null, is not run (Options.Request);
 //   - invalid UTF-8 is replaced with U+FFFD before the SDK sees the line, so an id echoed back is
 //     valid JSON;
 //   - at the end of input, the requests already read get a grace period to be answered before
@@ -52,6 +53,14 @@ type Options struct {
 	// respond to a cancelled request); the request counts as answered all the same. Empty: every
 	// answer is written (ACP's $/cancel_request still gets one).
 	CancelMethod string
+	// Request, when set, says whether method is one the server takes only as a request (one it
+	// answers). Such a message without an id is dropped before the SDK sees it, with a warning
+	// naming the method: JSON-RPC forbids answering a notification, and an SDK would run it as
+	// one (ACP's runs notifications one at a time, so a prompt sent as one holds up every later
+	// notification and response for the whole turn). With "id":null it is answered -32600 and
+	// not run. Methods it says no to (the protocol's notifications, methods the server does not
+	// know) pass as they came. nil passes every method.
+	Request func(method string) bool
 }
 
 // Pipe is one connection's plumbing: an io.Reader for the SDK (checked lines from the input) and
