@@ -49,6 +49,10 @@ func Run(ctx context.Context, a *app.App, args []string) int {
 
 // runRoot is Run on a tree built for a (internal commands run on a fresh one each time).
 func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string) int {
+	// The stop-signal handler of an interruptible command lives until this context ends: an internal
+	// command run on a server's context must not leave its handler behind (catchInterruptsOn).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
