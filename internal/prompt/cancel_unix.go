@@ -22,23 +22,29 @@ type cancelReader struct {
 	ctx    context.Context
 	wake   [2]int // the pipe: [0] is polled, [1] is written once ctx ends
 	stop   func() bool
+	woken  chan struct{} // closed once the pipe is written
 	closed sync.Once
 }
 
 func newCancelReader(ctx context.Context, in terminal.FileReader) (terminal.FileReader, func(), error) {
-	r := &cancelReader{in: in, fd: int(in.Fd()), ctx: ctx}
+	r := &cancelReader{in: in, fd: int(in.Fd()), ctx: ctx, woken: make(chan struct{})}
 	if err := unix.Pipe(r.wake[:]); err != nil {
 		return nil, nil, os.NewSyscallError("pipe", err)
 	}
 	unix.CloseOnExec(r.wake[0])
 	unix.CloseOnExec(r.wake[1])
-	r.stop = context.AfterFunc(ctx, func() { _, _ = unix.Write(r.wake[1], []byte{1}) })
+	r.stop = context.AfterFunc(ctx, func() {
+		defer close(r.woken)
+		_, _ = unix.Write(r.wake[1], []byte{1})
+	})
 	return r, r.close, nil
 }
 
 func (r *cancelReader) close() {
 	r.closed.Do(func() {
-		r.stop()
+		if !r.stop() {
+			<-r.woken // the pipe is being written: close it only after that write
+		}
 		_ = unix.Close(r.wake[0])
 		_ = unix.Close(r.wake[1])
 	})

@@ -79,7 +79,9 @@ func TestSurveyEndsWithItsContext(t *testing.T) {
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 				mu.Lock()
 				s := screen.Bytes()
-				shown := bytes.LastIndex(s, []byte("\x1b[?25h")) >= bytes.LastIndex(s, []byte("\x1b[?25l")) && bytes.HasSuffix(s, []byte("\r\n"))
+				// (An answer to a cursor query that comes after the prompt ended is echoed after it.)
+				rest := s[max(0, bytes.LastIndex(s, []byte("\x1b[?25l"))):]
+				shown := bytes.Contains(rest, []byte("\x1b[?25h")) && bytes.Contains(rest, []byte("\r\n"))
 				mu.Unlock()
 				if shown {
 					break
