@@ -20,7 +20,7 @@ import (
 
 // ptyCmd is the testscript command
 //
-//	pty [-exit N] [-lines] INPUT PROG [ARGS...]
+//	pty [-exit N] [-lines] [-signal SIG] INPUT PROG [ARGS...]
 //
 // It runs PROG with stdin, stdout and stderr on a pseudo-terminal, so the program sees a real
 // terminal (tables, colour decisions, survey prompts). INPUT is a file whose lines are Go string
@@ -28,12 +28,22 @@ import (
 // prompt has made the terminal raw; with -lines the program reads whole lines on the cooked
 // terminal, and keys are typed once it is quiet. Cursor position queries are answered the way a
 // terminal would. What the terminal showed becomes stdout; a non-zero exit fails the command
-// unless negated. With -exit N, the exit status must be N.
+// unless negated. With -exit N, the exit status must be N. With -signal SIG (INT, TERM, HUP, QUIT),
+// the program is sent that signal once it has taken the last key and is waiting for the next one
+// (quiet, and the terminal raw unless -lines); it must then leave the terminal as a shell has it
+// (line editing, echo and signals from keys on) and the cursor shown.
 func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	wantExit := -1
 	lines := false
+	var sig syscall.Signal
 	for len(args) > 2 {
-		if args[0] == "-exit" {
+		if args[0] == "-signal" {
+			sig = map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT}[args[1]]
+			if sig == 0 {
+				ts.Fatalf("pty: unknown signal %q", args[1])
+			}
+			args = args[2:]
+		} else if args[0] == "-exit" {
 			n, err := strconv.Atoi(args[1])
 			ts.Check(err)
 			wantExit, args = n, args[2:]
@@ -44,7 +54,7 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	if len(args) < 2 || neg && wantExit >= 0 {
-		ts.Fatalf("usage: pty [-exit N] [-lines] INPUT PROG [ARGS...]")
+		ts.Fatalf("usage: pty [-exit N] [-lines] [-signal SIG] INPUT PROG [ARGS...]")
 	}
 	var keys []string
 	for _, line := range strings.Split(ts.ReadFile(args[0]), "\n") {
@@ -158,11 +168,20 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 		quiet()
 		typeKeys(k)
 	}
+	if sig != 0 {
+		quiet()
+		ts.Check(c.Process.Signal(sig))
+	}
 	// A program still waiting for input a minute after the last key would hang the whole test run:
 	// stop it and fail with what the terminal showed.
 	hung := time.AfterFunc(time.Minute, func() { _ = c.Process.Kill() })
 	werr := c.Wait()
 	timedOut := !hung.Stop()
+	var modeErr error
+	if sig != 0 {
+		// The master side reports the terminal's mode after its program is gone.
+		modeErr = ptytest.Cooked(f)
+	}
 	// Drain before closing: the reader ends with EIO once the child's side is closed and all it
 	// wrote has been read. Closing first loses the tail of the output under load.
 	drain, stop := context.WithTimeout(context.Background(), 5*time.Second)
@@ -178,6 +197,17 @@ func ptyCmd(ts *testscript.TestScript, neg bool, args []string) {
 	mu.Unlock()
 	if timedOut {
 		ts.Fatalf("%s was still running a minute after the last key; killed", args[1])
+	}
+	if sig != 0 {
+		if modeErr != nil {
+			ts.Fatalf("after %v: %v", sig, modeErr)
+		}
+		mu.Lock()
+		hidden := bytes.LastIndex(screen.Bytes(), []byte("\x1b[?25l")) > bytes.LastIndex(screen.Bytes(), []byte("\x1b[?25h"))
+		mu.Unlock()
+		if hidden {
+			ts.Fatalf("after %v: the cursor was left hidden", sig)
+		}
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {

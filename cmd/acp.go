@@ -86,8 +86,8 @@ with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the sessi
 	c.Flags().StringVar(&opts.agent, "agent", "", "q agent profile (`NAME`) to run every prompt with")
 	c.Flags().StringVar(&opts.model, "model", "", "default `MODEL` of new sessions (default: setting agent.model)")
 	_ = c.RegisterFlagCompletionFunc("agent", cobra.NoFileCompletions)
-	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return askModels(a), cobra.ShellCompDirectiveNoFileComp
+	_ = c.RegisterFlagCompletionFunc("model", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return askModels(c.Context(), a), cobra.ShellCompDirectiveNoFileComp
 	})
 	return interruptible(c)
 }

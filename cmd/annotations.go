@@ -42,7 +42,8 @@ func guardedFlags(c *cobra.Command, flags string) *cobra.Command {
 	return annotate(c, annGuardedFlags, flags)
 }
 
-// annInterruptible marks commands that wait (for the agent, a person or a client) and so handle
+// annInterruptible marks commands that wait (for the agent, a person or a client: every command that
+// can open a prompt is one) and so handle
 // Ctrl-C and SIGTERM themselves: their context is cancelled and they clean up (stop the agent's
 // process group, mark a question set abandoned) before exiting 130. Other commands finish in
 // milliseconds and keep the default, immediate exit: installing the handler costs a thread and about

@@ -99,8 +99,8 @@ More in qkit help <topic>:
 	f.BoolVar(&opts.asJSON, "json", false, "print one JSON object at the end (as --output-format json)")
 	addAskEventFlags(c, &opts.events)
 	addAskStructuredFlags(c, &opts.structured)
-	_ = c.RegisterFlagCompletionFunc("model", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return askModels(a), cobra.ShellCompDirectiveNoFileComp
+	_ = c.RegisterFlagCompletionFunc("model", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return askModels(c.Context(), a), cobra.ShellCompDirectiveNoFileComp
 	})
 	for _, name := range []string{"agent", "timeout", "max-response-size"} {
 		_ = c.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
@@ -130,13 +130,14 @@ func askConfig(a *app.App) *config.Config {
 }
 
 // askModels returns the models --model completes to: the agent.models setting when set, else the
-// agent's own list (cached), else q's offline list.
-func askModels(a *app.App) []string {
+// agent's own list (cached), else q's offline list. Listing stops when ctx ends (a signal: see
+// catchInterrupts).
+func askModels(ctx context.Context, a *app.App) []string {
 	c := askConfig(a)
 	if c == nil {
 		return slices.Clone(agent.FallbackModels)
 	}
-	return agent.OfferedModels(agent.NewModelCache(c.Paths.State).Choices(context.Background(), agent.LimitsFromConfig(c)))
+	return agent.OfferedModels(agent.NewModelCache(c.Paths.State).Choices(ctx, agent.LimitsFromConfig(c)))
 }
 
 // askToolNames are the agent's tool names, for --trust-tools and --deny-tools completion.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -190,15 +191,15 @@ On a terminal it asks first; elsewhere it needs --yes.
   qkit --profile backend context clear --yes
   qkit context clear --global --yes`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runContextClear(a, opts) },
+		RunE: func(c *cobra.Command, _ []string) error { return runContextClear(c.Context(), a, opts) },
 	}
 	c.Flags().BoolVarP(&opts.global, "global", "g", false, "clear the global context instead of the profile's")
 	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {scope, profile, cleared}")
-	return exposeChange(c)
+	return exposeChange(interruptible(c))
 }
 
-func runContextClear(a *app.App, opts *contextClearOptions) error {
+func runContextClear(ctx context.Context, a *app.App, opts *contextClearOptions) error {
 	env, err := loadContextEnv(a)
 	if err != nil {
 		return err
@@ -209,7 +210,7 @@ func runContextClear(a *app.App, opts *contextClearOptions) error {
 		what = fmt.Sprintf("profile '%s'", t.Profile)
 	}
 	if !opts.yes {
-		ok, err := a.Confirm("--yes", fmt.Sprintf("Remove every path from the context for %s?", what))
+		ok, err := a.Confirm(ctx, "--yes", fmt.Sprintf("Remove every path from the context for %s?", what))
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -74,7 +75,7 @@ method (ACP).`, doctor.Timeout),
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print {status, checks: [{name, status, detail, fix}]}")
 	c.Flags().BoolVar(&opts.login, "login", false, "run the agent's login in this terminal, then check the login again")
 	c.MarkFlagsMutuallyExclusive("json", "login")
-	return changeFlags(exposeRead(c), "login")
+	return changeFlags(exposeRead(interruptible(c)), "login")
 }
 
 // loadDoctorApp is the root's loading of the configuration (this command's PersistentPreRunE
@@ -85,6 +86,7 @@ func loadDoctorApp(a *app.App, c *cobra.Command, opts *doctorOptions) error {
 	if err := checkFlags(c); err != nil {
 		return err
 	}
+	catchInterrupts(c) // as the root's hook does: doctor's probes and --login run the agent
 	ro := &rootOptions{}
 	ro.configFile, _ = c.Flags().GetString("config")
 	ro.logLevel, _ = c.Flags().GetString("log-level")
@@ -112,6 +114,10 @@ func runDoctor(c *cobra.Command, a *app.App, opts *doctorOptions) error {
 		Config: a.Config, ConfigErr: opts.configErr, Profile: a.ProfileFlag, Dir: dir,
 		Version: a.Version.Version, Logger: a.Logger,
 	})
+	if c.Context().Err() != nil {
+		// A signal stopped every probe: their timeouts say nothing about the setup, so no report.
+		return output.WithCode(output.ExitInterrupted, errors.New("interrupted: every probe was stopped"))
+	}
 	if opts.asJSON {
 		err = output.JSON(a.IO.Out, rep)
 	} else {

@@ -336,7 +336,7 @@ func cliConfirm(a *app.App, yes bool) commands.ConfirmFunc {
 		question := "Run " + c.Display() + "?"
 		var ok bool
 		if a.Prompter != nil {
-			ok, err = p.Confirm(question, false)
+			ok, err = p.Confirm(ctx, question, false)
 		} else {
 			ok, err = prompt.ConfirmLine(ctx, a.IO.In, a.IO.ErrOut, question, false)
 		}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -138,8 +139,8 @@ too, as it is now; when there is no such set, status is not_found and the id emp
   qkit questions answer            # the only pending set, interactively`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeSessions(a, false),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return runQuestionsAnswer(a, opts, args)
+		RunE: func(c *cobra.Command, args []string) error {
+			return runQuestionsAnswer(c.Context(), a, opts, args)
 		},
 	}
 	f := c.Flags()
@@ -154,13 +155,13 @@ too, as it is now; when there is no such set, status is not_found and the id emp
 	return interruptible(c)
 }
 
-func runQuestionsAnswer(a *app.App, opts *answerOptions, args []string) error {
+func runQuestionsAnswer(ctx context.Context, a *app.App, opts *answerOptions, args []string) error {
 	return withSessionJSON(a, args, opts.asJSON, func(st questions.Store, s *questions.Session) error {
-		return answerSession(a, opts, st, s)
+		return answerSession(ctx, a, opts, st, s)
 	})
 }
 
-func answerSession(a *app.App, opts *answerOptions, st questions.Store, s *questions.Session) error {
+func answerSession(ctx context.Context, a *app.App, opts *answerOptions, st questions.Store, s *questions.Session) error {
 	if !s.Status.Status.Open() {
 		return questionsErr(&questions.ClosedError{ID: s.ID, Status: s.Status.Status, Reason: s.Status.Reason})
 	}
@@ -184,7 +185,7 @@ func answerSession(a *app.App, opts *answerOptions, st questions.Store, s *quest
 		if err != nil {
 			return err
 		}
-		return answerInteractively(a, st, p, s, opts.asJSON)
+		return answerInteractively(ctx, a, st, p, s, opts.asJSON)
 	}
 	done, err := st.Answer(s.ID, answers, "")
 	if err != nil {
@@ -209,12 +210,12 @@ func reportDone(a *app.App, s *questions.Session, asJSON bool) error {
 
 // answerInteractively claims the session, walks the person through it and submits their decision.
 // Ctrl-C hands the session back as pending.
-func answerInteractively(a *app.App, st questions.Store, p prompt.Prompter, s *questions.Session, asJSON bool) error {
+func answerInteractively(ctx context.Context, a *app.App, st questions.Store, p prompt.Prompter, s *questions.Session, asJSON bool) error {
 	token, s, err := st.Claim(s.ID)
 	if err != nil {
 		return questionsErr(err)
 	}
-	d, err := questions.Walk(p, a.IO.Out, s)
+	d, err := questions.Walk(ctx, p, a.IO.Out, s)
 	if err != nil {
 		_ = st.Release(s.ID, token)
 		if errors.Is(err, prompt.ErrInterrupted) {

@@ -91,7 +91,7 @@ func runQuestionsWait(ctx context.Context, a *app.App, opts *waitOptions) error 
 		if n := waitingAfter(st, s.ID); n > 0 {
 			fmt.Fprintf(a.IO.Out, "\n%s waiting after this one.\n", plural(n, "more question set is", "more question sets are"))
 		}
-		err = answerInteractively(a, st, p, s, false)
+		err = answerInteractively(ctx, a, st, p, s, false)
 		var closed *questions.ClosedError
 		switch {
 		case errors.Is(err, questions.ErrClaimed), errors.As(err, &closed), output.Code(err) == output.ExitNotFound:

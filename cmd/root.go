@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -48,6 +49,10 @@ func Run(ctx context.Context, a *app.App, args []string) int {
 
 // runRoot is Run on a tree built for a (internal commands run on a fresh one each time).
 func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string) int {
+	// The stop-signal handler of an interruptible command lives until this context ends: an internal
+	// command run on a server's context must not leave its handler behind (catchInterruptsOn).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	interrupted := ctx.Err() != nil || cmd != nil && cmd.Context() != nil && cmd.Context().Err() != nil
@@ -432,11 +437,32 @@ func signalOf(ctx context.Context) (syscall.Signal, bool) {
 // catchInterrupts gives an interruptible command (see annInterruptible) a context that the
 // stopSignals cancel, with the signal as its cause. The handler is released when the caller's
 // context ends (Run's caller cancels it as it returns).
+//
+// Shell completion (cobra's __complete) gets the handler too: completing --model may list the
+// agent's models, a process of its own. A completion a signal ended prints nothing, on stdout or
+// stderr (what it had was cut short), and exits 128 + the signal's number, with the listing stopped.
 func catchInterrupts(c *cobra.Command) {
-	if c.Annotations[annInterruptible] == "" {
-		return
+	switch {
+	case c.Name() == cobra.ShellCompRequestCmd || c.Name() == cobra.ShellCompNoDescRequestCmd:
+		catchInterruptsOn(c)
+		c.Root().SetOut(untilDone{ctx: c.Context(), w: c.Root().OutOrStdout()})
+		c.Root().SetErr(untilDone{ctx: c.Context(), w: c.Root().ErrOrStderr()})
+	case c.Annotations[annInterruptible] != "":
+		catchInterruptsOn(c)
 	}
-	catchInterruptsOn(c)
+}
+
+// untilDone writes to w until ctx ends, and then drops what it is given.
+type untilDone struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (u untilDone) Write(p []byte) (int, error) {
+	if u.ctx.Err() != nil {
+		return len(p), nil
+	}
+	return u.w.Write(p)
 }
 
 // catchInterruptsOn installs the handler catchInterrupts installs for an interruptible command on c,

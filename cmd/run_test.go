@@ -40,10 +40,10 @@ func TestRunFunctions(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Value != "5m" || got.Default != "3m" || got.Source != "file" {
 		t.Fatalf("settings get --json: %s (%v)", out.String(), err)
 	}
-	if err := runSettingsReset(a, &settingsResetOptions{all: true, yes: true}, nil, ""); err != nil {
+	if err := runSettingsReset(context.Background(), a, &settingsResetOptions{all: true, yes: true}, nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsReset(a, &settingsResetOptions{}, nil, ""); output.Code(err) != output.ExitUsage {
+	if err := runSettingsReset(context.Background(), a, &settingsResetOptions{}, nil, ""); output.Code(err) != output.ExitUsage {
 		t.Fatalf("reset with nothing to reset: %v", err)
 	}
 	out.Reset()
@@ -95,7 +95,7 @@ func TestQuestionsRunFunctions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if verdict == "answer" {
-			err = runQuestionsAnswer(a, &answerOptions{answers: []string{"1=Go"}}, []string{p.ShortID()})
+			err = runQuestionsAnswer(context.Background(), a, &answerOptions{answers: []string{"1=Go"}}, []string{p.ShortID()})
 		} else {
 			err = runQuestionsReject(a, &questionsRejectOptions{reason: "not now"}, []string{p.ShortID()})
 		}

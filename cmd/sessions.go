@@ -443,7 +443,7 @@ transaction. On a terminal it asks first; elsewhere it needs --yes. An unknown i
 	}
 	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {removed}")
-	return exposeChange(c)
+	return exposeChange(interruptible(c))
 }
 
 func runSessionsRm(ctx context.Context, a *app.App, args []string, opts *sessionsRmOptions) error {
@@ -462,7 +462,7 @@ func runSessionsRm(ctx context.Context, a *app.App, args []string, opts *session
 		labels = append(labels, fmt.Sprintf("%s %q", shortID(termtext.VisibleLine(r.ID)), termtext.VisibleLine(r.Title)))
 	}
 	if !opts.yes {
-		ok, err := a.Confirm("--yes", fmt.Sprintf("Remove %d session(s): %s?", len(ids), strings.Join(labels, ", ")))
+		ok, err := a.Confirm(ctx, "--yes", fmt.Sprintf("Remove %d session(s): %s?", len(ids), strings.Join(labels, ", ")))
 		if err != nil {
 			return err
 		}
@@ -505,7 +505,7 @@ stays. On a terminal it asks first; elsewhere it needs --yes. --json prints {rem
 	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {removed}")
 	_ = c.MarkFlagRequired("older-than")
-	return exposeChange(c)
+	return exposeChange(interruptible(c))
 }
 
 func runSessionsPrune(ctx context.Context, a *app.App, opts *sessionsPruneOptions) error {
@@ -529,7 +529,7 @@ func runSessionsPrune(ctx context.Context, a *app.App, opts *sessionsPruneOption
 	removed := []string{}
 	if len(cands) > 0 {
 		if !opts.yes {
-			ok, err := a.Confirm("--yes", fmt.Sprintf("Remove %d session(s) not updated since %s?", len(cands), cutoff.Local().Format("2006-01-02 15:04")))
+			ok, err := a.Confirm(ctx, "--yes", fmt.Sprintf("Remove %d session(s) not updated since %s?", len(cands), cutoff.Local().Format("2006-01-02 15:04")))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -287,16 +288,16 @@ file that did not load was kept (empty otherwise).`,
 			return completeKeys(args)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runSettingsReset(a, opts, args, c.Flag("config").Value.String())
+			return runSettingsReset(c.Context(), a, opts, args, c.Flag("config").Value.String())
 		},
 	}
 	c.Flags().BoolVar(&opts.all, "all", false, "reset every setting")
 	c.Flags().BoolVarP(&opts.yes, "yes", "y", false, "do not ask for confirmation")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {file, reset, not_set, broken_copy}")
-	return annotate(guardedFlags(exposeChange(c), "all"), annRepairsConfig, "true")
+	return annotate(guardedFlags(exposeChange(interruptible(c)), "all"), annRepairsConfig, "true")
 }
 
-func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string, flagFile string) error {
+func runSettingsReset(ctx context.Context, a *app.App, opts *settingsResetOptions, names []string, flagFile string) error {
 	if opts.all == (len(names) > 0) {
 		return output.WithCode(output.ExitUsage, usageError{fmt.Errorf("give either setting keys or --all")})
 	}
@@ -313,7 +314,7 @@ func runSettingsReset(a *app.App, opts *settingsResetOptions, names []string, fl
 		if a.Config.Broken != nil {
 			question = a.Config.File + " does not load. Replace it with an empty one (its content is kept as " + a.Config.File + ".broken)?"
 		}
-		ok, err := a.Confirm("--yes", question)
+		ok, err := a.Confirm(ctx, "--yes", question)
 		if err != nil {
 			return err
 		}

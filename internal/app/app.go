@@ -4,6 +4,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,13 +116,13 @@ func (a *App) Prompt(flag string) (prompt.Prompter, error) {
 }
 
 // Confirm asks a yes/no question whose default is no, or fails like Prompt, naming flag, when no
-// question may be asked here.
-func (a *App) Confirm(flag, question string) (bool, error) {
+// question may be asked here. It returns prompt.ErrInterrupted when ctx ends while it waits.
+func (a *App) Confirm(ctx context.Context, flag, question string) (bool, error) {
 	p, err := a.Prompt(flag)
 	if err != nil {
 		return false, err
 	}
-	return p.Confirm(question, false)
+	return p.Confirm(ctx, question, false)
 }
 
 // WorkingDir returns Dir, or the process's working directory when Dir is empty.

@@ -116,7 +116,7 @@ func (t *TerminalAsker) AskPermission(ctx context.Context, req acpclient.Permiss
 	}
 	q := Question(req).Questions[0]
 	fmt.Fprintf(t.Out, "\n%s\n", termtext.Visible(q.Question)) // the agent wrote the title, paths and input
-	i, err := t.Prompter.Select("Allow it?", []string{LabelAllowOnce, LabelAllowAlways, LabelReject}, 0)
+	i, err := t.Prompter.Select(ctx, "Allow it?", []string{LabelAllowOnce, LabelAllowAlways, LabelReject}, 0)
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ package ptytest
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -58,4 +59,41 @@ func Pending(tty *os.File) (int, error) {
 		return 0, err
 	}
 	return n, ierr
+}
+
+// Cooked returns an error naming what is off when the terminal f belongs to is not in the mode a
+// shell leaves it in: line editing (ICANON), echo (ECHO) and signals from keys (ISIG). A prompt in raw
+// mode clears all three; a program that ends without putting them back leaves the person's shell
+// without echo, Ctrl-C or line editing.
+func Cooked(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var off []string
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { off, ierr = modesOffFd(int(fd)) }); err != nil {
+		return err
+	}
+	if ierr != nil {
+		return ierr
+	}
+	if len(off) > 0 {
+		return fmt.Errorf("the terminal was left with -%s", strings.Join(off, " -"))
+	}
+	return nil
+}
+
+// modesOff names which of icanon, echo and isig lflag lacks.
+func modesOff(lflag, icanon, echo, isig uint64) []string {
+	var off []string
+	for _, m := range []struct {
+		bit  uint64
+		name string
+	}{{icanon, "icanon"}, {echo, "echo"}, {isig, "isig"}} {
+		if lflag&m.bit == 0 {
+			off = append(off, m.name)
+		}
+	}
+	return off
 }

@@ -19,3 +19,11 @@ func canonicalFd(fd int) (bool, error) {
 func pendingFd(int) (int, error) {
 	return 0, errors.New("ptytest: the terminal's input queue cannot be read here")
 }
+
+func modesOffFd(fd int) ([]string, error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TIOCGETA)
+	if err != nil {
+		return nil, err
+	}
+	return modesOff(uint64(t.Lflag), uint64(unix.ICANON), uint64(unix.ECHO), uint64(unix.ISIG)), nil
+}

@@ -26,3 +26,11 @@ func pendingFd(fd int) (int, error) {
 	}
 	return unix.IoctlGetInt(fd, unix.TIOCINQ)
 }
+
+func modesOffFd(fd int) ([]string, error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, err
+	}
+	return modesOff(uint64(t.Lflag), uint64(unix.ICANON), uint64(unix.ECHO), uint64(unix.ISIG)), nil
+}

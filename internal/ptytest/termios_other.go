@@ -14,3 +14,7 @@ func canonicalFd(int) (bool, error) {
 func pendingFd(int) (int, error) {
 	return 0, errors.New("ptytest: the terminal's input queue cannot be read on " + runtime.GOOS)
 }
+
+func modesOffFd(int) ([]string, error) {
+	return nil, errors.New("ptytest: the terminal mode cannot be read on " + runtime.GOOS)
+}

@@ -1,6 +1,7 @@
 package questions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,14 +30,15 @@ const (
 // errBack returns the walk to the question it was on (a rejection the person did not confirm).
 var errBack = errors.New("back")
 
-// Walk takes the person through a question set with p: each question in turn (single choice,
+// Walk takes the person through a question set with p (ending with prompt.ErrInterrupted as soon as
+// ctx ends): each question in turn (single choice,
 // multiple choice, or free text through "Other"), then a review where they submit, change an answer
 // or reject the set (with an optional reason). w receives the set's heading and the review.
 //
 // Every text from the set is shown through termtext (see terminal.go), so the prompts show what a
 // label really holds; the answers record the stored labels, chosen by their index, never the text
 // shown.
-func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
+func Walk(ctx context.Context, p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 	qs := sess.Set().Questions
 	from := "an assistant"
 	if sess.Request != nil && sess.Request.Source == "cli" {
@@ -46,7 +48,7 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 		time.Since(sess.Status.CreatedAt).Round(time.Second))
 	answers := make([]Answer, len(qs))
 	for i := 0; i < len(qs); i++ {
-		a, d, err := askOne(p, qs, i)
+		a, d, err := askOne(ctx, p, qs, i)
 		if errors.Is(err, errBack) {
 			i--
 			continue
@@ -61,7 +63,7 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 		for i, q := range qs {
 			fmt.Fprintf(w, "  %d. [%s] %s\n", i+1, termLine(q.Header), summary(answers[i]))
 		}
-		choice, err := p.Select("Submit?", []string{reviewSubmit, reviewChange, reviewReject}, 0)
+		choice, err := p.Select(ctx, "Submit?", []string{reviewSubmit, reviewChange, reviewReject}, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -73,11 +75,11 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 			for i, q := range qs {
 				headers[i] = fmt.Sprintf("%d. [%s] %s", i+1, termLine(q.Header), termLine(q.Question))
 			}
-			i, err := p.Select("Which question?", headers, 0)
+			i, err := p.Select(ctx, "Which question?", headers, 0)
 			if err != nil {
 				return nil, err
 			}
-			a, d, err := askOne(p, qs, i)
+			a, d, err := askOne(ctx, p, qs, i)
 			if errors.Is(err, errBack) {
 				continue
 			}
@@ -86,7 +88,7 @@ func Walk(p prompt.Prompter, w io.Writer, sess *Session) (*Decision, error) {
 			}
 			answers[i] = a
 		default:
-			d, err := reject(p)
+			d, err := reject(ctx, p)
 			if errors.Is(err, errBack) {
 				continue
 			}
@@ -111,7 +113,7 @@ func summary(a Answer) string {
 
 // askOne asks question i. It returns a Decision instead of an answer when the person rejects the
 // set, and errBack when they start a rejection and then change their mind.
-func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) {
+func askOne(ctx context.Context, p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) {
 	q := qs[i]
 	a := Answer{QuestionIndex: i, Selected: []string{}}
 	msg := fmt.Sprintf("[%d/%d %s] %s", i+1, len(qs), termLine(q.Header), term(q.Question))
@@ -121,7 +123,7 @@ func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) 
 	}
 	other := false
 	if q.MultiSelect {
-		picked, err := p.MultiSelect(msg+" (space to select, enter when done)", append(opts, choiceOther))
+		picked, err := p.MultiSelect(ctx, msg+" (space to select, enter when done)", append(opts, choiceOther))
 		if err != nil {
 			return a, nil, err
 		}
@@ -133,7 +135,7 @@ func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) 
 			}
 		}
 	} else {
-		j, err := p.Select(msg, append(opts, choiceOther, choiceReject), 0)
+		j, err := p.Select(ctx, msg, append(opts, choiceOther, choiceReject), 0)
 		if err != nil {
 			return a, nil, err
 		}
@@ -141,14 +143,14 @@ func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) 
 		case j == len(q.Options):
 			other = true
 		case j == len(q.Options)+1:
-			d, err := reject(p)
+			d, err := reject(ctx, p)
 			return a, d, err
 		case j >= 0 && j < len(q.Options):
 			a.Selected = append(a.Selected, q.Options[j].Label)
 		}
 	}
 	for other {
-		text, err := p.Input("Your answer to "+termLine(q.Header)+":", "")
+		text, err := p.Input(ctx, "Your answer to "+termLine(q.Header)+":", "")
 		if err != nil {
 			return a, nil, err
 		}
@@ -159,15 +161,15 @@ func askOne(p prompt.Prompter, qs []Question, i int) (Answer, *Decision, error) 
 	return a, nil, nil
 }
 
-func reject(p prompt.Prompter) (*Decision, error) {
-	ok, err := p.Confirm("Reject this question set? The assistant is told you declined", false)
+func reject(ctx context.Context, p prompt.Prompter) (*Decision, error) {
+	ok, err := p.Confirm(ctx, "Reject this question set? The assistant is told you declined", false)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, errBack
 	}
-	reason, err := p.Input("Why? (optional, helps the assistant; enter to skip)", "")
+	reason, err := p.Input(ctx, "Why? (optional, helps the assistant; enter to skip)", "")
 	if err != nil {
 		return nil, err
 	}
