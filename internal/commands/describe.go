@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -91,7 +93,7 @@ func (ex Example) ExampleJSON() string {
 	}
 	if len(ex.Request.Flags) > 0 {
 		var fs []string
-		for _, k := range sortedKeys(ex.Request.Flags) {
+		for _, k := range slices.Sorted(maps.Keys(ex.Request.Flags)) {
 			fs = append(fs, fmt.Sprintf("%q: %q", k, ex.Request.Flags[k]))
 		}
 		parts = append(parts, "flags={"+strings.Join(fs, ", ")+"}")

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -94,7 +95,7 @@ func (q Request) String() string {
 		words = append(words, q.Subcommand)
 	}
 	words = append(words, q.Args...)
-	for _, name := range sortedKeys(q.Flags) {
+	for _, name := range slices.Sorted(maps.Keys(q.Flags)) {
 		if v := q.Flags[name]; v != "" {
 			words = append(words, "--"+strings.TrimLeft(name, "-")+"="+v)
 		} else {
@@ -102,15 +103,6 @@ func (q Request) String() string {
 		}
 	}
 	return shellquote.Join(words...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // FromWords builds a request from positional words (command, then subcommand when the command is a
@@ -310,7 +302,7 @@ func (r *Registry) flagArgs(e *Entry, flags map[string]string) ([]string, Access
 	var argv []string
 	help := false
 	given := map[string]string{} // long name -> value
-	for _, raw := range sortedKeys(flags) {
+	for _, raw := range slices.Sorted(maps.Keys(flags)) {
 		name := strings.TrimLeft(strings.TrimSpace(raw), "-")
 		if name == "help" || name == "h" {
 			help = true
@@ -322,7 +314,7 @@ func (r *Registry) flagArgs(e *Entry, flags map[string]string) ([]string, Access
 		}
 		given[f.Name] = flags[raw]
 	}
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		value := given[name]
 		f, _ := e.flag(name)
 		if f.NoValue && value == "" {

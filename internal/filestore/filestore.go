@@ -41,6 +41,12 @@ func ReplaceAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return commit(tmp, path, data, perm, true)
+}
+
+// commit writes data to tmp, a new file beside path, sets its mode to perm when chmod is set,
+// makes it durable and renames it over path. tmp is closed, and removed unless it became path.
+func commit(tmp *os.File, path string, data []byte, perm fs.FileMode, chmod bool) error {
 	tmpName := tmp.Name()
 	committed := false
 	defer func() {
@@ -52,9 +58,11 @@ func ReplaceAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 		_ = tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		_ = tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	if chmod {
+		if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			_ = tmp.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
@@ -67,7 +75,7 @@ func ReplaceAtomic(path string, data []byte, perm, dirPerm fs.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	committed = true
-	syncDir(dir)
+	syncDir(filepath.Dir(path))
 	return nil
 }
 

@@ -163,34 +163,5 @@ func replaceNamed(path string, data []byte, perm fs.FileMode, keep bool) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmpName := tmp.Name()
-	committed := false
-	defer func() {
-		if !committed {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if keep {
-		if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			_ = tmp.Close()
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	committed = true
-	syncDir(dir)
-	return nil
+	return commit(tmp, path, data, perm, keep)
 }

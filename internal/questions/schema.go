@@ -9,7 +9,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -121,7 +122,7 @@ func QuestionSetFrom(root any) (*QuestionSet, error) {
 			return nil, ve
 		}
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if k != "questions" {
 			ve.add(k, "unknown field (expected only \"questions\")")
 		}
@@ -156,7 +157,7 @@ func parseQuestion(ve *ValidationError, path string, v any) Question {
 		ve.add(path, "expected an object, got %s", jsonType(v))
 		return q
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch k {
 		case "question", "header", "options", "multiSelect":
 		default:
@@ -202,7 +203,7 @@ func parseQuestion(ve *ValidationError, path string, v any) Question {
 			ve.add(op, "expected an object with a label, got %s", jsonType(o))
 			continue
 		}
-		for _, k := range sortedKeys(oo) {
+		for _, k := range slices.Sorted(maps.Keys(oo)) {
 			if k != "label" && k != "description" {
 				ve.add(op+"."+k, "unknown field (expected label, description)")
 			}
@@ -289,15 +290,6 @@ func asSyntax(err error, target **json.SyntaxError) bool {
 		*target = se
 	}
 	return ok
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Validate checks a question set built in Go (not parsed from JSON) against the same rules.

@@ -3,7 +3,9 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,7 +130,7 @@ func checkKeyword(form int, v any, ptr string, draft07 bool) error {
 		if !ok {
 			return bad("an object of schemas")
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if form == kRegexSchemaMap {
 				if _, err := regexp.Compile(k); err != nil {
 					return &ShapeError{Pointer: ptr, Message: fmt.Sprintf("%s is not a regular expression qkit reads: %v", quote(k), err)}
@@ -150,7 +152,7 @@ func checkKeyword(form int, v any, ptr string, draft07 bool) error {
 		if !ok {
 			return bad("an object of schemas and arrays of property names")
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := ptr + "/" + escapePointer(k)
 			if names, ok := m[k].([]any); ok {
 				if err := checkNames(names, p); err != nil {
@@ -259,7 +261,7 @@ func checkKeyword(form int, v any, ptr string, draft07 bool) error {
 		if !ok {
 			return bad("an object of arrays of property names")
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := ptr + "/" + escapePointer(k)
 			list, ok := m[k].([]any)
 			if !ok {
@@ -298,15 +300,6 @@ func checkNames(list []any, ptr string) error {
 		seen[s] = true
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // escapePointer escapes a name for a JSON pointer (RFC 6901).
