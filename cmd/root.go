@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
@@ -449,6 +450,11 @@ func catchInterruptsOn(c *cobra.Command) {
 	go func() {
 		select {
 		case sig := <-ch:
+			// qkit itself is stopping: everything it started gets SIGTERM first and SIGKILL
+			// shortly after, rather than the gentle end of a turn (an ACP agent's stdin closed,
+			// then a wait), which the cancel below would start. A run whose agent is gone before
+			// its context ends still reports a cancellation (procgroup.ErrShutdown).
+			procgroup.Shutdown()
 			if s, ok := sig.(syscall.Signal); ok {
 				cancel(signalled{s})
 			} else {

@@ -152,6 +152,10 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 	if stopped && ctx.Err() != nil {
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
 	}
+	if stopped && errors.Is(exit.Cause, procgroup.ErrShutdown) {
+		// qkit is stopping: its stop signal ends every group just before the run's context.
+		return res, fmt.Errorf("agent run cancelled: %w", context.Canceled)
+	}
 	if stopped && context.Cause(loginCtx) == errLoginFlow {
 		err := &LoginError{Command: l.Command, Detail: "it started a device login, which waits for a browser; qkit stopped it"}
 		if le := probe.Found(); le != nil {

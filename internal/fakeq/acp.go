@@ -128,6 +128,7 @@ func acpMain(args []string) int {
 	a.conn.SetLogger(slog.New(slog.DiscardHandler))
 	go func() {
 		_, _ = io.Copy(feed, os.Stdin)
+		deafAtEOF() // FAKEQ_DEAF: noted, and the agent lingers (deaf.go)
 		feed.Close()
 	}()
 	<-a.conn.Done()
