@@ -126,6 +126,11 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 
 	select {
 	case <-proc.Exited():
+		if proc.Stopping() && loginCtx.Err() == nil {
+			// qkit itself is stopping (procgroup.Shutdown), which ended the group before the
+			// run's context.
+			log.Warn("stopping agent", "reason", procgroup.ErrShutdown, "pgid", proc.Pid())
+		}
 	case <-loginCtx.Done():
 		log.Warn("stopping agent", "reason", context.Cause(loginCtx), "pgid", proc.Pid())
 	}

@@ -374,6 +374,7 @@ func (a *acpAgent) remember(id, role, text string) {
 }
 
 func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	deafTurn() // FAKEQ_DEAF (deaf.go)
 	a.mu.Lock()
 	s := a.sessions[string(p.SessionId)]
 	a.mu.Unlock()

@@ -267,6 +267,7 @@ func needsApproval(args []string) bool {
 }
 
 func chat(args []string) int {
+	deafTurn() // FAKEQ_DEAF (deaf.go)
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
 	defer w.Flush()
 	interval := envDuration("FAKEQ_INTERVAL")

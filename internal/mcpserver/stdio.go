@@ -40,6 +40,11 @@ type Stdio struct {
 	EOFGrace time.Duration
 	// Logger receives a warning when calls are cancelled at the end of input; nil discards it.
 	Logger *slog.Logger
+	// AtEOF is called when the grace is over, before the calls still running are cancelled:
+	// `qkit mcp serve` passes procgroup.Shutdown, so every process it started gets SIGTERM at
+	// once rather than each call's gentle stop. nil (tests sharing one process) leaves the stops
+	// to the calls' cancellation.
+	AtEOF func()
 }
 
 // Connect implements mcp.Transport.
@@ -49,6 +54,7 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 		EOFGrace: t.EOFGrace,
 		Check:    checkMCP,
 		Logger:   t.Logger,
+		AtEOF:    t.AtEOF,
 		// The SDK cancels the handler of a call the client cancelled but still sends its
 		// result; MCP says a cancelled request gets no response.
 		CancelMethod: "notifications/cancelled",

@@ -52,6 +52,10 @@ type Options struct {
 	// respond to a cancelled request); the request counts as answered all the same. Empty: every
 	// answer is written (ACP's $/cancel_request still gets one).
 	CancelMethod string
+	// AtEOF, when set, is called once when input has ended and the wait for answers (EOFGrace) is
+	// over, just before the SDK sees the end and cancels what still runs: `qkit mcp serve` stops
+	// every process it started there (procgroup.Shutdown).
+	AtEOF func()
 }
 
 // Pipe is one connection's plumbing: an io.Reader for the SDK (checked lines from the input) and
