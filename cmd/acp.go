@@ -19,7 +19,6 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
-	"github.com/qkit-cli/qkit/internal/procgroup"
 	"github.com/qkit-cli/qkit/internal/sessions"
 )
 
@@ -169,7 +168,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		Logger:  a.Logger,
 		Version: a.Version.Version,
 		Now:     a.Now,
-		AtEOF:   procgroup.Shutdown, // the editor closing stdin stops qkit: everything goes at once
+		AtEOF:   stopEverything, // the editor closing stdin stops qkit: everything goes at once
 	}, a.IO.In, a.IO.Out)
 }
 

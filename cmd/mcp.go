@@ -15,7 +15,6 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/mcpserver"
 	"github.com/qkit-cli/qkit/internal/output"
-	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 func newMCPCmd(a *app.App) *cobra.Command {
@@ -90,7 +89,7 @@ func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
 			"Configure your client to run: qkit mcp serve (e.g. claude mcp add qkit -- qkit mcp serve; see qkit mcp serve --help)")
 	}
 	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger,
-		AtEOF: procgroup.Shutdown}) // the grace is over: qkit stops, everything it started at once
+		AtEOF: stopEverything}) // the grace is over: qkit stops, everything it started at once
 }
 
 // mcpDeps is what the MCP tools need of qkit: the app and the internal commands.
