@@ -22,75 +22,109 @@ import (
 // TestServersStopTheAgent: however a stdio server is stopped while q is running (SIGTERM from the
 // client or a supervisor, or a client that dies and closes qkit's stdin and stdout), `mcp serve` and
 // `acp serve` exit cleanly and promptly (never killed by SIGPIPE on the next write), and q's whole
-// process group, grandchild included, is stopped with them.
+// process group, grandchild included, is stopped with them, on both backends. The agent ignores
+// SIGTERM (FAKEQ_DEAF): SIGTERM is still the first thing it gets (not its stdin closed and a
+// wait), and it is gone before the server exits.
 func TestServersStopTheAgent(t *testing.T) {
 	t.Parallel()
 	for _, server := range []string{"mcp", "acp"} {
-		for _, how := range []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "client gone"} {
-			t.Run(server+"/"+how, func(t *testing.T) {
-				home := t.TempDir()
-				pidFile := filepath.Join(home, "grandchild.pid")
-				args := []string{server, "serve"}
-				if server == "mcp" {
-					args = append(args, "--eof-grace", "200ms") // a vanished client's calls get 200 ms, not 10 s
-				}
-				cmd := exec.Command("qkit", args...)
-				cmd.Env = append(cmd.Environ(),
-					"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "QKIT_ACP_ENABLED=true",
-					"ENABLE_ADDITIONAL_TOOLS=q-developer-agent",
-					"FAKEQ_OUTPUT=partial", "FAKEQ_SLEEP=60s", "FAKEQ_GRANDCHILD="+pidFile)
-				stdin, err := cmd.StdinPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				stdout, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer func() { _ = cmd.Process.Kill() }()
-				if server == "mcp" {
-					startMCPAgentCall(t, stdin, stdout)
-				} else {
-					startACPPrompt(t, stdin, stdout, home)
-				}
-				pid := waitPidFile(t, pidFile)
-				signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP, "SIGQUIT": syscall.SIGQUIT}
-				if sig, ok := signals[how]; ok {
-					if err := cmd.Process.Signal(sig); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					stdout.Close()
-					stdin.Close()
-				}
-				waited := make(chan error, 1)
-				go func() { waited <- cmd.Wait() }()
-				select {
-				case err := <-waited:
-					// A signal ends the server with 128 + its number (help exit-codes), the client
-					// going away with 0; neither is an error to log.
-					want := 0
-					if sig, ok := signals[how]; ok {
-						want = 128 + int(sig)
-					}
-					if code := cmd.ProcessState.ExitCode(); code != want {
-						t.Errorf("server exit after %s: %v (code %d), want %d; stderr:\n%s", how, err, code, want, stderr.String())
-					}
-					if strings.Contains(stderr.String(), "ERROR") {
-						t.Errorf("stopping by %s logged an error:\n%s", how, stderr.String())
-					}
-				case <-time.After(30 * time.Second):
-					t.Fatalf("the server kept running after %s", how)
-				}
-				waitGone(t, pid)
-			})
+		for _, backend := range []string{"chat", "acp"} {
+			for _, how := range []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "client gone"} {
+				t.Run(server+"/"+backend+"/"+how, func(t *testing.T) { serverStop(t, server, backend, how) })
+			}
 		}
 	}
+}
+
+func serverStop(t *testing.T, server, backend, how string) {
+	home := t.TempDir()
+	pidFile := filepath.Join(home, "grandchild.pid")
+	deafFile := filepath.Join(home, "agent.txt")
+	args := []string{server, "serve"}
+	if server == "mcp" {
+		args = append(args, "--eof-grace", "200ms") // a vanished client's calls get 200 ms, not 10 s
+	}
+	cmd := exec.Command("qkit", args...)
+	cmd.Env = append(cmd.Environ(),
+		"QKIT_HOME="+filepath.Join(home, ".qkit"), "HOME="+home, "QKIT_ACP_ENABLED=true",
+		"ENABLE_ADDITIONAL_TOOLS=q-developer-agent",
+		"FAKEQ_OUTPUT=partial", "FAKEQ_GRANDCHILD="+pidFile, "FAKEQ_DEAF="+deafFile,
+		"QKIT_AGENT_BACKEND="+backend, "FAKEQ_FLAVOUR=kiro")
+	if backend == "chat" {
+		cmd.Env = append(cmd.Env, "FAKEQ_SLEEP=60s")
+	} else {
+		cmd.Env = append(cmd.Env, "FAKEQ_LINES=100", "FAKEQ_INTERVAL=1s")
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	if server == "mcp" {
+		startMCPAgentCall(t, stdin, stdout)
+	} else {
+		startACPPrompt(t, stdin, stdout, home)
+	}
+	pid := waitPidFile(t, pidFile)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) { // the turn has begun
+		if data, _ := os.ReadFile(deafFile); strings.HasPrefix(string(data), "pid ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent began no turn")
+		}
+	}
+	signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP, "SIGQUIT": syscall.SIGQUIT}
+	if sig, ok := signals[how]; ok {
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		stdout.Close()
+		stdin.Close()
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		// A signal ends the server with 128 + its number (help exit-codes), the client
+		// going away with 0; neither is an error to log.
+		want := 0
+		if sig, ok := signals[how]; ok {
+			want = 128 + int(sig)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != want {
+			t.Errorf("server exit after %s: %v (code %d), want %d; stderr:\n%s", how, err, code, want, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "ERROR") {
+			t.Errorf("stopping by %s logged an error:\n%s", how, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server kept running after %s", how)
+	}
+	notes, _ := os.ReadFile(deafFile)
+	lines := strings.Split(string(notes), "\n")
+	agent, _ := strconv.Atoi(strings.TrimPrefix(lines[0], "pid "))
+	if agent <= 0 { // never signal pid 0: that is this test's own process group
+		t.Fatalf("the agent noted no turn:\n%s", notes)
+	}
+	if running, err := proctest.Running(agent); err != nil || running {
+		_ = syscall.Kill(agent, syscall.SIGKILL)
+		t.Errorf("the agent %d outlived the server (running %v, %v)", agent, running, err)
+	}
+	if len(lines) < 2 || lines[1] != "SIGTERM" {
+		t.Errorf("what the agent got, in order:\n%s\nwant SIGTERM first", notes)
+	}
+	waitGone(t, pid)
 }
 
 func startMCPAgentCall(t *testing.T, stdin io.WriteCloser, stdout io.Reader) {

@@ -67,8 +67,9 @@ with the session's earlier turns and your context files prepended.
 
 The server stops when stdin ends. Requests still being answered get up to 5s to finish, so
 requests piped in from a script are answered (cat requests.jsonl | qkit acp serve). Running
-prompts are cancelled at once. A script that wants a prompt's reply keeps stdin open until the
-prompt's answer arrives.
+prompts are cancelled at once, and every process the server started (the agent, its terminals,
+bridged MCP servers) gets SIGTERM, then SIGKILL half a second later; SIGTERM and Ctrl-C do the
+same. A script that wants a prompt's reply keeps stdin open until the prompt's answer arrives.
 
 A JSON-RPC line may be up to 10 MiB; a longer one, or one that is not valid JSON-RPC, is answered
 with a JSON-RPC error (-32700 parse error, -32600 invalid request) and the session carries on.`,
@@ -168,6 +169,7 @@ func runACPServe(ctx context.Context, a *app.App, opts *acpServeOptions) error {
 		Logger:  a.Logger,
 		Version: a.Version.Version,
 		Now:     a.Now,
+		AtEOF:   stopEverything, // the editor closing stdin stops qkit: everything goes at once
 	}, a.IO.In, a.IO.Out)
 }
 

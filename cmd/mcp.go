@@ -52,9 +52,10 @@ limit each agent run.
 
 Started on a terminal, it says on stderr that it waits for a client. The server stops when stdin
 ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
-Calls still running at the end of stdin get --eof-grace (10s) to finish; then they are cancelled: an
-agent run's whole process group is stopped and a waiting question set is marked abandoned. Scripts
-that pipe requests in and expect long calls to finish raise it.`,
+Calls still running at the end of stdin get --eof-grace (10s) to finish; then they are cancelled:
+every process the server started gets SIGTERM at once (SIGKILL half a second later) and a waiting
+question set is marked abandoned. SIGTERM and Ctrl-C do the same without the grace. Scripts that
+pipe requests in and expect long calls to finish raise it.`,
 		Example: `  # Claude Code
   claude mcp add qkit -e ENABLE_ADDITIONAL_TOOLS=q-developer-agent -- qkit mcp serve
 
@@ -88,7 +89,8 @@ func runMCPServe(ctx context.Context, a *app.App, opts *mcpServeOptions) error {
 		a.Errorf("waiting for an MCP client on stdin (JSON-RPC, one message a line); Ctrl-C stops. " +
 			"Configure your client to run: qkit mcp serve (e.g. claude mcp add qkit -- qkit mcp serve; see qkit mcp serve --help)")
 	}
-	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger})
+	return mcpserver.Serve(ctx, mcpDeps(a), &mcpserver.Stdio{In: a.IO.In, Out: a.IO.Out, EOFGrace: opts.eofGrace, Logger: a.Logger,
+		AtEOF: stopEverything}) // the grace is over: qkit stops, everything it started at once
 }
 
 // mcpDeps is what the MCP tools need of qkit: the app and the internal commands.

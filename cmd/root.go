@@ -20,6 +20,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/procgroup"
 )
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
@@ -417,6 +418,12 @@ const annLenientConfig = "qkit/lenient-config"
 // agent running.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
+// stopEverything ends every process qkit started, at once (procgroup.Shutdown): qkit itself is
+// stopping, on a stop signal or at the end of a server's input. The cmd tests run commands and
+// servers side by side in one process and replace it, so one test's end does not end another's
+// agent; the real binary is tested by servers_test.go and the testscripts.
+var stopEverything = procgroup.Shutdown
+
 // signalled is the cause of a command context that a stop signal cancelled.
 type signalled struct{ sig syscall.Signal }
 
@@ -475,6 +482,11 @@ func catchInterruptsOn(c *cobra.Command) {
 	go func() {
 		select {
 		case sig := <-ch:
+			// qkit itself is stopping: everything it started gets SIGTERM first and SIGKILL
+			// shortly after, rather than the gentle end of a turn (an ACP agent's stdin closed,
+			// then a wait), which the cancel below would start. A run whose agent is gone before
+			// its context ends still reports a cancellation (procgroup.ErrShutdown).
+			stopEverything()
 			if s, ok := sig.(syscall.Signal); ok {
 				cancel(signalled{s})
 			} else {

@@ -139,25 +139,40 @@ async function processGone(pid) {
   return false;
 }
 
-test('closing the client while a call runs ends the server and the agent\'s process group', async () => {
-  const s = await connect((home) => ({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'x', FAKEQ_SLEEP: '60s', FAKEQ_GRANDCHILD: join(home, 'grandchild.pid') }));
-  const pidFile = join(s.home, 'grandchild.pid');
-  const serverPid = s.transport.pid;
-  try {
-    const pending = s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }).catch((e) => e);
-    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') await new Promise((r) => setTimeout(r, 20));
-    // The SDK closes stdin, waits 2 s, then sends SIGTERM, and SIGKILL 2 s later: had the server
-    // been killed, the agent's grandchild would be left running.
-    await s.client.close();
-    await pending;
-    const pid = Number(readFileSync(pidFile, 'utf8'));
-    assert.ok(pid > 0, `no pid in ${pidFile}`);
-    assert.ok(await processGone(serverPid), `server ${serverPid} still running`);
-    assert.ok(await processGone(pid), `grandchild ${pid} still running`);
-  } finally {
-    await s.close();
-  }
-});
+// The agent ignores SIGTERM (FAKEQ_DEAF): qkit must still end it, and exit by itself, within the
+// 2 s the SDK waits after SIGTERM, on both backends.
+for (const backend of ['chat', 'acp']) {
+  test(`closing the client while a call runs ends the server and the agent's process group (${backend} backend, an agent deaf to SIGTERM)`, async () => {
+    const s = await connect((home) => ({
+      ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', QKIT_AGENT_BACKEND: backend, FAKEQ_OUTPUT: 'x',
+      FAKEQ_GRANDCHILD: join(home, 'grandchild.pid'), FAKEQ_DEAF: join(home, 'agent.txt'),
+      ...(backend === 'chat' ? { FAKEQ_SLEEP: '60s' } : { FAKEQ_LINES: '100', FAKEQ_INTERVAL: '1s' }),
+    }));
+    const pidFile = join(s.home, 'grandchild.pid');
+    const agentFile = join(s.home, 'agent.txt');
+    const serverPid = s.transport.pid;
+    const serverExit = new Promise((resolve) => s.transport._process.on('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      const pending = s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }).catch((e) => e);
+      while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '' || !(existsSync(agentFile) && readFileSync(agentFile, 'utf8').startsWith('pid '))) await new Promise((r) => setTimeout(r, 20));
+      // The SDK closes stdin, waits 2 s, then sends SIGTERM, and SIGKILL 2 s later: had the server
+      // been killed, the agent and its grandchild would be left running.
+      await s.client.close();
+      await pending;
+      const exit = await serverExit;
+      assert.notEqual(exit.signal, 'SIGKILL', 'the SDK had to kill the server');
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      assert.ok(pid > 0, `no pid in ${pidFile}`);
+      const agent = Number(readFileSync(agentFile, 'utf8').match(/^pid (\d+)/)?.[1]);
+      assert.ok(agent > 0, `no pid in ${agentFile}`);
+      assert.ok(await processGone(serverPid), `server ${serverPid} still running`);
+      assert.ok(await processGone(agent), `agent ${agent} still running`);
+      assert.ok(await processGone(pid), `grandchild ${pid} still running`);
+    } finally {
+      await s.close();
+    }
+  });
+}
 
 test('stdout carries only JSON-RPC, and malformed input gets a parse error', async () => {
   const { env, cleanup } = isolatedEnv({ ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', FAKEQ_OUTPUT: 'hello', QKIT_LOG_LEVEL: 'debug' });

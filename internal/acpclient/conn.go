@@ -437,9 +437,19 @@ func (s *stdinWriter) Write(p []byte) (int, error) {
 // if it has not exited after the grace, its process group gets SIGTERM and then SIGKILL; what is
 // left of the group afterwards is ended too (internal/procgroup). Close returns when the agent and
 // the readers of its output are gone. It is safe to call more than once.
+//
+// When qkit itself is stopping (procgroup.Shutdown), the agent has had SIGTERM already and its
+// stdin is not closed first: Close waits for the group's end (SIGKILL after
+// procgroup.ShutdownGrace), and the pipe closes after.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		c.lifeStop()
+		if c.proc.Stopping() {
+			c.proc.Stop()
+			exit := c.proc.Wait(context.Background())
+			c.log.Info("ACP agent stopped: qkit is stopping", "exit_code", exit.Code, "signal", exit.Signal)
+			return
+		}
 		_ = c.stdin.Close()
 		t := time.NewTimer(c.o.Grace)
 		select {

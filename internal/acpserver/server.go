@@ -69,6 +69,12 @@ type Options struct {
 
 	// Login is the terminal login offered to editors that can run one (auth.go); nil offers none.
 	Login *TerminalLogin
+
+	// AtEOF is called when the editor closes stdin, before the sessions are cancelled: `acp serve`
+	// passes procgroup.Shutdown, so every process it started gets SIGTERM at once rather than
+	// the gentle end of a turn. nil (tests that share one process) leaves the stops to the
+	// sessions' own cancellation.
+	AtEOF func()
 }
 
 // MaxLine is the longest JSON-RPC line acp serve reads: the ACP SDK's reader stops at 10 MiB
@@ -128,6 +134,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	close(whole)
 	select {
 	case <-conn.Done():
+		if opts.AtEOF != nil {
+			opts.AtEOF()
+		}
 	case <-ctx.Done():
 	}
 	cancel() // ends every session; their turns' process groups are stopped

@@ -126,6 +126,11 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 
 	select {
 	case <-proc.Exited():
+		if proc.Stopping() && loginCtx.Err() == nil {
+			// qkit itself is stopping (procgroup.Shutdown), which ended the group before the
+			// run's context.
+			log.Warn("stopping agent", "reason", procgroup.ErrShutdown, "pgid", proc.Pid())
+		}
 	case <-loginCtx.Done():
 		log.Warn("stopping agent", "reason", context.Cause(loginCtx), "pgid", proc.Pid())
 	}
@@ -151,6 +156,10 @@ func Stream(ctx context.Context, l Limits, r Request, onEvent func(Event)) (Resu
 
 	if stopped && ctx.Err() != nil {
 		return res, fmt.Errorf("agent run cancelled: %w", ctx.Err())
+	}
+	if stopped && errors.Is(exit.Cause, procgroup.ErrShutdown) {
+		// qkit is stopping: its stop signal ends every group just before the run's context.
+		return res, fmt.Errorf("agent run cancelled: %w", context.Canceled)
 	}
 	if stopped && context.Cause(loginCtx) == errLoginFlow {
 		err := &LoginError{Command: l.Command, Detail: "it started a device login, which waits for a browser; qkit stopped it"}

@@ -128,6 +128,7 @@ func acpMain(args []string) int {
 	a.conn.SetLogger(slog.New(slog.DiscardHandler))
 	go func() {
 		_, _ = io.Copy(feed, os.Stdin)
+		deafAtEOF() // FAKEQ_DEAF: noted, and the agent lingers (deaf.go)
 		feed.Close()
 	}()
 	<-a.conn.Done()
@@ -373,6 +374,7 @@ func (a *acpAgent) remember(id, role, text string) {
 }
 
 func (a *acpAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	deafTurn() // FAKEQ_DEAF (deaf.go)
 	a.mu.Lock()
 	s := a.sessions[string(p.SessionId)]
 	a.mu.Unlock()

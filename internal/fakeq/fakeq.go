@@ -83,6 +83,8 @@
 //	FAKEQ_STDERR=text      print text to stderr
 //	FAKEQ_GRANDCHILD=file  start a grandchild process that sleeps for a minute; write its PID to file
 //	FAKEQ_SLEEP=d          sleep d after printing, before exiting
+//	FAKEQ_DEAF=file        ignore SIGTERM, SIGINT and SIGHUP, noting each (and, on ACP, the end of
+//	                       stdin, then linger a minute) in file: see deaf.go
 //	FAKEQ_EXIT=n           exit with status n (default 0)
 //	FAKEQ_LOGGED_OUT=1     nobody is logged in
 //
@@ -152,6 +154,7 @@ func Run(args []string) int {
 			return 97
 		}
 	}
+	beDeaf() // deaf.go
 	if len(args) > 0 {
 		if sub, ok := Subcommands[args[0]]; ok {
 			return sub(args)
@@ -264,6 +267,7 @@ func needsApproval(args []string) bool {
 }
 
 func chat(args []string) int {
+	deafTurn() // FAKEQ_DEAF (deaf.go)
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
 	defer w.Flush()
 	interval := envDuration("FAKEQ_INTERVAL")

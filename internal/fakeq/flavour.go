@@ -308,6 +308,7 @@ func flavourChat(flavour string, args []string) int {
 		time.Sleep(time.Hour)
 		return 1
 	}
+	deafTurn() // FAKEQ_DEAF (deaf.go)
 	if f := os.Getenv("FAKEQ_GRANDCHILD"); f != "" {
 		if err := startGrandchild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "fakeq:", err)

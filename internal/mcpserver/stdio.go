@@ -17,12 +17,14 @@ import (
 const maxLine = mcp.DefaultMaxLineLength
 
 // DefaultEOFGrace is how long calls still running when the client closes stdin may take to finish
-// (`qkit mcp serve --eof-grace`). MCP clients shut a stdio server down by closing its stdin, waiting
-// (the TypeScript SDK waits 2 s), then sending SIGTERM, which cancels every call at once. The grace
-// serves scripts that pipe requests in (`printf ... | qkit mcp serve`) and bounds how long a server
-// whose client vanished keeps working: a call still running after it (an agent run, a question set
-// waiting for the user) is cancelled, so the agent's process group is stopped and the question set
-// marked abandoned.
+// (`qkit mcp serve --eof-grace`). It serves scripts that pipe requests in (`printf ... | qkit mcp
+// serve`), which read the answers the grace lets finish, and bounds how long a server whose client
+// vanished keeps working: a call still running after it (an agent run, a question set waiting for
+// the user) is cancelled, so the question set is marked abandoned, and `mcp serve` stops every
+// process it started at once (Stdio.AtEOF). An SDK client reads no answer after its close: it
+// closes stdin, waits (the TypeScript SDK 2 s), then sends SIGTERM, which stops every process at
+// once (SIGKILL after procgroup.ShutdownGrace), so the server is gone before the SDK's SIGKILL
+// 2 s later.
 const DefaultEOFGrace = 10 * time.Second
 
 // Stdio is the transport `qkit mcp serve` uses: newline-delimited JSON-RPC on In and Out, like the
@@ -43,6 +45,11 @@ type Stdio struct {
 	EOFGrace time.Duration
 	// Logger receives a warning when calls are cancelled at the end of input; nil discards it.
 	Logger *slog.Logger
+	// AtEOF is called when the grace is over, before the calls still running are cancelled:
+	// `qkit mcp serve` passes procgroup.Shutdown, so every process it started gets SIGTERM at
+	// once rather than each call's gentle stop. nil (tests sharing one process) leaves the stops
+	// to the calls' cancellation.
+	AtEOF func()
 }
 
 // Connect implements mcp.Transport.
@@ -52,6 +59,7 @@ func (t *Stdio) Connect(ctx context.Context) (mcp.Connection, error) {
 		EOFGrace: t.EOFGrace,
 		Check:    checkMCP,
 		Logger:   t.Logger,
+		AtEOF:    t.AtEOF,
 		// The SDK cancels the handler of a call the client cancelled but still sends its
 		// result; MCP says a cancelled request gets no response.
 		CancelMethod: "notifications/cancelled",

@@ -15,8 +15,12 @@ const groupSweep = true
 // textBusy reports whether a start failed because the executable is open for writing.
 func textBusy(err error) bool { return errors.Is(err, syscall.ETXTBSY) }
 
-// newGroup makes the command, once started, the leader of a process group of its own.
-func newGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+// newGroup makes the command, once started, the leader of a process group of its own, and on
+// Linux one the kernel kills should qkit die without stopping it (setDeathSignal).
+func newGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(cmd.SysProcAttr)
+}
 
 // signalGroup sends SIGTERM (SIGKILL when kill is set) to the group pgid leads. A group with
 // nobody left in it is not an error.

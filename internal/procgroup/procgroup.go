@@ -10,6 +10,12 @@
 // then their ends of the pipes are closed. Exit says how the process ended (an exit status, or the
 // name of the signal, "SIGTERM") and whether qkit stopped it.
 //
+// When qkit itself is told to stop (a stop signal, or the end of a server's input), Shutdown ends
+// every group still running at once: SIGTERM now, SIGKILL after ShutdownGrace, whatever gentler
+// path (closing an agent's stdin and waiting) the code that started it would take; that path
+// then finds the process gone. On Linux each leader also gets SIGKILL from the kernel when the
+// thread that started it ends, which happens when qkit dies, even by SIGKILL (see newGroup).
+//
 // On Windows the group is a new process group and both stop steps end the process tree at once
 // (taskkill /T /F); a tree whose leader has exited cannot be found any more, so there is no sweep.
 package procgroup
@@ -29,8 +35,17 @@ import (
 // DefaultGrace is Options.Grace when it is 0.
 const DefaultGrace = 2 * time.Second
 
+// ShutdownGrace is how long a group has between SIGTERM and SIGKILL once Shutdown was called, and
+// each step of the drain after it: qkit must be gone well inside the 2 s an MCP client waits
+// between SIGTERM and SIGKILL, with every process it started.
+const ShutdownGrace = 500 * time.Millisecond
+
 // ErrStopped is Exit.Cause of a process ended by Stop.
 var ErrStopped = errors.New("stopped")
+
+// ErrShutdown is Exit.Cause of a process Shutdown ended (unless its own Wait or Stop came with a
+// cause of its own before it had exited).
+var ErrShutdown = errors.New("qkit is stopping")
 
 // Options say how to start a command.
 type Options struct {
@@ -56,7 +71,7 @@ type Options struct {
 // Proc is a started command, the leader of its own process group.
 type Proc struct {
 	cmd         *exec.Cmd
-	grace       time.Duration
+	grace       time.Duration // see graceNow
 	stdin       *os.File
 	outs        []*os.File    // our ends of the output pipes
 	exited      chan struct{} // closed once the leader has exited and been waited for
@@ -66,6 +81,7 @@ type Proc struct {
 	mu       sync.Mutex
 	stopped  bool
 	cause    error
+	hurried  bool // Shutdown was called while it ran: graces are ShutdownGrace at most
 
 	finishOnce sync.Once
 	exit       Exit
@@ -175,6 +191,7 @@ func Start(name string, args []string, o Options) (*Proc, error) {
 		return fail(err)
 	}
 	closeAll(theirs)
+	live.add(p)
 	go func() {
 		// The files are ours and the command has its own copies, so Wait copies nothing: it
 		// returns as soon as the leader has exited, whoever still holds the pipes.
@@ -254,7 +271,7 @@ func (p *Proc) stop(cause error) {
 		p.stopped, p.cause = true, cause
 		p.mu.Unlock()
 		signalGroup(p.Pid(), false)
-		t := time.NewTimer(p.grace)
+		t := time.NewTimer(p.graceNow())
 		defer t.Stop()
 		select {
 		case <-p.exited:
@@ -263,6 +280,96 @@ func (p *Proc) stop(cause error) {
 		}
 	})
 	<-p.exited
+}
+
+// Stopping reports whether Shutdown was called while p ran: qkit itself is stopping, and a
+// gentle end (closing the process's stdin and waiting) would only delay it; Stop goes straight
+// to the group's end.
+func (p *Proc) Stopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hurried
+}
+
+// graceNow is the grace of the next step: Options.Grace, or ShutdownGrace once qkit is stopping.
+func (p *Proc) graceNow() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hurried {
+		return min(p.grace, ShutdownGrace)
+	}
+	return p.grace
+}
+
+// live is every group Start started whose Wait has not finished: what Shutdown ends.
+var live = liveSet{procs: map[*Proc]struct{}{}}
+
+type liveSet struct {
+	mu    sync.Mutex
+	procs map[*Proc]struct{}
+}
+
+func (l *liveSet) add(p *Proc) {
+	l.mu.Lock()
+	l.procs[p] = struct{}{}
+	l.mu.Unlock()
+}
+
+func (l *liveSet) remove(p *Proc) {
+	l.mu.Lock()
+	delete(l.procs, p)
+	l.mu.Unlock()
+}
+
+func (l *liveSet) has(p *Proc) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.procs[p]
+	return ok
+}
+
+func (l *liveSet) all() []*Proc {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := make([]*Proc, 0, len(l.procs))
+	for p := range l.procs {
+		all = append(all, p)
+	}
+	return all
+}
+
+// Shutdown is qkit itself stopping: every group still running (and what is left of one whose
+// leader exited and whose Wait has not finished) gets SIGTERM now and SIGKILL after
+// ShutdownGrace, and every later step of theirs (Stop, the sweep and drain in Wait) takes
+// ShutdownGrace at most. A process still running is reported as stopped by qkit (ErrShutdown,
+// or the cause its own Wait or Stop gives). Callers cancel their runs' contexts first, so a run
+// sees its own cancellation rather than an agent that died. It does not wait: the callers' own Wait calls return once the
+// processes are gone. Groups started afterwards are not affected. Safe to call more than once.
+func Shutdown() {
+	procs := live.all()
+	if len(procs) == 0 {
+		return
+	}
+	for _, p := range procs {
+		p.mu.Lock()
+		p.hurried = true
+		select {
+		case <-p.exited:
+		default:
+			if !p.stopped {
+				p.stopped, p.cause = true, ErrShutdown
+			}
+		}
+		p.mu.Unlock()
+		signalGroup(p.Pid(), false)
+	}
+	time.AfterFunc(ShutdownGrace, func() {
+		for _, p := range procs {
+			if live.has(p) { // once Wait has finished, the group is gone and its id may be reused
+				signalGroup(p.Pid(), true)
+			}
+		}
+	})
 }
 
 // Wait waits for the leader to exit, stopping the group (as Stop does) if ctx ends first, with
@@ -303,11 +410,12 @@ func (p *Proc) finish() {
 		p.stdin.Close()
 	}
 	p.exit = p.Status()
+	live.remove(p)
 }
 
 // drained reports whether the readers finished within the grace.
 func (p *Proc) drained() bool {
-	t := time.NewTimer(p.grace)
+	t := time.NewTimer(p.graceNow())
 	defer t.Stop()
 	select {
 	case <-p.readersDone:

@@ -27,7 +27,22 @@ const escapeEnv = "PROCGROUP_TEST_ESCAPE"
 // sleepEnv makes the test binary sleep a minute: the escaped process.
 const sleepEnv = "PROCGROUP_TEST_SLEEP"
 
+// orphanEnv makes the test binary the helper of TestDeathSignal: it starts a leader that ignores
+// SIGTERM through Start, writes the leader's pid to the file named, and waits to be killed.
+const orphanEnv = "PROCGROUP_TEST_ORPHAN"
+
 func TestMain(m *testing.M) {
+	if file := os.Getenv(orphanEnv); file != "" {
+		p, err := Start("sh", []string{"-c", "trap '' TERM HUP INT; while :; do sleep 1; done"}, Options{})
+		if err != nil {
+			os.Exit(97)
+		}
+		if err := os.WriteFile(file, []byte(strconv.Itoa(p.Pid())), 0o600); err != nil {
+			os.Exit(98)
+		}
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
 	if os.Getenv(sleepEnv) == "1" {
 		time.Sleep(time.Minute)
 		os.Exit(0)
@@ -263,5 +278,68 @@ func TestStartWaitsForAnExecutableBeingWritten(t *testing.T) {
 	<-closed
 	if exit := p.Wait(context.Background()); exit.Code != 0 || out.String() != "started\n" {
 		t.Fatalf("exit %+v, output %q", exit, out.String())
+	}
+}
+
+// deafGroup starts a leader that ignores SIGTERM with a grandchild that ignores it too, and
+// returns the leader and the grandchild's pid once both run.
+func deafGroup(t *testing.T, grace time.Duration) (*Proc, int) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "gc.pid")
+	p, err := Start("sh", []string{"-c", `trap '' TERM; (trap '' TERM; while :; do sleep 1; done) & echo $! > "$0"; while :; do sleep 1; done`, pidFile},
+		Options{Stdout: Copy(io.Discard), Grace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, waitPid(t, pidFile)
+}
+
+// TestShutdownEndsEveryGroup: Shutdown (qkit itself stopping) ends every running group at once,
+// deaf leaders and grandchildren too, without anyone calling Stop; a Stop already waiting out a
+// long grace ends with it, and the exits say qkit stopped them. A group started later is not
+// touched.
+func TestShutdownEndsEveryGroup(t *testing.T) {
+	waiting, gc1 := deafGroup(t, time.Hour)
+	stopping, gc2 := deafGroup(t, time.Hour)
+	waited := make(chan Exit, 1)
+	go func() { waited <- waitExit(t, waiting, context.Background()) }()
+	stopped := make(chan struct{})
+	go func() { stopping.Stop(); close(stopped) }()
+	for !stopping.Status().Stopped { // the Stop has sent SIGTERM and waits out its grace
+		time.Sleep(10 * time.Millisecond)
+	}
+	Shutdown()
+	if !waiting.Stopping() || !stopping.Stopping() {
+		t.Fatal("Stopping is false after Shutdown")
+	}
+	e := <-waited
+	if e.Signal != "SIGKILL" || !e.Stopped || !errors.Is(e.Cause, ErrShutdown) {
+		t.Fatalf("the waited group: exit %+v", e)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("a Stop with an hour's grace outlived Shutdown")
+	}
+	if e := waitExit(t, stopping, context.Background()); e.Signal != "SIGKILL" || !e.Stopped || !errors.Is(e.Cause, ErrStopped) {
+		t.Fatalf("the stopped group: exit %+v", e)
+	}
+	for _, gc := range []int{gc1, gc2} {
+		if err := proctest.WaitGone(gc, 10*time.Second); err != nil {
+			t.Fatalf("a grandchild: %v", err)
+		}
+	}
+	if n := len(live.all()); n != 0 {
+		t.Fatalf("%d groups still counted as live", n)
+	}
+	later, err := Start("sh", []string{"-c", "exit 4"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Stopping() {
+		t.Fatal("a group started after Shutdown counts as stopping")
+	}
+	if e := waitExit(t, later, context.Background()); e.Code != 4 || e.Stopped {
+		t.Fatalf("the later group: exit %+v", e)
 	}
 }

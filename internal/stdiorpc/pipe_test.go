@@ -95,6 +95,36 @@ func TestEndOfInputGivesUpAfterGrace(t *testing.T) {
 	<-done
 }
 
+// TestAtEOF: the end-of-input hook runs once, after the wait for answers (an answer that came in
+// time is out before it) and before the SDK sees the end; a second Read does not run it again.
+func TestAtEOF(t *testing.T) {
+	var out syncBuffer
+	var calls []string
+	p := New(context.Background(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`+"\n"), &out, Options{
+		MaxLine: 1 << 20, EOFGrace: time.Hour,
+		AtEOF: func() { calls = append(calls, "at EOF, output: "+strings.Join(out.lines(), "|")) },
+	})
+	line := make([]byte, 1<<10)
+	if _, err := p.Read(line); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for n, _ := p.unanswered(); n == 0; n, _ = p.unanswered() {
+			time.Sleep(time.Millisecond)
+		}
+		_, _ = p.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"))
+	}()
+	if _, err := p.Read(line); err != io.EOF {
+		t.Fatalf("Read at the end: %v", err)
+	}
+	if _, err := p.Read(line); err != io.EOF {
+		t.Fatalf("Read again: %v", err)
+	}
+	if len(calls) != 1 || calls[0] != `at EOF, output: {"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("hook calls %q", calls)
+	}
+}
+
 func TestSettled(t *testing.T) {
 	p := acpLike(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"), io.Discard, time.Hour)
 	buf := make([]byte, 4096)

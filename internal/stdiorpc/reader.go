@@ -24,6 +24,10 @@ func (p *Pipe) Read(b []byte) (int, error) {
 		if p.err != nil {
 			if errors.Is(p.err, io.EOF) {
 				p.drain()
+				if p.opts.AtEOF != nil {
+					p.opts.AtEOF()
+					p.opts.AtEOF = nil // Read is called by one goroutine
+				}
 			}
 			return 0, p.err
 		}

@@ -61,6 +61,11 @@ type Options struct {
 	// not run. Methods it says no to (the protocol's notifications, methods the server does not
 	// know) pass as they came. nil passes every method.
 	Request func(method string) bool
+
+	// AtEOF, when set, is called once when input has ended and the wait for answers (EOFGrace) is
+	// over, just before the SDK sees the end and cancels what still runs: `qkit mcp serve` stops
+	// every process it started there (procgroup.Shutdown).
+	AtEOF func()
 }
 
 // Pipe is one connection's plumbing: an io.Reader for the SDK (checked lines from the input) and
