@@ -67,7 +67,7 @@ with the session's earlier turns and your context files prepended.
 
 The server stops when stdin ends. Requests still being answered get up to 5s to finish, so
 requests piped in from a script are answered (cat requests.jsonl | qkit acp serve). Running
-prompts are cancelled at once, and every process the server started (the agent, its terminals,
+prompts are cancelled at once. Every process the server started (the agent, its terminals,
 bridged MCP servers) gets SIGTERM, then SIGKILL half a second later; SIGTERM and Ctrl-C do the
 same. A script that wants a prompt's reply keeps stdin open until the prompt's answer arrives.
 

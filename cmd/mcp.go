@@ -52,8 +52,8 @@ limit each agent run.
 
 Started on a terminal, it says on stderr that it waits for a client. The server stops when stdin
 ends (that is how MCP clients shut it down), or on SIGTERM or Ctrl-C.
-Calls still running at the end of stdin get --eof-grace (10s) to finish; then they are cancelled:
-every process the server started gets SIGTERM at once (SIGKILL half a second later) and a waiting
+Calls still running at the end of stdin get --eof-grace (10s) to finish. Then they are cancelled:
+every process the server started gets SIGTERM at once (SIGKILL half a second later), and a waiting
 question set is marked abandoned. SIGTERM and Ctrl-C do the same without the grace. Scripts that
 pipe requests in and expect long calls to finish raise it.`,
 		Example: `  # Claude Code
