@@ -146,15 +146,24 @@ for (const backend of ['chat', 'acp']) {
     const s = await connect((home) => ({
       ENABLE_ADDITIONAL_TOOLS: 'q-developer-agent', QKIT_AGENT_BACKEND: backend, FAKEQ_OUTPUT: 'x',
       FAKEQ_GRANDCHILD: join(home, 'grandchild.pid'), FAKEQ_DEAF: join(home, 'agent.txt'),
-      ...(backend === 'chat' ? { FAKEQ_SLEEP: '60s' } : { FAKEQ_LINES: '100', FAKEQ_INTERVAL: '1s' }),
+      // q 1.19.7 has no acp: the acp row runs kiro-cli whichever flavour this pass is.
+      ...(backend === 'chat' ? { FAKEQ_SLEEP: '60s' }
+        : { FAKEQ_LINES: '100', FAKEQ_INTERVAL: '1s', FAKEQ_FLAVOUR: 'kiro', QKIT_AGENT_COMMAND: 'kiro-cli' }),
     }));
     const pidFile = join(s.home, 'grandchild.pid');
     const agentFile = join(s.home, 'agent.txt');
     const serverPid = s.transport.pid;
     const serverExit = new Promise((resolve) => s.transport._process.on('exit', (code, signal) => resolve({ code, signal })));
     try {
-      const pending = s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } }).catch((e) => e);
-      while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '' || !(existsSync(agentFile) && readFileSync(agentFile, 'utf8').startsWith('pid '))) await new Promise((r) => setTimeout(r, 20));
+      let settled;
+      const pending = s.client.callTool({ name: 'q-developer-agent', arguments: { prompt: 'hi' } })
+        .catch((e) => e).then((r) => { settled = r; return r; });
+      // Until the agent and its grandchild are up; a call that ends first (no agent started) fails
+      // the test rather than leaving it waiting.
+      while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '' || !(existsSync(agentFile) && readFileSync(agentFile, 'utf8').startsWith('pid '))) {
+        assert.equal(settled, undefined, `the call ended before the agent was up: ${JSON.stringify(settled)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
       // The SDK closes stdin, waits 2 s, then sends SIGTERM, and SIGKILL 2 s later: had the server
       // been killed, the agent and its grandchild would be left running.
       await s.client.close();
