@@ -18,18 +18,25 @@ import (
 func main() {
 	dir := flag.String("dir", ".", "write completions/ and man/ under `DIR`")
 	flag.Parse()
+	if err := run(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
+		os.Exit(1)
+	}
+}
+
+// run writes everything under dir, creating the folders it needs: make install passes a fresh
+// bin/docs, where no cmd/ exists.
+func run(dir string) error {
 	date, err := docgen.BuildDate()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gendocs:", err)
-		os.Exit(1)
+		return err
 	}
 	streams, _, _, _ := app.Test()
-	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), *dir, date); err != nil {
-		fmt.Fprintln(os.Stderr, "gendocs:", err)
-		os.Exit(1)
+	if err := docgen.Generate(cmd.NewRoot(app.New(streams, app.VersionInfo{})), dir, date); err != nil {
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(*dir, "cmd", "internal_commands.txt"), []byte(cmd.DescribeInternalCommands()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "gendocs:", err)
-		os.Exit(1)
+	if err := os.MkdirAll(filepath.Join(dir, "cmd"), 0o755); err != nil {
+		return err
 	}
+	return os.WriteFile(filepath.Join(dir, "cmd", "internal_commands.txt"), []byte(cmd.DescribeInternalCommands()), 0o644)
 }
