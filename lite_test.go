@@ -320,7 +320,7 @@ func liteHandsOverEarly(t *testing.T, dir string) {
 func liteCompletesAsFull(t *testing.T, dir string) {
 	env := liteEnv(t)
 	for _, line := range [][]string{
-		{""}, {"s"}, {"help", ""}, {"sessions", ""}, {"mcp", "serve", "--"}, {"acp", ""}, {"doctor", "--"},
+		{""}, {"s"}, {"help", ""}, {"help", "mcp", ""}, {"--set", "x=y", "help", "sessions", ""}, {"sessions", ""}, {"mcp", "serve", "--"}, {"acp", ""}, {"doctor", "--"},
 		{"context", ""}, {"settings", "get", ""}, {"ask", "--backend", ""}, {"exec", "internal", ""}, {"--log-level", ""},
 	} {
 		args := append([]string{"__complete"}, line...)

@@ -80,9 +80,14 @@ func forwardsWhole(args []string) bool {
 		return ok
 	case cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		// The last word is the one being completed: completing a command's name stays here.
-		// exec internal completes the commands and flags of the whole tree.
+		// exec internal completes the commands and flags of the whole tree; help a forwarded
+		// command completes that command's subcommands, which only the whole tree has.
 		if len(rest) > 0 {
-			name := commandNamed(rest[:len(rest)-1])
+			words := rest[:len(rest)-1]
+			name := commandNamed(words)
+			if j := firstWord(words); j >= 0 && words[j] == "help" {
+				name = commandNamed(words[j+1:])
+			}
 			_, ok := forwardedHeads[name]
 			return ok || name == "exec"
 		}
