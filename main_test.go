@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -191,6 +192,19 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("%s: %v", args[0], err)
 				}
 			},
+			"cmptokens": func(ts *testscript.TestScript, neg bool, args []string) {
+				// cmptokens FILE GOLDEN: cmpenv, with every token estimate ("~N tokens",
+				// "tokens": N) read as any number. An estimate counts a file's [path] header, and
+				// $WORK's length differs from run to run; the numbers are checked by other lines.
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: cmptokens FILE GOLDEN")
+				}
+				got := ts.ReadFile(args[0])
+				want := os.Expand(ts.ReadFile(args[1]), ts.Getenv)
+				if anyTokens(got) != anyTokens(want) {
+					ts.Fatalf("%s and %s differ (token estimates aside):\n--- %s\n%s\n--- %s\n%s", args[0], args[1], args[0], got, args[1], want)
+				}
+			},
 			"mkfile": func(ts *testscript.TestScript, neg bool, args []string) {
 				// mkfile NAME BYTES: write a file of BYTES letters "a", for size limits.
 				if neg || len(args) != 2 {
@@ -224,3 +238,9 @@ func TestScripts(t *testing.T) {
 		},
 	})
 }
+
+// tokenEstimate matches a token estimate in context show's text and JSON.
+var tokenEstimate = regexp.MustCompile(`~\d+ tokens?\b|"(total_)?tokens": \d+`)
+
+// anyTokens is s with every token estimate replaced by one placeholder.
+func anyTokens(s string) string { return tokenEstimate.ReplaceAllString(s, "<tokens>") }

@@ -78,31 +78,70 @@ func incompleteTail(data []byte) int {
 // isText reports whether b may be sent: no NUL byte and valid UTF-8.
 func isText(b []byte) bool { return bytes.IndexByte(b, 0) < 0 && utf8.Valid(b) }
 
-// applyBudget splits files (in path order) into those kept and those dropped so that the kept
-// files' tokens total at most maxTokens, dropping the largest first. maxTokens <= 0 means no limit.
-func applyBudget(files []File, maxTokens int64) (kept, dropped []File) {
-	var total int64
+// blockFrameBytes is what the block adds around its files: the begin line, the end line and the
+// blank line before the prompt.
+const blockFrameBytes = int64(len(BlockBegin) + 1 + len(BlockEnd) + 2)
+
+// blockFrameTokens is the frame's share of the budget, paid once when any file is sent.
+var blockFrameTokens = EstimateTokens(blockFrameBytes)
+
+// fileBytes is what a file of size bytes at path adds to the block as Prompt writes it: the blank
+// line before it, its header (fileHeader, the one rule for it), its content and the line break
+// after content that lacks one. It counts the blank line and the line break whether or not the file
+// needs them, so it may say two bytes more than Prompt writes, never less: the budget is a bound.
+func fileBytes(path string, size int64) int64 {
+	return 1 + int64(len(fileHeader(path))) + size + 1
+}
+
+// blockTokens is the estimate for a block that holds files: their tokens and the frame's, or 0
+// for no file (no block is sent). Each file's estimate is rounded up on its own, so the block's
+// own estimate (EstimateTokens of its length) is never more than this.
+func blockTokens(files []File) int64 {
+	if len(files) == 0 {
+		return 0
+	}
+	total := blockFrameTokens
 	for _, f := range files {
 		total += f.Tokens
 	}
+	return total
+}
+
+// NeededTokens is the context.max_tokens that would send every file the budget dropped too.
+func (r *Report) NeededTokens() int64 {
+	return blockTokens(append(append([]File(nil), r.Files...), r.Dropped...))
+}
+
+// applyBudget splits files (in path order) into those kept and those dropped so that the block
+// of the kept files (blockTokens: every file's header and content, and the frame) is at most
+// maxTokens, dropping the costliest first. maxTokens <= 0 means no limit.
+func applyBudget(files []File, maxTokens int64) (kept, dropped []File) {
+	total := blockTokens(files)
 	if maxTokens <= 0 || total <= maxTokens {
 		return files, nil
 	}
-	bySize := append([]File(nil), files...)
-	sort.SliceStable(bySize, func(i, j int) bool {
-		if bySize[i].Bytes != bySize[j].Bytes {
-			return bySize[i].Bytes > bySize[j].Bytes
+	byCost := append([]File(nil), files...)
+	sort.SliceStable(byCost, func(i, j int) bool {
+		if byCost[i].Tokens != byCost[j].Tokens {
+			return byCost[i].Tokens > byCost[j].Tokens
 		}
-		return bySize[i].Path < bySize[j].Path
+		if byCost[i].Bytes != byCost[j].Bytes {
+			return byCost[i].Bytes > byCost[j].Bytes
+		}
+		return byCost[i].Path < byCost[j].Path
 	})
 	drop := map[string]bool{}
-	for _, f := range bySize {
+	left := len(files)
+	for _, f := range byCost {
 		if total <= maxTokens {
 			break
 		}
 		drop[f.Path] = true
 		dropped = append(dropped, f)
 		total -= f.Tokens
+		if left--; left == 0 {
+			total = 0 // no file left, no frame
+		}
 	}
 	for _, f := range files {
 		if !drop[f.Path] {

@@ -146,7 +146,7 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 		case err != nil:
 			rep.Skipped = append(rep.Skipped, Skipped{Path: f.path, Scope: f.scope, Reason: unwrapPath(err).Error(), Relative: f.relative})
 		default:
-			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(size), Relative: f.relative})
+			candidates = append(candidates, File{Path: f.path, Scope: f.scope, Bytes: size, Tokens: EstimateTokens(fileBytes(f.path, size)), Relative: f.relative})
 		}
 	}
 	sort.SliceStable(rep.Skipped, func(i, j int) bool { return rep.Skipped[i].Path < rep.Skipped[j].Path })
@@ -154,8 +154,8 @@ func (s *Store) Collect(profile, cwd string, maxTokens int64, opts ReportOptions
 	if len(dropped) > 0 {
 		rep.Dropped = dropped
 	}
+	rep.TotalTokens = blockTokens(kept)
 	for _, f := range kept {
-		rep.TotalTokens += f.Tokens
 		if opts.Expand {
 			data, err := readInto(f.Path, nil)
 			if err != nil {
@@ -194,7 +194,7 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	}
 	var total int64
 	for _, f := range rep.Files {
-		total += f.Bytes + int64(len(f.Path)) + 4
+		total += fileBytes(f.Path, f.Bytes)
 	}
 	var b strings.Builder
 	b.Grow(int(total) + len(BlockBegin) + len(BlockEnd) + len(userPrompt) + 4)
@@ -212,11 +212,16 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: %v", f.Path, errNotText)))
 			continue
 		}
+		if int64(len(data)) > f.Bytes {
+			// It grew since Collect measured it: sent whole it could take the block past the budget.
+			warnings = append(warnings, Printable(fmt.Sprintf("skipping %s: it grew while the prompt was built", f.Path)))
+			continue
+		}
 		if n > 0 {
 			b.WriteByte('\n')
 		}
 		n++
-		b.WriteString("[" + f.Path + "]\n")
+		b.WriteString(fileHeader(f.Path))
 		b.Write(data)
 		if len(data) == 0 || data[len(data)-1] != '\n' {
 			b.WriteByte('\n')
@@ -229,6 +234,9 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	b.WriteString(userPrompt)
 	return b.String(), warnings, nil
 }
+
+// fileHeader is the line that names a file in the block. fileBytes counts it as written here.
+func fileHeader(path string) string { return "[" + path + "]\n" }
 
 // readInto reads the whole regular file at path into buf (grown as needed) and returns the filled slice.
 func readInto(path string, buf []byte) ([]byte, error) {

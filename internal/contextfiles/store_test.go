@@ -98,15 +98,84 @@ func TestBudgetDropsLargestFirst(t *testing.T) {
 	if _, err := s.Add(Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.Collect("default", cwd, 70, ReportOptions{})
+	// The budget holds mid and small with their headers and the block's frame, not big.
+	cost := func(name string, size int64) int64 { return EstimateTokens(fileBytes(filepath.Join(cwd, name), size)) }
+	want := blockFrameTokens + cost("mid.md", 200) + cost("small.md", 40)
+	rep, err := s.Collect("default", cwd, want, ReportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Dropped) != 1 || filepath.Base(rep.Dropped[0].Path) != "big.md" || rep.TotalTokens != 60 {
+	if len(rep.Dropped) != 1 || filepath.Base(rep.Dropped[0].Path) != "big.md" || rep.TotalTokens != want {
 		t.Fatalf("dropped = %+v, total %d", rep.Dropped, rep.TotalTokens)
 	}
 	if rep.Rules.Profile[0].Matches != 3 {
 		t.Fatalf("matches = %d", rep.Rules.Profile[0].Matches)
+	}
+}
+
+// TestBudgetCountsHeaders: many empty files with long names add nothing in content but a header
+// each; the block sent stays within context.max_tokens, and the report and the warning count the
+// files dropped the same way (issue: 50,000 such files sent 1.2M tokens under a budget of 1000).
+func TestBudgetCountsHeaders(t *testing.T) {
+	s, cwd := newTestStore(t)
+	const files, budget = 400, 1000
+	for i := range files {
+		write(t, filepath.Join(cwd, "d", fmt.Sprintf("%03d-%s.md", i, strings.Repeat("n", 63))), "")
+	}
+	if _, err := s.Add(Target{Profile: "default"}, []string{"d/*.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Collect("default", cwd, budget, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files) == 0 || len(rep.Files)+len(rep.Dropped) != files || rep.TotalTokens > budget {
+		t.Fatalf("kept %d, dropped %d, total %d (budget %d)", len(rep.Files), len(rep.Dropped), rep.TotalTokens, budget)
+	}
+	const user = "hi"
+	got, warnings, err := s.Prompt("default", cwd, budget, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := strings.TrimSuffix(got, user)
+	if !strings.HasPrefix(block, BlockBegin+"\n") || !strings.HasSuffix(block, BlockEnd+"\n\n") {
+		t.Fatalf("no block: %.200q", got)
+	}
+	if n := EstimateTokens(int64(len(block))); n > rep.TotalTokens || n > budget {
+		t.Fatalf("block is ~%d tokens (%d bytes), report says %d, budget %d", n, len(block), rep.TotalTokens, budget)
+	}
+	if sent := strings.Count(block, "\n["); sent != len(rep.Files) {
+		t.Fatalf("block holds %d files, report keeps %d", sent, len(rep.Files))
+	}
+	wantWarn := fmt.Sprintf("dropped %d files, largest first", len(rep.Dropped))
+	if len(warnings) != 1 || !strings.Contains(warnings[0], wantWarn) {
+		t.Fatalf("warnings = %q, want one with %q", warnings, wantWarn)
+	}
+	// Without the frame's room not one file fits: nothing is sent, every file is reported.
+	rep, err = s.Collect("default", cwd, blockFrameTokens, ReportOptions{})
+	if err != nil || len(rep.Files) != 0 || len(rep.Dropped) != files || rep.TotalTokens != 0 || rep.NeededTokens() <= blockFrameTokens {
+		t.Fatalf("frame-only budget: %v, kept %d, dropped %d, total %d", err, len(rep.Files), len(rep.Dropped), rep.TotalTokens)
+	}
+}
+
+// TestFileBytesCountsTheHeaderPromptWrites: fileBytes and the frame agree with the block Prompt
+// writes, so a change to the header's form cannot leave the budget counting another one.
+func TestFileBytesCountsTheHeaderPromptWrites(t *testing.T) {
+	s, cwd := newTestStore(t)
+	write(t, filepath.Join(cwd, "a.md"), "one\n")
+	write(t, filepath.Join(cwd, "b.md"), "two")
+	if _, err := s.Add(Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Prompt("default", cwd, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := blockFrameBytes + fileBytes(filepath.Join(cwd, "a.md"), 4) + fileBytes(filepath.Join(cwd, "b.md"), 3)
+	// fileBytes counts a blank line before each file and a line break after each: two more bytes
+	// here than written (the first file has no blank line before it; a.md ends in a line break).
+	if int64(len(got))+2 != want {
+		t.Fatalf("block is %d bytes, fileBytes and the frame say %d: %q", len(got), want, got)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/fakeq/fakeqtest"
 	"github.com/qkit-cli/qkit/internal/natstest"
 	"github.com/qkit-cli/qkit/internal/questions"
@@ -280,10 +281,17 @@ func TestContext(t *testing.T) {
 	write(filepath.Join(e.dir, "small.md"), "four")
 	write(filepath.Join(e.dir, "big.md"), strings.Repeat("x", 400))
 	write(filepath.Join(ctxDir, "global.json"), `{"paths": ["*.md"]}`)
-	want(t, e.run()[CheckContext], OK, "profile default: 2 files (1 rule) from "+e.dir+", about 101 of 150000 tokens", "")
+	// The estimate counts each file's [path] header, so it depends on e.dir's length: the store
+	// says what it is, and doctor must say the same.
+	rep, err := contextfiles.NewStore(filepath.Join(e.home, "config")).Collect("default", e.dir, 0, contextfiles.ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strconv.FormatInt(rep.NeededTokens(), 10)
+	want(t, e.run()[CheckContext], OK, "profile default: 2 files (1 rule) from "+e.dir+", about "+all+" of 150000 tokens", "")
 
 	e.sets["context.max_tokens"] = "50"
-	want(t, e.run()[CheckContext], Warn, "over the budget, 1 file is dropped (the largest "+filepath.Join(e.dir, "big.md")+")", "qkit --set context.max_tokens=101 doctor")
+	want(t, e.run()[CheckContext], Warn, "over the budget, 1 file is dropped (the largest "+filepath.Join(e.dir, "big.md")+")", "qkit --set context.max_tokens="+all+" doctor")
 	delete(e.sets, "context.max_tokens")
 
 	write(filepath.Join(ctxDir, "active"), "work\n")

@@ -151,10 +151,7 @@ func checkContext(o Options) Check {
 		c.Detail += fmt.Sprintf("; %s never sent (binary or unreadable)", plural(n, "file"))
 	}
 	if len(rep.Dropped) > 0 {
-		need := rep.TotalTokens
-		for _, f := range rep.Dropped {
-			need += f.Tokens
-		}
+		need := rep.NeededTokens()
 		c.Status = Warn
 		c.Detail += fmt.Sprintf("; over the budget, %s dropped (the largest %s)", plural(len(rep.Dropped), "", "file is", "files are"), rep.Dropped[0].Path)
 		c.Fix = settingFix(config.ContextMaxTokens.Value(o.Config), strconv.FormatInt(need, 10))
