@@ -13,6 +13,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // contextShowOptions are the flags of `context show`.
@@ -70,7 +71,7 @@ func runContextShow(a *app.App, opts *contextShowOptions) error {
 		return output.JSON(a.IO.Out, rep)
 	}
 	home, _ := os.UserHomeDir()
-	return renderReport(a.IO.Out, rep, pathShower{cwd: env.cwd, home: home}, opts.expand)
+	return renderReport(a.IO.Out, rep, pathShower{cwd: env.cwd, home: home}, opts.expand, a.IO.StdoutTTY)
 }
 
 // pathShower shows a file's path to a person: relative to the working directory when a relative
@@ -93,8 +94,10 @@ func (s pathShower) show(p string, relative bool) string {
 	return contextfiles.Printable(p)
 }
 
-// renderReport prints a report for people; --json keeps absolute paths.
-func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expand bool) error {
+// renderReport prints a report for people; --json keeps absolute paths. With expand, each file's
+// content follows; on a terminal (tty) it goes through termtext.Visible, since it comes from the
+// repository; piped, it is exact.
+func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expand, tty bool) error {
 	var b strings.Builder
 	rules := func(title string, rs []contextfiles.Rule) {
 		b.WriteString(title + ":\n")
@@ -140,8 +143,12 @@ func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expan
 			if f.Content == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "\n[%s]\n%s", paths.show(f.Path, f.Relative), *f.Content)
-			if !strings.HasSuffix(*f.Content, "\n") {
+			content := *f.Content
+			if tty {
+				content = termtext.Visible(content)
+			}
+			fmt.Fprintf(&b, "\n[%s]\n%s", paths.show(f.Path, f.Relative), content)
+			if !strings.HasSuffix(content, "\n") {
 				b.WriteString("\n")
 			}
 		}
@@ -223,6 +230,9 @@ func runContextPrompt(a *app.App, opts *contextPromptOptions, msg string) error 
 		}
 		return output.JSON(a.IO.Out, contextPromptJSON{Profile: env.profile, Prompt: prompt, Warnings: warnings})
 	}
+	// On a terminal the prompt is shown (context files may hold escape sequences); piped, it is the
+	// prompt as sent, byte for byte.
+	prompt = onScreen(a, prompt)
 	if _, err := io.WriteString(a.IO.Out, prompt); err != nil {
 		return err
 	}

@@ -216,7 +216,7 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 			b.WriteByte('\n')
 		}
 		n++
-		b.WriteString("[" + f.Path + "]\n")
+		b.WriteString(header(f.Path))
 		b.Write(data)
 		if len(data) == 0 || data[len(data)-1] != '\n' {
 			b.WriteByte('\n')
@@ -229,6 +229,13 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	b.WriteString(userPrompt)
 	return b.String(), warnings, nil
 }
+
+// header is the line that names a file in the block: "[path]", the path on one line with every
+// control, bidi and invalid byte shown as a visible escape (Printable). A file name comes from the
+// repository, and one holding a line break could otherwise forge the block's markers or a header of
+// its own for the agent; an escape sequence would act on the terminal of whoever reads the prompt.
+// It is built here, once, for every door (ask, the MCP tool, ACP sessions, context prompt).
+func header(path string) string { return "[" + Printable(path) + "]\n" }
 
 // readInto reads the whole regular file at path into buf (grown as needed) and returns the filled slice.
 func readInto(path string, buf []byte) ([]byte, error) {
