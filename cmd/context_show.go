@@ -42,7 +42,8 @@ Files a relative rule matched are shown relative to the working directory; other
 the way (links out, unreadable folders, pseudo file systems, a walk stopped by
 context.walk_max_files or context.walk_timeout) are warnings on stderr.
 
---expand adds each file's content. --json prints one object, paths absolute:
+--expand adds each file's content: on a terminal, control characters in it are shown escaped
+(\x1b), newlines and tabs kept; piped, exact. --json prints one object, paths absolute:
   {profile, max_tokens, rules: {global: [{path, matches}], profile: [...]},
    files: [{path, scope, bytes, tokens, content?}], total_tokens, dropped: [...],
    skipped: [{path, scope, reason}], warnings: [...]}`,
@@ -188,6 +189,11 @@ func newContextPromptCmd(a *app.App) *cobra.Command {
 "--- CONTEXT FILES BEGIN ---" ... "--- CONTEXT FILES END ---" block, a blank line, and the message
 (read from stdin when it is -). With no matching file it prints the message alone. Warnings (files
 dropped by the budget, binary files skipped) go to stderr.
+
+A file is named on its "[path]" line with control characters escaped (\x1b, \x0a), so a name
+cannot forge the block's markers. On a terminal the whole prompt is shown with control characters
+escaped (newlines and tabs kept), so a file cannot hide text or move the cursor; piped, it is
+byte for byte what is sent.
 
 --json prints {profile, prompt, warnings}.`,
 		Example: `  qkit context prompt "Review this change"

@@ -137,7 +137,8 @@ func newSettingsGetCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get <key>",
 		Short: "Print one setting's value",
-		Long:  "Print the bare value of one setting, for scripts. Lists print comma-separated.",
+		Long: `Print the bare value of one setting, for scripts. Lists print comma-separated. On a
+terminal, control characters in the value are shown escaped (\x1b); piped, it is exact.`,
 		Example: `  qkit settings get agent.command
   timeout=$(qkit settings get agent.timeout)`,
 		Args:              cobra.ExactArgs(1),
