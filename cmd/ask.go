@@ -409,7 +409,8 @@ func printDryRun(a *app.App, opts *askOptions, p askrun.Plan) error {
 	case p.PromptOnStdin:
 		line = shellquote.Join(p.Argv...) + " < prompt (on stdin: too long for one argument, or -h/--help, which q would answer with its help)"
 	}
-	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", line, strings.TrimRight(p.Prompt, "\n"))
+	// The prompt holds the context files: shown through the filter on a terminal, exact when piped.
+	_, err := fmt.Fprintf(a.IO.Out, "%s\n\n%s\n", onScreen(a, line), onScreen(a, strings.TrimRight(p.Prompt, "\n")))
 	return err
 }
 

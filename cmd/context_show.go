@@ -13,6 +13,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // contextShowOptions are the flags of `context show`.
@@ -41,7 +42,8 @@ Files a relative rule matched are shown relative to the working directory; other
 the way (links out, unreadable folders, pseudo file systems, a walk stopped by
 context.walk_max_files or context.walk_timeout) are warnings on stderr.
 
---expand adds each file's content. --json prints one object, paths absolute:
+--expand adds each file's content: on a terminal, control characters in it are shown escaped
+(\x1b), newlines and tabs kept; piped, exact. --json prints one object, paths absolute:
   {profile, max_tokens, rules: {global: [{path, matches}], profile: [...]},
    files: [{path, scope, bytes, tokens, content?}], total_tokens, dropped: [...],
    skipped: [{path, scope, reason}], warnings: [...]}`,
@@ -70,7 +72,7 @@ func runContextShow(a *app.App, opts *contextShowOptions) error {
 		return output.JSON(a.IO.Out, rep)
 	}
 	home, _ := os.UserHomeDir()
-	return renderReport(a.IO.Out, rep, pathShower{cwd: env.cwd, home: home}, opts.expand)
+	return renderReport(a.IO.Out, rep, pathShower{cwd: env.cwd, home: home}, opts.expand, a.IO.StdoutTTY)
 }
 
 // pathShower shows a file's path to a person: relative to the working directory when a relative
@@ -93,8 +95,10 @@ func (s pathShower) show(p string, relative bool) string {
 	return contextfiles.Printable(p)
 }
 
-// renderReport prints a report for people; --json keeps absolute paths.
-func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expand bool) error {
+// renderReport prints a report for people; --json keeps absolute paths. With expand, each file's
+// content follows; on a terminal (tty) it goes through termtext.Visible, since it comes from the
+// repository; piped, it is exact.
+func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expand, tty bool) error {
 	var b strings.Builder
 	rules := func(title string, rs []contextfiles.Rule) {
 		b.WriteString(title + ":\n")
@@ -140,8 +144,12 @@ func renderReport(w io.Writer, rep *contextfiles.Report, paths pathShower, expan
 			if f.Content == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "\n[%s]\n%s", paths.show(f.Path, f.Relative), *f.Content)
-			if !strings.HasSuffix(*f.Content, "\n") {
+			content := *f.Content
+			if tty {
+				content = termtext.Visible(content)
+			}
+			fmt.Fprintf(&b, "\n[%s]\n%s", paths.show(f.Path, f.Relative), content)
+			if !strings.HasSuffix(content, "\n") {
 				b.WriteString("\n")
 			}
 		}
@@ -181,6 +189,11 @@ func newContextPromptCmd(a *app.App) *cobra.Command {
 "--- CONTEXT FILES BEGIN ---" ... "--- CONTEXT FILES END ---" block, a blank line, and the message
 (read from stdin when it is -). With no matching file it prints the message alone. Warnings (files
 dropped by the budget, binary files skipped) go to stderr.
+
+A file is named on its "[path]" line with control characters escaped (\x1b, \x0a), so a name
+cannot forge the block's markers. On a terminal the whole prompt is shown with control characters
+escaped (newlines and tabs kept), so a file cannot hide text or move the cursor; piped, it is
+byte for byte what is sent.
 
 --json prints {profile, prompt, warnings}.`,
 		Example: `  qkit context prompt "Review this change"
@@ -223,6 +236,9 @@ func runContextPrompt(a *app.App, opts *contextPromptOptions, msg string) error 
 		}
 		return output.JSON(a.IO.Out, contextPromptJSON{Profile: env.profile, Prompt: prompt, Warnings: warnings})
 	}
+	// On a terminal the prompt is shown (context files may hold escape sequences); piped, it is the
+	// prompt as sent, byte for byte.
+	prompt = onScreen(a, prompt)
 	if _, err := io.WriteString(a.IO.Out, prompt); err != nil {
 		return err
 	}

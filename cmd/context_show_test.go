@@ -18,7 +18,7 @@ func TestRenderReportEscapesNames(t *testing.T) {
 		Skipped: []contextfiles.Skipped{{Path: "/w/x\nprofile fake.md", Scope: "profile", Reason: "it links to /s/\u202ekey, outside /w", Relative: true}},
 	}
 	var b bytes.Buffer
-	if err := renderReport(&b, rep, pathShower{cwd: "/w", home: "/h"}, false); err != nil {
+	if err := renderReport(&b, rep, pathShower{cwd: "/w", home: "/h"}, false, false); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -21,6 +21,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/procgroup"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 // Main runs qkit with the process's streams and returns the exit code. Only main calls os.Exit.
@@ -83,7 +84,10 @@ func runRoot(ctx context.Context, a *app.App, root *cobra.Command, args []string
 			// The terminal echoed ^C without a line break: the message starts a line of its own.
 			fmt.Fprintln(a.IO.ErrOut)
 		}
-		fmt.Fprintf(a.IO.ErrOut, "qkit: %s\n", strings.TrimRight(err.Error(), "\n"))
+		// Errors quote what they were given: file names and link targets from a repository, a
+		// setting's value, an agent's text. They reach stderr through the one filter, so none of it
+		// can drive the terminal; a message of several lines keeps its line breaks.
+		fmt.Fprintf(a.IO.ErrOut, "qkit: %s\n", termtext.Visible(strings.TrimRight(err.Error(), "\n")))
 	}
 	if code == output.ExitUsage && isUsageProblem(err) && cmd != nil {
 		fmt.Fprintf(a.IO.ErrOut, "Usage: %s\nRun '%s --help' for more.\n", cmd.UseLine(), cmd.CommandPath())

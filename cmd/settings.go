@@ -13,6 +13,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/app"
 	"github.com/qkit-cli/qkit/internal/config"
 	"github.com/qkit-cli/qkit/internal/output"
+	"github.com/qkit-cli/qkit/internal/termtext"
 )
 
 func newSettingsCmd(a *app.App) *cobra.Command {
@@ -123,7 +124,7 @@ func runSettingsList(a *app.App, opts *settingsListOptions) error {
 		if v.Source == config.SourceEnv {
 			src += " (" + v.Origin + ")"
 		}
-		rows[i] = []string{v.Key.Name, v.Display(), src}
+		rows[i] = []string{v.Key.Name, onScreenLine(a, v.Display()), src} // a value may hold anything
 	}
 	return printTable(a.IO.Out, a.IO.StdoutTTY, []string{"key", "value", "source"}, rows)
 }
@@ -136,7 +137,8 @@ func newSettingsGetCmd(a *app.App) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "get <key>",
 		Short: "Print one setting's value",
-		Long:  "Print the bare value of one setting, for scripts. Lists print comma-separated.",
+		Long: `Print the bare value of one setting, for scripts. Lists print comma-separated. On a
+terminal, control characters in the value are shown escaped (\x1b); piped, it is exact.`,
 		Example: `  qkit settings get agent.command
   timeout=$(qkit settings get agent.timeout)`,
 		Args:              cobra.ExactArgs(1),
@@ -156,7 +158,9 @@ func runSettingsGet(a *app.App, opts *settingsGetOptions, name string) error {
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, toSettingJSON(v))
 	}
-	_, err = fmt.Fprintln(a.IO.Out, v.Display())
+	// A value may hold control characters (settings set takes what it is given): shown on a
+	// terminal, exact for a script.
+	_, err = fmt.Fprintln(a.IO.Out, onScreenLine(a, v.Display()))
 	return err
 }
 
@@ -244,7 +248,7 @@ func runSettingsSet(a *app.App, opts *settingsSetOptions, name, value string) er
 	}
 	stored := config.Value{Key: k, Raw: value, Parsed: parsed, Source: config.SourceFile, Origin: a.Config.File}
 	if a.IO.StderrTTY {
-		a.Errorf("%s set to %s in %s", k.Name, stored.Display(), a.Config.File)
+		a.Errorf("%s set to %s in %s", k.Name, termtext.VisibleLine(stored.Display()), a.Config.File)
 	}
 	if opts.asJSON {
 		return output.JSON(a.IO.Out, settingSetJSON{Key: k.Name, Value: stored.JSONValue(), File: a.Config.File, OverriddenBy: overridden})

@@ -235,8 +235,13 @@ func (s *Store) Prompt(profile, cwd string, maxTokens int64, userPrompt string) 
 	return b.String(), warnings, nil
 }
 
-// fileHeader is the line that names a file in the block. fileBytes counts it as written here.
-func fileHeader(path string) string { return "[" + path + "]\n" }
+// fileHeader is the line that names a file in the block: "[path]", the path on one line with
+// every control, bidi and invalid byte shown as a visible escape (Printable). A file name comes
+// from the repository, and one holding a line break could otherwise forge the block's markers or a
+// header of its own for the agent; an escape sequence would act on the terminal of whoever reads
+// the prompt. It is built here, once, for every door (ask, the MCP tool, ACP sessions, context
+// prompt), and fileBytes counts it as written here.
+func fileHeader(path string) string { return "[" + Printable(path) + "]\n" }
 
 // readInto reads the whole regular file at path into buf (grown as needed) and returns the filled slice.
 func readInto(path string, buf []byte) ([]byte, error) {

@@ -351,15 +351,15 @@ func (s *Store) Add(t Target, paths []string, opts AddOptions) ([]string, error)
 func (s *Store) validate(p string, opts AddOptions) error {
 	r, err := s.resolve(p, opts.Cwd)
 	if err != nil {
-		return output.UsageErrorf("Invalid path '%s': %v. Use --force to add anyway.", p, err)
+		return output.UsageErrorf("Invalid path '%s': %s. Use --force to add anyway.", Printable(p), Printable(err.Error()))
 	}
 	if r.glob && !validPattern(r.pattern) {
-		return output.UsageErrorf("Invalid path '%s': Invalid glob pattern '%s'", p, r.full)
+		return output.UsageErrorf("Invalid path '%s': Invalid glob pattern '%s'", Printable(p), Printable(r.full))
 	}
 	if !r.glob {
 		// Only files and folders are context; a FIFO or a device would block or flood every read.
 		if fi, err := os.Stat(r.full); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-			return output.UsageErrorf("Invalid path '%s': '%s' is not a regular file or a folder", p, r.full)
+			return output.UsageErrorf("Invalid path '%s': '%s' is not a regular file or a folder", Printable(p), Printable(r.full))
 		}
 	}
 	if !opts.Force {
@@ -370,7 +370,7 @@ func (s *Store) validate(p string, opts AddOptions) error {
 	if !r.glob && opts.Warn != nil {
 		if fi, err := os.Stat(r.full); err == nil && fi.Mode().IsRegular() {
 			if _, err := checkText(r.full, make([]byte, 64<<10), 64<<10); errors.Is(err, errNotText) {
-				opts.Warn(fmt.Sprintf("%s is %v, so its content is never sent; it was added anyway (qkit context rm %s takes it out)", p, errNotText, p))
+				opts.Warn(Printable(fmt.Sprintf("%s is %v, so its content is never sent; it was added anyway (qkit context rm %s takes it out)", p, errNotText, p)))
 			}
 		}
 	}
@@ -378,31 +378,34 @@ func (s *Store) validate(p string, opts AddOptions) error {
 }
 
 // validateExists refuses a path that is never read from here: one that leads out of the working
-// directory through a link, a missing one, or a glob that matches nothing.
+// directory through a link, a missing one, or a glob that matches nothing. Every name in its
+// messages (the rule, which a shell may have expanded from the repository's file names, a link's
+// target, the notes of a walk) is Printable: on one line, nothing a terminal would act on.
 func (s *Store) validateExists(p string, r resolved) error {
 	dir := r.base
 	if !r.glob {
 		dir = r.full
 	}
 	if real, out := r.linkedOut(dir); out {
-		return output.UsageErrorf("Invalid path '%s': %s links to %s, outside %s, so it is never read from here. Use --force to add anyway.", p, dir, real, r.anchor)
+		return output.UsageErrorf("Invalid path '%s': %s links to %s, outside %s, so it is never read from here. Use --force to add anyway.",
+			Printable(p), Printable(dir), Printable(real), Printable(r.anchor))
 	}
 	if r.glob {
 		found, notes := s.globHasMatch(r)
 		if !found {
 			why := ""
 			if len(notes) > 0 {
-				why = " (" + strings.Join(notes, "; ") + ")"
+				why = " (" + strings.Join(printableAll(notes), "; ") + ")"
 			}
-			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'%s. Use --force to add anyway.", p, r.full, why)
+			return output.NotFoundf("Invalid path '%s': No files found matching glob pattern '%s'%s. Use --force to add anyway.", Printable(p), Printable(r.full), why)
 		}
 		return nil
 	}
 	if _, err := os.Stat(r.full); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return output.NotFoundf("Invalid path '%s': Path '%s' does not exist. Use --force to add anyway.", p, r.full)
+			return output.NotFoundf("Invalid path '%s': Path '%s' does not exist. Use --force to add anyway.", Printable(p), Printable(r.full))
 		}
-		return output.Errorf(output.ExitFailure, "Invalid path '%s': %v. Use --force to add anyway.", p, err)
+		return output.Errorf(output.ExitFailure, "Invalid path '%s': %s. Use --force to add anyway.", Printable(p), Printable(err.Error()))
 	}
 	return nil
 }
