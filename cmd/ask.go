@@ -21,6 +21,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
 	"github.com/qkit-cli/qkit/internal/config"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessionrec"
 )
@@ -370,9 +371,7 @@ func askContext(a *app.App, opts *askOptions, prompt string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, w := range warnings {
-		a.Warnf("%s", w)
-	}
+	fmt.Fprint(a.IO.ErrOut, contextfiles.Notice(warnings)) // in the words acp serve tells an editor
 	return full, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/acpclient"
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/mcpbridge"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessionrec"
@@ -1056,6 +1057,9 @@ func (p *Proxy) Prompt(ctx context.Context, sessionID, cwd string, content []acp
 		block, warnings, err := o.Context(cwd, max(o.MaxTokens, 1), "")
 		for _, w := range warnings {
 			o.Logger.Warn(w, "session", sessionID)
+		}
+		if n := contextfiles.Notice(warnings); n != "" {
+			p.say(s, n) // the editor's reader is told, as ask's is on stderr
 		}
 		if err != nil {
 			return turn, fmt.Errorf("context files: %w", err)

@@ -1660,8 +1660,11 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	if gotCwd != cwd || gotBudget != 100 {
 		t.Fatalf("context built for cwd %q with %d tokens", gotCwd, gotBudget)
 	}
+	// The context files' warning goes to the editor first, as ask prints it on stderr; it is qkit's
+	// notice, not the agent's reply, so the agent's echo of its prompt never holds it.
+	const notice = "qkit: warning: a warning\n"
 	first := h.tc.agentText(id)
-	if !strings.HasPrefix(first, "--- CONTEXT FILES BEGIN ---\n") || !strings.HasSuffix(first, strings.Repeat("a", 150)+"\n") {
+	if !strings.HasPrefix(first, notice+"--- CONTEXT FILES BEGIN ---\n") || !strings.HasSuffix(first, strings.Repeat("a", 150)+"\n") {
 		t.Fatalf("q received %q", first)
 	}
 	// The first turn (150 + ~250 bytes) no longer fits in 200 bytes of history: it is dropped.
@@ -1673,7 +1676,10 @@ func TestContextBlockAndHistoryBudget(t *testing.T) {
 	h.mustPrompt(id, "third", acp.StopReasonEndTurn)
 	// The second turn fits: the history comes first, then the files with the prompt, as on every
 	// door (askrun.Sessions puts the history before what ask and the MCP tool built).
-	third := strings.TrimPrefix(h.tc.agentText(id), before)
+	third, told := strings.CutPrefix(strings.TrimPrefix(h.tc.agentText(id), before), notice)
+	if !told || strings.Contains(third, "qkit: warning") {
+		t.Fatalf("the editor was not told, or the agent was given qkit's notice (history): %q", third)
+	}
 	if !strings.HasPrefix(third, "--- CONVERSATION SO FAR ---\n") ||
 		!strings.Contains(third, "--- END OF CONVERSATION SO FAR ---\n\n--- CONTEXT FILES BEGIN ---\n") ||
 		!strings.HasSuffix(third, "--- CONTEXT FILES END ---\n\nthird\n") {

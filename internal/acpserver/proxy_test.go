@@ -438,7 +438,8 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 		useAgent(q)(o)
 		o.Backend = acpclient.BackendACP
 		o.Context = func(cwd string, maxTokens int, prompt string) (string, []string, error) {
-			return "--- CONTEXT FILES BEGIN ---\nrules of " + filepath.Base(cwd) + "\n--- CONTEXT FILES END ---\n" + prompt, nil, nil
+			return "--- CONTEXT FILES BEGIN ---\nrules of " + filepath.Base(cwd) + "\n--- CONTEXT FILES END ---\n" + prompt,
+				[]string{"dropped 1 file over context.max_tokens: big.md"}, nil
 		}
 	})
 	h.initialize()
@@ -453,6 +454,12 @@ func TestProxyContextFilesWithTheFirstPrompt(t *testing.T) {
 	}
 	if i, j := strings.Index(got, "CONTEXT FILES BEGIN"), strings.Index(got, "first"); i > j {
 		t.Fatalf("the context block came after the prompt: %q", got)
+	}
+	// The editor is told what the block left out, once, before the agent's reply (as ask says it on
+	// stderr); the agent is not given it (its echo would repeat it).
+	const notice = "qkit: warning: dropped 1 file over context.max_tokens: big.md\n"
+	if !strings.HasPrefix(got, notice) || strings.Count(got, "qkit: warning") != 1 {
+		t.Fatalf("the editor's text %q, want it to start with %q once", got, notice)
 	}
 }
 

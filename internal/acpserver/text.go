@@ -15,6 +15,7 @@ import (
 	"github.com/qkit-cli/qkit/internal/agent"
 	"github.com/qkit-cli/qkit/internal/approval"
 	"github.com/qkit-cli/qkit/internal/askrun"
+	"github.com/qkit-cli/qkit/internal/contextfiles"
 	"github.com/qkit-cli/qkit/internal/output"
 	"github.com/qkit-cli/qkit/internal/sessionrec"
 	"github.com/qkit-cli/qkit/internal/sessions"
@@ -92,6 +93,7 @@ func (a *adapter) runAgent(ctx context.Context, in turnInput, userText string, o
 		for _, w := range warnings {
 			a.opts.Logger.Warn(w, "session", in.sessionID)
 		}
+		say(contextfiles.Notice(warnings)) // the editor's reader is told, as ask's is on stderr
 		if err != nil {
 			return failBefore(fmt.Errorf("context files: %w", err))
 		}
