@@ -199,7 +199,9 @@ wins over the file (empty when none does).`,
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(c *cobra.Command, args []string) error { return runSettingsSet(c.Context(), a, opts, args[0], args[1]) },
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSettingsSet(c.Context(), a, opts, args[0], args[1])
+		},
 	}
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {key, value, file, overridden_by}")
 	c.SetFlagErrorFunc(negativeValueHint)
