@@ -90,6 +90,9 @@ func (s *Store) Active() (string, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultProfile, nil
 	}
+	if err != nil && refused(err) == err {
+		return "", fmt.Errorf("read %s: %w", s.activePath(), err)
+	}
 	if err != nil {
 		return "", refused(err)
 	}

@@ -259,6 +259,9 @@ func readConfig(path string) (fileConfig, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileConfig{}, nil
 	}
+	if err != nil && refused(err) == err {
+		return fileConfig{}, fmt.Errorf("read %s: %w", path, err)
+	}
 	if err != nil {
 		return fileConfig{}, refused(err)
 	}

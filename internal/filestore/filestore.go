@@ -176,8 +176,11 @@ func UpdateContext(ctx context.Context, path string, perm, dirPerm fs.FileMode, 
 	}
 	defer lock.Unlock()
 	old, err := ReadState(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge):
 		return err
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", path, err)
 	}
 	data, err := fn(old)
 	if errors.Is(err, ErrNoChange) {
@@ -197,9 +200,10 @@ func UpdateContext(ctx context.Context, path string, perm, dirPerm fs.FileMode, 
 // qkit wrote, and reading it whole (a link to /dev/zero, say) must not exhaust memory.
 const MaxStateSize = 1 << 20
 
-// ReadState reads one of qkit's own files with ReadRegular and MaxStateSize. A missing file is an
-// error wrapping fs.ErrNotExist, as with os.ReadFile. Any other error names the file and says what
-// it is: "config.yaml is a FIFO, not a regular file", or "is larger than 1 MiB".
+// ReadState reads one of qkit's own files with ReadRegular and MaxStateSize. Its refusal names the
+// file and says what it is ("config.yaml is a FIFO, not a regular file", "is larger than 1 MiB")
+// and wraps ErrNotRegular or ErrTooLarge; other errors are os.Open's (fs.ErrNotExist for a missing
+// file).
 func ReadState(path string) ([]byte, error) {
 	data, err := ReadRegular(path, MaxStateSize)
 	switch {
@@ -212,7 +216,7 @@ func ReadState(path string) ([]byte, error) {
 	case errors.Is(err, ErrTooLarge):
 		return nil, &stateError{fmt.Sprintf("%s is larger than %d MiB, more than any file qkit writes", path, MaxStateSize>>20), ErrTooLarge}
 	}
-	return nil, fmt.Errorf("read %s: %w", path, unwrapPathError(err))
+	return nil, err
 }
 
 // describeKind says what path (through links) is, for an error: "a FIFO", "a device", "a folder".
@@ -243,14 +247,6 @@ type stateError struct {
 
 func (e *stateError) Error() string { return e.msg }
 func (e *stateError) Unwrap() error { return e.err }
-
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
 
 // ErrNotRegular is returned by OpenRegular for anything but a regular file.
 var ErrNotRegular = errors.New("not a regular file")
