@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if name := filepath.Base(os.Args[0]); name != "qkit" && name != "q" && name != "kiro-cli" {
+	if name := filepath.Base(os.Args[0]); name != "qkit" && name != "q" && name != "kiro-cli" && name != "lockholder" {
 		moreParallel()
 	}
 	testscript.Main(m, map[string]func(){
@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		"q":    func() { os.Exit(fakeq.Main()) },
 		// kiro-cli is the same fake; scripts set FAKEQ_FLAVOUR=kiro for it to act as kiro-cli 2.x.
 		"kiro-cli": func() { os.Exit(fakeq.Main()) },
+		// lockholder holds a file's lock while a command waits for it (lockholder_test.go).
+		"lockholder": func() { os.Exit(lockHolder(os.Args[1:])) },
 	})
 }
 

@@ -36,7 +36,7 @@ func TestACPSessionSkipsLinkedOutBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := contextfiles.NewStore(a.Config.Paths.Config)
-	if _, err := files.Add(contextfiles.Target{Profile: contextfiles.DefaultProfile}, []string{"docs/**", "docs", "notes.md"},
+	if _, err := files.Add(context.Background(), contextfiles.Target{Profile: contextfiles.DefaultProfile}, []string{"docs/**", "docs", "notes.md"},
 		contextfiles.AddOptions{Cwd: repo, Force: true}); err != nil {
 		t.Fatal(err)
 	}

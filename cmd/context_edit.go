@@ -63,7 +63,7 @@ file is added with a warning on stderr: its content is never sent (qkit context 
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveDefault
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runContextAdd(a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error { return runContextAdd(c.Context(), a, opts, args) },
 	}
 	c.Flags().BoolVarP(&opts.global, "global", "g", false, "add to the global context instead of the profile's")
 	c.Flags().BoolVarP(&opts.force, "force", "f", false, "add missing paths, globs that match nothing, and links out of this folder")
@@ -71,13 +71,13 @@ file is added with a warning on stderr: its content is never sent (qkit context 
 	return exposeChange(c)
 }
 
-func runContextAdd(a *app.App, opts *contextAddOptions, paths []string) error {
+func runContextAdd(ctx context.Context, a *app.App, opts *contextAddOptions, paths []string) error {
 	env, err := loadContextEnv(a)
 	if err != nil {
 		return err
 	}
 	t := env.target(opts.global)
-	added, err := env.store.Add(t, paths, contextfiles.AddOptions{
+	added, err := env.store.Add(ctx, t, paths, contextfiles.AddOptions{
 		Cwd: env.cwd, Force: opts.force,
 		Warn: func(msg string) { a.Warnf("%s", msg) },
 	})
@@ -115,7 +115,7 @@ in a warning; when none is there, nothing changes and the command fails.
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			return completeConfiguredPaths(a, opts.global, args)
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runContextRm(a, opts, args) },
+		RunE: func(c *cobra.Command, args []string) error { return runContextRm(c.Context(), a, opts, args) },
 	}
 	c.Flags().BoolVarP(&opts.global, "global", "g", false, "remove from the global context instead of the profile's")
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {scope, profile, removed, missing}")
@@ -149,13 +149,13 @@ func completeConfiguredPaths(a *app.App, global bool, given []string) ([]string,
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-func runContextRm(a *app.App, opts *contextRmOptions, paths []string) error {
+func runContextRm(ctx context.Context, a *app.App, opts *contextRmOptions, paths []string) error {
 	env, err := loadContextEnv(a)
 	if err != nil {
 		return err
 	}
 	t := env.target(opts.global)
-	removed, missing, err := env.store.Remove(t, paths)
+	removed, missing, err := env.store.Remove(ctx, t, paths)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func runContextClear(ctx context.Context, a *app.App, opts *contextClearOptions)
 			return output.Errorf(output.ExitRejected, "clear cancelled: the context for %s is unchanged", what)
 		}
 	}
-	n, err := env.store.Clear(t)
+	n, err := env.store.Clear(ctx, t)
 	if err != nil {
 		return err
 	}

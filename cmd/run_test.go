@@ -23,10 +23,10 @@ func TestRunFunctions(t *testing.T) {
 	if err := a.Load(config.LoadOptions{}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsSet(a, &settingsSetOptions{}, "agent.timeout", "5m"); err != nil {
+	if err := runSettingsSet(context.Background(), a, &settingsSetOptions{}, "agent.timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := runSettingsSet(a, &settingsSetOptions{}, "agent.timeout", "soon"); output.Code(err) != output.ExitUsage {
+	if err := runSettingsSet(context.Background(), a, &settingsSetOptions{}, "agent.timeout", "soon"); output.Code(err) != output.ExitUsage {
 		t.Fatalf("a bad value: %v (exit %d)", err, output.Code(err))
 	}
 	if err := a.Load(config.LoadOptions{}, ""); err != nil {

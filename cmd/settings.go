@@ -203,7 +203,9 @@ wins over the file (empty when none does).`,
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runSettingsSet(a, opts, args[0], args[1]) },
+		RunE: func(c *cobra.Command, args []string) error {
+			return runSettingsSet(c.Context(), a, opts, args[0], args[1])
+		},
 	}
 	c.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON: {key, value, file, overridden_by}")
 	c.SetFlagErrorFunc(negativeValueHint)
@@ -226,7 +228,7 @@ func negativeValueHint(c *cobra.Command, err error) error {
 	return output.WithCode(output.ExitUsage, usageError{err})
 }
 
-func runSettingsSet(a *app.App, opts *settingsSetOptions, name, value string) error {
+func runSettingsSet(ctx context.Context, a *app.App, opts *settingsSetOptions, name, value string) error {
 	k, err := lookupKey(name)
 	if err != nil {
 		return err
@@ -235,7 +237,7 @@ func runSettingsSet(a *app.App, opts *settingsSetOptions, name, value string) er
 	if err != nil {
 		return output.WithCode(output.ExitUsage, err)
 	}
-	if err := a.Config.Set(k.Name, value); err != nil {
+	if err := a.Config.Set(ctx, k.Name, value); err != nil {
 		return err
 	}
 	if p := k.FileProblem(value); p != "" {
@@ -343,9 +345,9 @@ func runSettingsReset(ctx context.Context, a *app.App, opts *settingsResetOption
 	}
 	var err error
 	if a.Config.Broken != nil {
-		res.BrokenCopy, err = a.Config.ResetBroken()
+		res.BrokenCopy, err = a.Config.ResetBroken(ctx)
 	} else {
-		err = a.Config.Reset(names...)
+		err = a.Config.Reset(ctx, names...)
 	}
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -72,9 +73,9 @@ func contentError(file string, data []byte, err error) *FileError {
 // ResetBroken replaces a config file whose content does not load (see Config.Broken) with an
 // empty one, after keeping its content beside it as <file>.broken. It returns that copy's path.
 // A file that loads again by now is reset as Reset does, and the path is empty.
-func (c *Config) ResetBroken() (string, error) {
+func (c *Config) ResetBroken(ctx context.Context) (string, error) {
 	kept := ""
-	err := filestore.Update(c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
+	err := filestore.UpdateContext(ctx, c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
 		_, text, terr := configText(old)
 		if terr == nil {
 			if docs, derr := decodeDocuments(text); derr == nil && checkLoads(old, len(docs)) == nil {
@@ -88,7 +89,7 @@ func (c *Config) ResetBroken() (string, error) {
 		return []byte{}, nil
 	})
 	if errors.Is(err, errStillLoads) {
-		return "", c.Reset()
+		return "", c.Reset(ctx)
 	}
 	return kept, err
 }

@@ -4,6 +4,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/qkit-cli/qkit/internal/filestore"
 )
 
 // Source says where a setting's value came from.
@@ -142,10 +145,13 @@ func Load(opts LoadOptions) (*Config, error) {
 	var data []byte
 	err = fs.ErrNotExist
 	if !opts.SkipFile {
-		data, err = os.ReadFile(file)
+		data, err = filestore.ReadState(file)
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, filestore.ErrNotRegular) || errors.Is(err, filestore.ErrTooLarge):
+		// A FIFO would hang every command, a link to /dev/zero run it out of memory.
+		return nil, fmt.Errorf("config file %w (it was left as it is; qkit reads only a regular file)", err)
 	case err != nil:
 		return nil, fmt.Errorf("config file %s: cannot read: %w", file, unwrapPath(err))
 	default:
@@ -445,8 +451,9 @@ func editDistance(a, b string) int {
 }
 
 // Set validates value for key and writes it to the config file atomically, under the file's lock.
-// A file that does not parse is left untouched.
-func (c *Config) Set(name, raw string) error {
+// A file that does not parse is left untouched, and so is the file when ctx ends before the write
+// (see filestore.UpdateContext).
+func (c *Config) Set(ctx context.Context, name, raw string) error {
 	k, ok := LookupKey(name)
 	if !ok {
 		return UnknownKeyError(name)
@@ -460,14 +467,14 @@ func (c *Config) Set(name, raw string) error {
 	case Bool, Int, List:
 		stored = parsed
 	}
-	return c.editFile(func(root *yaml.Node) (bool, error) {
+	return c.editFile(ctx, func(root *yaml.Node) (bool, error) {
 		return true, setNode(root, name, stored)
 	})
 }
 
 // Reset removes keys from the config file so their defaults (or environment) apply again. With no
 // names it removes every known key.
-func (c *Config) Reset(names ...string) error {
+func (c *Config) Reset(ctx context.Context, names ...string) error {
 	for _, n := range names {
 		if _, ok := LookupKey(n); !ok {
 			return UnknownKeyError(n)
@@ -478,7 +485,7 @@ func (c *Config) Reset(names ...string) error {
 			names = append(names, k.Name)
 		}
 	}
-	return c.editFile(func(root *yaml.Node) (bool, error) {
+	return c.editFile(ctx, func(root *yaml.Node) (bool, error) {
 		changed := false
 		for _, n := range names {
 			changed = deleteNode(root, strings.Split(n, "."), nil) || changed

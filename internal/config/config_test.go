@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestPrecedence(t *testing.T) {
 	home := t.TempDir()
 	env := map[string]string{"QKIT_HOME": home}
 	c, _ := Load(LoadOptions{LookupEnv: envOf(env)})
-	if err := c.Set("agent.timeout", "10s"); err != nil {
+	if err := c.Set(context.Background(), "agent.timeout", "10s"); err != nil {
 		t.Fatal(err)
 	}
 	check := func(want time.Duration, src Source) {
@@ -105,11 +106,11 @@ func TestSetResetPreserveOtherKeys(t *testing.T) {
 	home := t.TempDir()
 	c, _ := Load(LoadOptions{LookupEnv: envOf(map[string]string{"QKIT_HOME": home})})
 	for k, v := range map[string]string{"agent.command": "kiro-cli", "acp.enabled": "true", "tools.enabled": "a,b"} {
-		if err := c.Set(k, v); err != nil {
+		if err := c.Set(context.Background(), k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Reset("acp.enabled"); err != nil {
+	if err := c.Reset(context.Background(), "acp.enabled"); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(filepath.Join(home, "config", "config.yaml"))
@@ -120,7 +121,7 @@ func TestSetResetPreserveOtherKeys(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(home, "config", "config.yaml")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v", fi.Mode().Perm())
 	}
-	if err := c.Reset(); err != nil {
+	if err := c.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(filepath.Join(home, "config", "config.yaml"))
@@ -214,13 +215,13 @@ func TestSetResetOtherSpellings(t *testing.T) {
 	if AgentCommand.Get(c) != "foo" || AgentTimeout.Get(c) != 5*time.Minute || LogLevel.Get(c) != "debug" {
 		t.Fatalf("read: %v %v %v", AgentCommand.Get(c), AgentTimeout.Get(c), LogLevel.Get(c))
 	}
-	if err := c.Set("agent.command", "bar"); err != nil {
+	if err := c.Set(context.Background(), "agent.command", "bar"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set("agent.timeout", "7m"); err != nil {
+	if err := c.Set(context.Background(), "agent.timeout", "7m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reset("log.level"); err != nil {
+	if err := c.Reset(context.Background(), "log.level"); err != nil {
 		t.Fatal(err)
 	}
 	c = load()
@@ -266,7 +267,7 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set("internal.trusted", "settings set"); err != nil {
+	if err := c.Set(context.Background(), "internal.trusted", "settings set"); err != nil {
 		t.Fatal(err)
 	}
 	if len(InternalTrusted.Get(c)) != 0 {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +19,10 @@ import (
 // person's comments, key order and other entries survive `settings set` and `reset`; in a file of
 // several YAML documents the first (the one qkit reads) is edited and the others are written back.
 // A file that is not UTF-8 text, does not parse, or whose top level is not a mapping is left
-// untouched, and so is one whose edited form would not load again.
-func (c *Config) editFile(edit func(root *yaml.Node) (bool, error)) error {
-	return filestore.Update(c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
+// untouched, and so is one whose edited form would not load again, and any when ctx ends before the
+// write.
+func (c *Config) editFile(ctx context.Context, edit func(root *yaml.Node) (bool, error)) error {
+	return filestore.UpdateContext(ctx, c.File, 0o600, 0o700, func(old []byte) ([]byte, error) {
 		bom, text, err := configText(old)
 		if err != nil {
 			return nil, fmt.Errorf("config file %s: %v; it was left unchanged", c.File, err)

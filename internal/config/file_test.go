@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestSetOnEmptySection(t *testing.T) {
 		if len(c.Unknown) > 0 {
 			t.Errorf("%q: the empty section is reported as unknown settings: %v", content, c.Unknown)
 		}
-		if err := c.Set("agent.command", "kiro-cli"); err != nil {
+		if err := c.Set(context.Background(), "agent.command", "kiro-cli"); err != nil {
 			t.Fatalf("%q: %v", content, err)
 		}
 		c = reload(t, c)
@@ -77,7 +78,7 @@ func TestSetRefusesValueSection(t *testing.T) {
 		"agent:\n  command:\n    x: 1\n": `line 2: "command" holds a section of settings, not a value`,
 	} {
 		c, file := configAt(t, content)
-		err := c.Set("agent.command", "kiro-cli")
+		err := c.Set(context.Background(), "agent.command", "kiro-cli")
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), file) {
 			t.Errorf("%q: Set = %v, want an error naming the file and %q", content, err, want)
 		}
@@ -92,10 +93,10 @@ func TestSetRefusesValueSection(t *testing.T) {
 func TestSetKeepsOtherDocuments(t *testing.T) {
 	content := "log:\n  level: debug\n---\n# second\nother: 2\n---\nthird: [1, 2]\n"
 	c, file := configAt(t, content)
-	if err := c.Set("agent.command", "kiro-cli"); err != nil {
+	if err := c.Set(context.Background(), "agent.command", "kiro-cli"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reset("log.level"); err != nil {
+	if err := c.Reset(context.Background(), "log.level"); err != nil {
 		t.Fatal(err)
 	}
 	c = reload(t, c)
@@ -119,7 +120,7 @@ func TestSetRefusesNonText(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &Config{File: file}
-		err := c.Set("agent.command", "kiro-cli")
+		err := c.Set(context.Background(), "agent.command", "kiro-cli")
 		if err == nil || !strings.Contains(err.Error(), "text") || !strings.Contains(err.Error(), "left unchanged") {
 			t.Errorf("%q: Set = %v, want a refusal", content, err)
 		}
@@ -128,7 +129,7 @@ func TestSetRefusesNonText(t *testing.T) {
 		}
 	}
 	c, file := configAt(t, "\xef\xbb\xbfagent:\n  timeout: 5m\n")
-	if err := c.Set("agent.command", "kiro-cli"); err != nil {
+	if err := c.Set(context.Background(), "agent.command", "kiro-cli"); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(file); string(data) != "\xef\xbb\xbfagent:\n  timeout: 5m\n  command: kiro-cli\n" {
@@ -150,7 +151,7 @@ func FuzzEditFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		c := &Config{File: file}
-		if err := c.Set("agent.command", "kiro-cli"); err != nil {
+		if err := c.Set(context.Background(), "agent.command", "kiro-cli"); err != nil {
 			if data, _ := os.ReadFile(file); string(data) != content {
 				t.Fatalf("refused (%v) but changed %q to %q", err, content, data)
 			}
@@ -173,11 +174,11 @@ func FuzzEditFile(f *testing.F) {
 // person wrote keeps its style.
 func TestSetAfterLastResetIsBlockStyle(t *testing.T) {
 	c, file := configAt(t, "agent:\n  command: kiro-cli\n")
-	if err := c.Reset(); err != nil {
+	if err := c.Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, kv := range [][2]string{{"agent.command", "kiro-cli"}, {"agent.timeout", "5m"}, {"acp.enabled", "true"}} {
-		if err := c.Set(kv[0], kv[1]); err != nil {
+		if err := c.Set(context.Background(), kv[0], kv[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,10 +189,10 @@ func TestSetAfterLastResetIsBlockStyle(t *testing.T) {
 	reload(t, c)
 
 	c, file = configAt(t, "agent: {}\nacp: {enabled: true}\n")
-	if err := c.Set("agent.command", "kiro-cli"); err != nil {
+	if err := c.Set(context.Background(), "agent.command", "kiro-cli"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set("acp.enabled", "false"); err != nil {
+	if err := c.Set(context.Background(), "acp.enabled", "false"); err != nil {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(file)

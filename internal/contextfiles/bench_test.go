@@ -1,6 +1,7 @@
 package contextfiles
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func BenchmarkPrompt(b *testing.B) {
 	for i := 0; i < 200; i++ {
 		write(b, filepath.Join(root, fmt.Sprintf("f%03d.md", i)), content)
 	}
-	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"*.md"}, AddOptions{Cwd: root}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"*.md"}, AddOptions{Cwd: root}); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(200 * len(content)))

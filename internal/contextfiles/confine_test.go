@@ -3,6 +3,7 @@
 package contextfiles
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,7 +54,7 @@ func TestNamedFileLinkedOutOfCwdIsSkipped(t *testing.T) {
 	}
 
 	// Through Collect and Prompt, as show, prompt, ask and ACP sessions get it.
-	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"AmazonQ.md", "docs2/id_rsa", "inside.md"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"AmazonQ.md", "docs2/id_rsa", "inside.md"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.Collect("", cwd, 0, ReportOptions{})
@@ -75,7 +76,7 @@ func TestNamedFileLinkedOutOfCwdIsSkipped(t *testing.T) {
 
 	// add refuses both unless forced.
 	for _, rule := range []string{"AmazonQ.md", "docs2/id_rsa"} {
-		_, err := s.Add(Target{Global: true}, []string{rule}, AddOptions{Cwd: cwd})
+		_, err := s.Add(context.Background(), Target{Global: true}, []string{rule}, AddOptions{Cwd: cwd})
 		path := filepath.Join(cwd, rule)
 		if want := "Invalid path '" + rule + "': " + path + " links to " + key + ", outside " + cwd +
 			", so it is never read from here. Use --force to add anyway."; err == nil || err.Error() != want {
@@ -92,7 +93,7 @@ func TestAddWarnsOfBinaryFile(t *testing.T) {
 	write(t, filepath.Join(cwd, "a.md"), "text")
 	var warned []string
 	opts := AddOptions{Cwd: cwd, Warn: func(m string) { warned = append(warned, m) }}
-	added, err := s.Add(Target{Profile: DefaultProfile}, []string{"a.md", "logo.png", "*"}, opts)
+	added, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"a.md", "logo.png", "*"}, opts)
 	if err != nil || len(added) != 3 {
 		t.Fatalf("Add = %q, %v", added, err)
 	}

@@ -2,6 +2,7 @@ package contextfiles
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -17,7 +18,7 @@ func TestUnknownFieldsAreKept(t *testing.T) {
 	orig := `{"hooks": {"agentSpawn": {"cmd": ["git", "status"]}}, "paths": ["a.md"], "x-other": 1}`
 	write(t, s.globalPath(), orig)
 	tg := Target{Global: true}
-	if _, err := s.Add(tg, []string{"b.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), tg, []string{"b.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	want := `{
@@ -39,10 +40,10 @@ func TestUnknownFieldsAreKept(t *testing.T) {
 	if data, _ := os.ReadFile(s.globalPath()); string(data) != want {
 		t.Fatalf("after add:\n%s\nwant:\n%s", data, want)
 	}
-	if _, _, err := s.Remove(tg, []string{"a.md"}); err != nil {
+	if _, _, err := s.Remove(context.Background(), tg, []string{"a.md"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Clear(tg); err != nil {
+	if _, err := s.Clear(context.Background(), tg); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any
@@ -56,7 +57,7 @@ func TestUnknownFieldsAreKept(t *testing.T) {
 
 	// A file without "paths" gets it first.
 	write(t, s.profilePath(DefaultProfile), `{"hooks": {}}`)
-	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"a.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"a.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(s.profilePath(DefaultProfile)); string(data) != "{\n  \"paths\": [\n    \"a.md\"\n  ],\n  \"hooks\": {}\n}\n" {

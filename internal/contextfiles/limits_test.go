@@ -1,6 +1,7 @@
 package contextfiles
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -49,7 +50,7 @@ func TestWalkStopsAtTheFileLimit(t *testing.T) {
 	if ex := expandRules(t, s, cwd, "b/*.md"); len(ex.files) != 1 || len(ex.warnings) != 0 {
 		t.Errorf("b/*.md: %+v", ex)
 	}
-	_, err := s.Add(Target{Profile: DefaultProfile}, []string{"**/*.txt"}, AddOptions{Cwd: cwd})
+	_, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"**/*.txt"}, AddOptions{Cwd: cwd})
 	if err == nil || !strings.Contains(err.Error(), "No files found matching glob pattern '"+filepath.Join(cwd, "**/*.txt")+
 		"' (its walk looked at more than 4 files and folders, the limit (setting context.walk_max_files))") {
 		t.Errorf("Add = %v", err)

@@ -3,6 +3,7 @@
 package contextfiles
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -156,7 +157,7 @@ func TestLinkedBaseOutsideCwdIsSkipped(t *testing.T) {
 	}
 
 	// The prompt, which every front end builds through Prompt, holds no key.
-	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"docs/**", "docs"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"docs/**", "docs"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	prompt, warnings, err := s.Prompt("", cwd, 0, "hi")
@@ -164,7 +165,7 @@ func TestLinkedBaseOutsideCwdIsSkipped(t *testing.T) {
 		t.Errorf("Prompt = %q, %q, %v", prompt, warnings, err)
 	}
 	// context add refuses such a rule, saying why, unless forced.
-	_, err = s.Add(Target{Profile: DefaultProfile}, []string{"docs/sub/**"}, AddOptions{Cwd: cwd})
+	_, err = s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"docs/sub/**"}, AddOptions{Cwd: cwd})
 	if want := "Invalid path 'docs/sub/**': " + filepath.Join(docs, "sub") + " links to " + filepath.Join(secret, "sub") +
 		", outside " + cwd + ", so it is never read from here. Use --force to add anyway."; err == nil || err.Error() != want {
 		t.Errorf("Add(docs/sub/**) = %v, want %q", err, want)
@@ -196,7 +197,7 @@ func TestNonRegularFilesAreNeverRead(t *testing.T) {
 		if _, err := readInto(fifo, nil); !errors.Is(err, filestore.ErrNotRegular) {
 			t.Errorf("readInto(fifo) = %v, want ErrNotRegular", err)
 		}
-		if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"pipe.md"}, AddOptions{Cwd: cwd, Force: true}); err == nil ||
+		if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"pipe.md"}, AddOptions{Cwd: cwd, Force: true}); err == nil ||
 			!strings.Contains(err.Error(), "is not a regular file or a folder") {
 			t.Errorf("Add(fifo) = %v", err)
 		}

@@ -1,6 +1,7 @@
 package contextfiles
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -32,7 +33,7 @@ func TestWarningsAreMadePrintable(t *testing.T) {
 	s, cwd := newTestStore(t)
 	name := "a\x1b[2Jb.md"
 	write(t, filepath.Join(cwd, name), "\x00binary")
-	if _, err := s.Add(Target{Profile: DefaultProfile}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	_, warnings, err := s.Prompt("", cwd, 0, "hi")

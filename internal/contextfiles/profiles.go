@@ -86,12 +86,15 @@ func (s *Store) requireProfile(name string) error {
 // Active returns the active profile: the content of <context>/active, or "default" when the file is
 // absent. A file naming an invalid profile is reported with its path.
 func (s *Store) Active() (string, error) {
-	data, err := os.ReadFile(s.activePath())
+	data, err := filestore.ReadState(s.activePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultProfile, nil
 	}
-	if err != nil {
+	if err != nil && refused(err) == err {
 		return "", fmt.Errorf("read %s: %w", s.activePath(), err)
+	}
+	if err != nil {
+		return "", refused(err)
 	}
 	name := strings.TrimSpace(string(data))
 	if name == "" {
@@ -209,9 +212,9 @@ func (s *Store) RenameProfile(oldName, newName string) error {
 			return err
 		}
 		defer lock.Unlock()
-		data, err := os.ReadFile(s.profilePath(oldName))
+		data, err := filestore.ReadState(s.profilePath(oldName))
 		if err != nil {
-			return fmt.Errorf("rename profile %s: %w", oldName, err)
+			return fmt.Errorf("rename profile %s: %w", oldName, refused(err))
 		}
 		if err := filestore.WriteAtomic(s.profilePath(newName), data, filePerm, dirPerm); err != nil {
 			return err

@@ -3,6 +3,7 @@
 package contextfiles
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestPseudoFileSystemsAreNotWalked(t *testing.T) {
 	}
 
 	// add says why such a glob matches nothing.
-	_, err = s.Add(Target{Profile: DefaultProfile}, []string{"/proc/**"}, AddOptions{Cwd: cwd})
+	_, err = s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{"/proc/**"}, AddOptions{Cwd: cwd})
 	if err == nil || !strings.Contains(err.Error(), "it is a proc file system, which qkit never reads for context") {
 		t.Errorf("Add(/proc/**) = %v", err)
 	}

@@ -11,6 +11,7 @@ package contextfiles
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,16 +252,29 @@ func encodeConfig(c fileConfig) []byte {
 	return b.Bytes()
 }
 
-// readConfig reads one config; a missing file is an empty list.
+// readConfig reads one config; a missing file is an empty list. A FIFO, a device or a file over
+// filestore.MaxStateSize is refused (see refused), never read.
 func readConfig(path string) (fileConfig, error) {
-	data, err := os.ReadFile(path)
+	data, err := filestore.ReadState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileConfig{}, nil
 	}
-	if err != nil {
+	if err != nil && refused(err) == err {
 		return fileConfig{}, fmt.Errorf("read %s: %w", path, err)
 	}
+	if err != nil {
+		return fileConfig{}, refused(err)
+	}
 	return parseConfig(path, data)
+}
+
+// refused words filestore.ReadState's refusal of a context config (a FIFO hung `context show`, and
+// `context clear` past any signal but SIGKILL); other errors pass as they are.
+func refused(err error) error {
+	if errors.Is(err, filestore.ErrNotRegular) || errors.Is(err, filestore.ErrTooLarge) {
+		return fmt.Errorf("context config %w (fix or remove it; it was left untouched)", err)
+	}
+	return err
 }
 
 // Rules returns the rules (paths and globs, as the user gave them) of t. A profile other than
@@ -275,10 +289,11 @@ func (s *Store) Rules(t Target) ([]string, error) {
 	return c.Paths, err
 }
 
-// update runs fn on t's rules under the file's lock and writes the result atomically.
-func (s *Store) update(t Target, fn func(paths []string) ([]string, error)) error {
+// update runs fn on t's rules under the file's lock and writes the result atomically. When ctx ends
+// first (a signal while it waits for the lock), nothing is written (filestore.UpdateContext).
+func (s *Store) update(ctx context.Context, t Target, fn func(paths []string) ([]string, error)) error {
 	path := s.configPath(t)
-	return filestore.Update(path, filePerm, dirPerm, func(old []byte) ([]byte, error) {
+	err := filestore.UpdateContext(ctx, path, filePerm, dirPerm, func(old []byte) ([]byte, error) {
 		if !t.Global && old == nil && t.Profile != DefaultProfile {
 			return nil, profileNotFound(t.Profile)
 		}
@@ -293,6 +308,7 @@ func (s *Store) update(t Target, fn func(paths []string) ([]string, error)) erro
 		c.Paths = paths
 		return encodeConfig(c), nil
 	})
+	return refused(err)
 }
 
 // AddOptions control Add.
@@ -310,7 +326,7 @@ type AddOptions struct {
 // Add appends paths to t. Every path is checked before anything is written: a path that does not
 // exist or a glob that matches nothing is refused unless opts.Force, a malformed glob always, and a
 // path already in t is refused. Repeated arguments are added once. It returns the paths added.
-func (s *Store) Add(t Target, paths []string, opts AddOptions) ([]string, error) {
+func (s *Store) Add(ctx context.Context, t Target, paths []string, opts AddOptions) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, output.UsageErrorf("No paths specified for qkit context add")
 	}
@@ -331,7 +347,7 @@ func (s *Store) Add(t Target, paths []string, opts AddOptions) ([]string, error)
 		}
 		add = append(add, p)
 	}
-	err := s.update(t, func(cur []string) ([]string, error) {
+	err := s.update(ctx, t, func(cur []string) ([]string, error) {
 		for _, p := range add {
 			for _, c := range cur {
 				if c == p {
@@ -412,7 +428,7 @@ func (s *Store) validateExists(p string, r resolved) error {
 
 // Remove deletes paths (compared as stored) from t. It returns the paths removed and those that were
 // not there; none found is an error.
-func (s *Store) Remove(t Target, paths []string) (removed, missing []string, err error) {
+func (s *Store) Remove(ctx context.Context, t Target, paths []string) (removed, missing []string, err error) {
 	if len(paths) == 0 {
 		return nil, nil, output.UsageErrorf("No paths specified for qkit context rm")
 	}
@@ -421,7 +437,7 @@ func (s *Store) Remove(t Target, paths []string) (removed, missing []string, err
 			return nil, nil, err
 		}
 	}
-	err = s.update(t, func(cur []string) ([]string, error) {
+	err = s.update(ctx, t, func(cur []string) ([]string, error) {
 		removed, missing = nil, nil
 		drop := map[string]bool{}
 		for _, p := range paths {
@@ -455,15 +471,16 @@ func (s *Store) Remove(t Target, paths []string) (removed, missing []string, err
 	return removed, missing, nil
 }
 
-// Clear empties t and returns how many rules it held.
-func (s *Store) Clear(t Target) (int, error) {
+// Clear empties t and returns how many rules it held. Add, Remove and Clear write nothing once ctx
+// has ended, even when it ends while they wait for another process's lock.
+func (s *Store) Clear(ctx context.Context, t Target) (int, error) {
 	if !t.Global {
 		if err := s.requireProfile(t.Profile); err != nil {
 			return 0, err
 		}
 	}
 	n := 0
-	err := s.update(t, func(cur []string) ([]string, error) {
+	err := s.update(ctx, t, func(cur []string) ([]string, error) {
 		n = len(cur)
 		if n == 0 {
 			return nil, filestore.ErrNoChange

@@ -1,6 +1,7 @@
 package contextfiles
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestPromptBlock(t *testing.T) {
 	write(t, filepath.Join(cwd, "docs", "sub", "b.md"), "beta")
 	write(t, filepath.Join(cwd, "docs", "c.txt"), "not matched")
 	write(t, filepath.Join(cwd, "bin.md"), "x\x00y")
-	if _, err := s.Add(Target{Global: true}, []string{"docs/**/*.md", "bin.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Global: true}, []string{"docs/**/*.md", "bin.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	got, warnings, err := s.Prompt("default", cwd, 1000, "hello")
@@ -95,7 +96,7 @@ func TestBudgetDropsLargestFirst(t *testing.T) {
 	write(t, filepath.Join(cwd, "big.md"), strings.Repeat("b", 400))  // 100 tokens
 	write(t, filepath.Join(cwd, "mid.md"), strings.Repeat("m", 200))  // 50 tokens
 	write(t, filepath.Join(cwd, "small.md"), strings.Repeat("s", 40)) // 10 tokens
-	if _, err := s.Add(Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	// The budget holds mid and small with their headers and the block's frame, not big.
@@ -183,21 +184,21 @@ func TestAddValidation(t *testing.T) {
 	s, cwd := newTestStore(t)
 	write(t, filepath.Join(cwd, "a.md"), "a")
 	tg := Target{Global: true}
-	_, err := s.Add(tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd})
+	_, err := s.Add(context.Background(), tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd})
 	if err == nil || !strings.Contains(err.Error(), "Invalid path 'missing.md': Path '") || output.Code(err) != output.ExitNotFound {
 		t.Fatalf("err = %v", err)
 	}
 	if rules, _ := s.Rules(tg); len(rules) != 0 {
 		t.Fatalf("nothing should be written, got %q", rules)
 	}
-	_, err = s.Add(tg, []string{"*.go"}, AddOptions{Cwd: cwd})
+	_, err = s.Add(context.Background(), tg, []string{"*.go"}, AddOptions{Cwd: cwd})
 	if err == nil || !strings.Contains(err.Error(), "No files found matching glob pattern '") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := s.Add(tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
+	if _, err := s.Add(context.Background(), tg, []string{"a.md", "missing.md"}, AddOptions{Cwd: cwd, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Add(tg, []string{"a.md"}, AddOptions{Cwd: cwd})
+	_, err = s.Add(context.Background(), tg, []string{"a.md"}, AddOptions{Cwd: cwd})
 	if err == nil || err.Error() != "Path 'a.md' already exists in the context" {
 		t.Fatalf("err = %v", err)
 	}
@@ -211,7 +212,7 @@ func TestConcurrentAdds(t *testing.T) {
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			_, err := s.Add(Target{Profile: DefaultProfile}, []string{fmt.Sprintf("p%02d", i)}, AddOptions{Cwd: cwd, Force: true})
+			_, err := s.Add(context.Background(), Target{Profile: DefaultProfile}, []string{fmt.Sprintf("p%02d", i)}, AddOptions{Cwd: cwd, Force: true})
 			errs <- err
 		}()
 	}
@@ -232,7 +233,7 @@ func TestProfileLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(cwd, "w.md"), "w")
-	if _, err := s.Add(Target{Profile: "work"}, []string{"w.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: "work"}, []string{"w.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RenameProfile("work", "job"); err != nil {
@@ -257,7 +258,7 @@ func TestProfileLifecycle(t *testing.T) {
 	if names, _ := s.Profiles(); len(names) != 1 || names[0] != DefaultProfile {
 		t.Fatalf("profiles = %q", names)
 	}
-	if _, err := s.Add(Target{Profile: "job"}, []string{"w.md"}, AddOptions{Cwd: cwd}); output.Code(err) != output.ExitNotFound {
+	if _, err := s.Add(context.Background(), Target{Profile: "job"}, []string{"w.md"}, AddOptions{Cwd: cwd}); output.Code(err) != output.ExitNotFound {
 		t.Fatalf("add to a deleted profile: %v", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestFileOverWholeBudgetIsNotReadWhole(t *testing.T) {
 	write(t, filepath.Join(cwd, "huge.txt"), strings.Repeat("a", 200<<10)+"\x00")
 	write(t, filepath.Join(cwd, "bin.md"), "\x00"+strings.Repeat("b", 400))
 	write(t, filepath.Join(cwd, "ok.md"), "fine")
-	if _, err := s.Add(Target{Profile: "default"}, []string{"huge.txt", "bin.md", "ok.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(context.Background(), Target{Profile: "default"}, []string{"huge.txt", "bin.md", "ok.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.Collect("default", cwd, 70, ReportOptions{})

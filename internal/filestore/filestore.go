@@ -5,12 +5,14 @@
 package filestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // WriteAtomic replaces path with data. The directory is created (with dirPerm) when missing. When
@@ -85,8 +87,20 @@ type Lock struct {
 }
 
 // LockFor takes an exclusive lock on path+".lock", blocking until it is free. The lock is released by
-// Unlock or, should the process die, by the kernel.
+// Unlock or, should the process die, by the kernel. A change made for a command that a signal can
+// stop takes the lock with LockForContext.
 func LockFor(path string, dirPerm fs.FileMode) (*Lock, error) {
+	return LockForContext(context.Background(), path, dirPerm)
+}
+
+// LockForContext is LockFor that stops waiting when ctx ends: it then returns ctx's error (its
+// cause, a signal, when it has one) and holds nothing. The wait is a series of attempts that never
+// block, further apart the longer the lock is held (up to lockRetryMax): no thread is left blocked
+// in the kernel on a lock nobody wants any more.
+func LockForContext(ctx context.Context, path string, dirPerm fs.FileMode) (*Lock, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
@@ -95,11 +109,42 @@ func LockFor(path string, dirPerm fs.FileMode) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := lockFile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+	wait := lockRetryMin
+	for {
+		ok, err := tryLockFile(f)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if ok {
+			return &Lock{f: f}, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctxErr(ctx))
+		case <-timer.C:
+		}
+		wait = min(2*wait, lockRetryMax)
 	}
-	return &Lock{f: f}, nil
+}
+
+// How long LockForContext waits between two attempts: lockRetryMin after the first, doubling up
+// to lockRetryMax. The longest wait is how late a freed lock may be noticed; it is short beside a
+// person's reaction and long enough that a lock held for minutes costs next to nothing.
+const (
+	lockRetryMin = time.Millisecond
+	lockRetryMax = 50 * time.Millisecond
+)
+
+// ctxErr is ctx's cause when it has ended (the signal that stopped qkit, say), else nil.
+func ctxErr(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
 }
 
 // Unlock releases the lock. It is safe to call on a nil Lock.
@@ -114,14 +159,27 @@ func (l *Lock) Unlock() {
 
 // Update runs fn under the lock for path: fn gets the current content (nil when the file does not exist)
 // and returns the new content, which is written atomically. Returning ErrNoChange leaves the file alone.
+// The current content is read as ReadState reads it: a FIFO, a device or a file over MaxStateSize
+// is an error, and nothing is written.
 func Update(path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte, error)) error {
-	lock, err := LockFor(path, dirPerm)
+	return UpdateContext(context.Background(), path, perm, dirPerm, fn)
+}
+
+// UpdateContext is Update for a change that ctx can call off: the wait for the lock ends with ctx,
+// and ctx is looked at again once fn has run, just before the write, so that a change called off
+// while it waited is never made after all. Either way the error wraps ctx's cause and the file is
+// left as it was.
+func UpdateContext(ctx context.Context, path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte, error)) error {
+	lock, err := LockForContext(ctx, path, dirPerm)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	old, err := ReadState(path)
+	switch {
+	case errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTooLarge):
+		return err
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	data, err := fn(old)
@@ -131,8 +189,64 @@ func Update(path string, perm, dirPerm fs.FileMode, fn func(old []byte) ([]byte,
 	if err != nil {
 		return err
 	}
+	if err := ctxErr(ctx); err != nil {
+		return fmt.Errorf("write %s: %w; it was left unchanged", path, err)
+	}
 	return WriteAtomic(path, data, perm, dirPerm)
 }
+
+// MaxStateSize is the most ReadState reads of one of qkit's own files (config.yaml, a context
+// profile, a cache): each holds a few kilobytes at most, so a larger one is damage or not a file
+// qkit wrote, and reading it whole (a link to /dev/zero, say) must not exhaust memory.
+const MaxStateSize = 1 << 20
+
+// ReadState reads one of qkit's own files with ReadRegular and MaxStateSize. Its refusal names the
+// file and says what it is ("config.yaml is a FIFO, not a regular file", "is larger than 1 MiB")
+// and wraps ErrNotRegular or ErrTooLarge; other errors are os.Open's (fs.ErrNotExist for a missing
+// file).
+func ReadState(path string) ([]byte, error) {
+	data, err := ReadRegular(path, MaxStateSize)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case errors.Is(err, ErrNotRegular):
+		return nil, &stateError{path + " is " + describeKind(path) + ", not a regular file", ErrNotRegular}
+	case errors.Is(err, ErrTooLarge):
+		return nil, &stateError{fmt.Sprintf("%s is larger than %d MiB, more than any file qkit writes", path, MaxStateSize>>20), ErrTooLarge}
+	}
+	return nil, err
+}
+
+// describeKind says what path (through links) is, for an error: "a FIFO", "a device", "a folder".
+func describeKind(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "not readable"
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// stateError is ReadState's refusal: its message says it all, and it wraps ErrNotRegular or
+// ErrTooLarge for errors.Is.
+type stateError struct {
+	msg string
+	err error
+}
+
+func (e *stateError) Error() string { return e.msg }
+func (e *stateError) Unwrap() error { return e.err }
 
 // ErrNotRegular is returned by OpenRegular for anything but a regular file.
 var ErrNotRegular = errors.New("not a regular file")

@@ -8,12 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func lockFile(f *os.File) error {
+// tryLockFile takes f's exclusive lock if it is free, without waiting: ok is false when another
+// holds it.
+func tryLockFile(f *os.File) (ok bool, err error) {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			return err
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return true, nil
+		case unix.EWOULDBLOCK:
+			return false, nil
+		case unix.EINTR:
+			continue
 		}
+		return false, err
 	}
 }
 
