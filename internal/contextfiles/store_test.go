@@ -123,7 +123,7 @@ func TestBudgetCountsHeaders(t *testing.T) {
 	for i := range files {
 		write(t, filepath.Join(cwd, "d", fmt.Sprintf("%03d-%s.md", i, strings.Repeat("n", 63))), "")
 	}
-	if _, err := s.Add(Target{Profile: "default"}, []string{"d/*.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(t.Context(), Target{Profile: "default"}, []string{"d/*.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.Collect("default", cwd, budget, ReportOptions{})
@@ -165,7 +165,7 @@ func TestFileBytesCountsTheHeaderPromptWrites(t *testing.T) {
 	s, cwd := newTestStore(t)
 	write(t, filepath.Join(cwd, "a.md"), "one\n")
 	write(t, filepath.Join(cwd, "b.md"), "two")
-	if _, err := s.Add(Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
+	if _, err := s.Add(t.Context(), Target{Profile: "default"}, []string{"*.md"}, AddOptions{Cwd: cwd}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := s.Prompt("default", cwd, 0, "")
