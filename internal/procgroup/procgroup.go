@@ -342,9 +342,11 @@ func (l *liveSet) all() []*Proc {
 // leader exited and whose Wait has not finished) gets SIGTERM now and SIGKILL after
 // ShutdownGrace, and every later step of theirs (Stop, the sweep and drain in Wait) takes
 // ShutdownGrace at most. A process still running is reported as stopped by qkit (ErrShutdown,
-// or the cause its own Wait or Stop gives). Callers cancel their runs' contexts first, so a run
-// sees its own cancellation rather than an agent that died. It does not wait: the callers' own Wait calls return once the
-// processes are gone. Groups started afterwards are not affected. Safe to call more than once.
+// or the cause its own Wait or Stop gives), so a run whose agent is gone before its context ends
+// still reports a cancellation: the signal handler calls Shutdown before it cancels the command's
+// context, so an agent gets SIGTERM before its stdin closes. It does not wait: the callers' own
+// Wait calls return once the processes are gone. Groups started afterwards are not affected.
+// Safe to call more than once.
 func Shutdown() {
 	procs := live.all()
 	if len(procs) == 0 {
