@@ -253,15 +253,30 @@ func toSessionDetail(a *app.App, s *questions.Session) sessionDetailJSON {
 // not found (exit 4, as for a missing context path); one that cannot be read is a failure that names
 // the flag and the file.
 func readInput(a *app.App, flag, name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(a.IO.In)
+	var r io.Reader = a.IO.In
+	if name != "-" {
+		f, err := os.Open(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, output.NotFoundf("%s %s: no such file", flag, name)
+		case err != nil:
+			return nil, fmt.Errorf("%s %s: %w", flag, name, err)
+		}
+		defer f.Close()
+		r = f
 	}
-	data, err := os.ReadFile(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, output.NotFoundf("%s %s: no such file", flag, name)
-	case err != nil:
+	// Read at most maxInput: a file named by mistake (/dev/zero, a log) must not take the memory.
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
+	}
+	if len(data) > maxInput {
+		return nil, output.UsageErrorf("%s %s: larger than %d KiB, and no question set or answers file is that large", flag, name, maxInput>>10)
 	}
 	return data, nil
 }
+
+// maxInput bounds a question set or answers file read from a file or stdin. The largest valid
+// one (questions.MaxQuestions questions with every text at its limit, each character written as
+// a JSON \u escape pair) is about half of it.
+const maxInput = 1 << 20
