@@ -164,9 +164,6 @@ func askSessions(ctx context.Context, a *app.App, toComplete string) []string {
 	if err != nil {
 		return nil
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	return sessionCompletions(ctx, c.Paths.Data, here, toComplete)
 }
 

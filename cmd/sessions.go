@@ -565,19 +565,18 @@ func completeSessionIDs(a *app.App, firstOnly bool) cobra.CompletionFunc {
 		} else if p, err := config.ResolvePaths(nil); err == nil {
 			data = p.Data
 		}
-		ctx := c.Context()
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		return sessionCompletions(ctx, data, "", toComplete), cobra.ShellCompDirectiveNoFileComp
+		return sessionCompletions(c.Context(), data, "", toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
 // sessionCompletions are the stored sessions (of the folder cwd, as sessions list --cwd has it;
 // "": all) whose id starts with toComplete, newest first, as completion lines: the id and the
 // title, through termtext (an id stored before sessionrec.SessionIDFor may be an agent's raw
-// text). The store is never created here.
+// text). The store is never created here. ctx may be nil (a command run without one).
 func sessionCompletions(ctx context.Context, data, cwd, toComplete string) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	path := sessions.Path(data)
 	if data == "" {
 		return nil
